@@ -1,0 +1,104 @@
+/**
+ * Ordered, additive migrations of a session's SQLite database, run synchronously and gated by a
+ * version row in `meta` (Durable Objects have no `PRAGMA user_version`). Each migration runs in
+ * one transaction with its version bump, so a crash never leaves a half-migrated schema.
+ */
+
+export const SESSION_MIGRATIONS: readonly string[] = [
+  // 1: the foundation: header, log, inbox, loop state
+  `CREATE TABLE header (
+     id INTEGER PRIMARY KEY CHECK (id = 1),
+     body TEXT NOT NULL
+   ) STRICT;
+   CREATE TABLE events (
+     seq INTEGER PRIMARY KEY,
+     type TEXT NOT NULL,
+     at INTEGER NOT NULL,
+     data TEXT NOT NULL
+   ) STRICT;
+   CREATE INDEX events_by_type ON events (type, seq);
+   CREATE TABLE inbox (
+     message_id TEXT PRIMARY KEY,
+     position INTEGER NOT NULL UNIQUE,
+     lane TEXT NOT NULL CHECK (lane IN ('next-turn', 'next-step')),
+     waking INTEGER NOT NULL,
+     source TEXT NOT NULL,
+     content TEXT NOT NULL,
+     state TEXT NOT NULL CHECK (state IN ('pending', 'claimed', 'discarded')),
+     idempotency_key TEXT UNIQUE,
+     content_hash TEXT NOT NULL
+   ) STRICT;
+   CREATE INDEX inbox_pending ON inbox (state, position);
+   CREATE TABLE loop (
+     id INTEGER PRIMARY KEY CHECK (id = 1),
+     body TEXT NOT NULL
+   ) STRICT;`,
+  // 2: delegation: runs this session awaits, children it owns, its outbox and de-duplication
+  `CREATE TABLE runs (
+     run_id TEXT PRIMARY KEY,
+     child_id TEXT NOT NULL,
+     provider TEXT NOT NULL,
+     local INTEGER NOT NULL,
+     call_key TEXT UNIQUE,
+     task_id TEXT UNIQUE,
+     state TEXT NOT NULL CHECK (state IN ('starting', 'running', 'settled')),
+     spec TEXT NOT NULL,
+     result TEXT,
+     cancel_requested INTEGER NOT NULL DEFAULT 0,
+     created_at INTEGER NOT NULL
+   ) STRICT;
+   CREATE TABLE children (
+     child_id TEXT PRIMARY KEY,
+     provider TEXT NOT NULL,
+     mode TEXT NOT NULL,
+     label TEXT,
+     created_at INTEGER NOT NULL,
+     state TEXT NOT NULL CHECK (state IN ('owned', 'released'))
+   ) STRICT;
+   CREATE TABLE outbox (
+     id TEXT PRIMARY KEY,
+     position INTEGER NOT NULL UNIQUE,
+     target TEXT NOT NULL,
+     kind TEXT NOT NULL,
+     payload TEXT NOT NULL,
+     attempts INTEGER NOT NULL DEFAULT 0,
+     next_at INTEGER NOT NULL,
+     dead_at INTEGER,
+     last_error TEXT
+   ) STRICT;
+   CREATE INDEX outbox_due ON outbox (dead_at, next_at);
+   CREATE TABLE seen (
+     envelope_id TEXT PRIMARY KEY,
+     at INTEGER NOT NULL
+   ) STRICT;`,
+];
+
+export const SCHEMA_VERSION = SESSION_MIGRATIONS.length;
+
+/** Whether this object has ever been initialized (never creates anything). */
+export function schemaExists(sql: SqlStorage): boolean {
+  return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").toArray().length > 0;
+}
+
+export function schemaVersion(sql: SqlStorage): number {
+  if (!schemaExists(sql)) return 0;
+  const row = sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'schema_version'").toArray()[0];
+  return row ? Number(row.value) : 0;
+}
+
+/** Brings the schema to the latest version; each step commits with its version bump. */
+export function migrate(storage: DurableObjectStorage, migrations: readonly string[] = SESSION_MIGRATIONS): void {
+  const { sql } = storage;
+  storage.transactionSync(() => {
+    sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT");
+  });
+  for (let version = schemaVersion(sql); version < migrations.length; version++) {
+    storage.transactionSync(() => {
+      sql.exec(migrations[version]!);
+      sql.exec(
+        "INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        String(version + 1),
+      );
+    });
+  }
+}

@@ -1,0 +1,44 @@
+import type { SessionHeader } from "../src/contract/session";
+import { INITIAL_LOOP, type LoopState } from "../src/core/turn-plan";
+import type { DriverStores } from "../src/agent/turn-driver";
+import { EventLog } from "./event-log";
+import type { EventStream } from "./event-stream";
+import { Inbox } from "./inbox";
+import { SingleRow } from "./single-row";
+
+/**
+ * The SQLite stores of one session, with `transact`: a synchronous transaction after which the
+ * events it appended are published to stream subscribers (never before they are committed).
+ */
+export class SessionStores implements DriverStores {
+  readonly sql: SqlStorage;
+  readonly log: EventLog;
+  readonly inbox: Inbox;
+  readonly header: SingleRow<SessionHeader>;
+  readonly #loopRow: SingleRow<LoopState>;
+  readonly loop = {
+    get: (): LoopState => this.#loopRow.get() ?? INITIAL_LOOP,
+    set: (state: LoopState): void => this.#loopRow.set(state),
+  };
+  stream: EventStream | undefined;
+
+  constructor(readonly storage: DurableObjectStorage) {
+    this.sql = storage.sql;
+    this.log = new EventLog(this.sql);
+    this.inbox = new Inbox(this.sql, this.log);
+    this.header = new SingleRow<SessionHeader>(this.sql, "header");
+    this.#loopRow = new SingleRow<LoopState>(this.sql, "loop");
+  }
+
+  transact<T>(fn: () => T): T {
+    let result: T;
+    try {
+      result = this.storage.transactionSync(fn);
+    } catch (error) {
+      this.log.rollback();
+      throw error;
+    }
+    this.stream?.publish(this.log.takeCommitted());
+    return result;
+  }
+}

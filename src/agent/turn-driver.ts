@@ -1,0 +1,242 @@
+import type { ContentBlock } from "../contract/content";
+import type { EventData, EventType, ToolCall, TurnEndReason } from "../contract/events";
+import { faultPoint } from "../core/faults";
+import { type LoopState, type PendingItem, type Plan, planStep } from "../core/turn-plan";
+import type { ConversationMessage, ModelClient, ModelReply } from "./model";
+import type { Tool, ToolOutcome, ToolRegistry } from "./tools";
+
+/**
+ * The turn driver: one step per call of `step()`: claim -> model call -> append -> tools.
+ * Every step is: a synchronous transaction (plan, claim, record the fence) -> the external call
+ * -> a synchronous transaction that re-checks the fence and appends. A result that arrives after
+ * an interrupt or a newer step is dropped, so a zombie or duplicate step never appends twice.
+ * Completed steps are never redone; a crash mid-step re-runs that step.
+ */
+
+export const MAX_STEPS_PER_TURN = 64;
+
+export interface DriverStores {
+  transact<T>(fn: () => T): T;
+  loop: { get(): LoopState; set(state: LoopState): void };
+  inbox: {
+    pending(): PendingItem[];
+    /** Marks a pending item claimed and returns what the user message needs. */
+    claim(messageId: string): { content: ContentBlock[]; source: EventData["user/message"]["source"] } | undefined;
+  };
+  log: {
+    append<T extends EventType>(type: T, data: EventData[T]): number;
+    conversation(fromSeq: number): ConversationMessage[];
+    /** Tool calls of the last assistant message at or after `fromSeq` that have no result yet. */
+    unansweredToolCalls(fromSeq: number): ToolCall[];
+  };
+}
+
+export interface SessionAgent<Host> {
+  stores: DriverStores;
+  sessionId: string;
+  modelRoute(): string;
+  model(): ModelClient;
+  system(): string | undefined;
+  tools(): Tool<unknown, Host>[];
+  registry: ToolRegistry<Host>;
+  host: Host;
+  /** Which tool calls (by call key) are long-running work already in flight. */
+  inFlight(callKeys: readonly string[]): Set<string>;
+  /** Called inside the transaction that appends `turn/end`. */
+  onTurnEnd(turn: number, reason: TurnEndReason, turnStartSeq: number): void;
+}
+
+interface Fence {
+  epoch: number;
+  turn: number;
+  step: number;
+}
+
+export function callKey(turn: number, toolCallId: string): string {
+  return `${turn}:${toolCallId}`;
+}
+
+export class TurnDriver<Host> {
+  readonly #agent: SessionAgent<Host>;
+  /** In-flight external calls; aborted by an interrupt. Memory only: eviction drops them anyway. */
+  readonly #inFlight = new Set<AbortController>();
+
+  constructor(agent: SessionAgent<Host>) {
+    this.#agent = agent;
+  }
+
+  /** Runs one step. Resolves true when it made progress (more work may be owed). */
+  async step(): Promise<boolean> {
+    const { stores } = this.#agent;
+    const started = stores.transact(() => this.#begin());
+    if (started === undefined) return false;
+    if (started.plan.kind === "tools") {
+      await this.#runTools(started.plan.calls, started.fence);
+      return true;
+    }
+    await this.#modelStep(started.fence);
+    return true;
+  }
+
+  /** Ends the open turn as `aborted` and parks pending work until the next waking delivery. */
+  interrupt(cause: string): boolean {
+    const { stores } = this.#agent;
+    const changed = stores.transact(() => {
+      const loop = stores.loop.get();
+      const pending = stores.inbox.pending();
+      if (loop.openTurn === null && !pending.some((p) => p.waking)) return false;
+      const closed = loop.openTurn === null ? loop : this.#endTurn(loop, "aborted", { cause });
+      stores.loop.set({ ...closed, epoch: closed.epoch + 1, parked: true });
+      return true;
+    });
+    if (changed) {
+      for (const controller of this.#inFlight) controller.abort(new Error(`interrupted (${cause})`));
+      this.#inFlight.clear();
+    }
+    return changed;
+  }
+
+  /** Appends the result of a deferred tool call if its turn is still open and it is unanswered. */
+  answerDeferred(turn: number, toolCallId: string, name: string, content: ContentBlock[], isError: boolean): boolean {
+    const { stores } = this.#agent;
+    const loop = stores.loop.get();
+    if (loop.openTurn !== turn || loop.turnStartSeq === null) return false;
+    const open = stores.log.unansweredToolCalls(loop.turnStartSeq);
+    if (!open.some((c) => c.id === toolCallId)) return false;
+    stores.log.append("tool/result", { toolCallId, name, content, isError });
+    return true;
+  }
+
+  #begin(): { plan: Plan; fence: Fence } | undefined {
+    const { stores } = this.#agent;
+    let loop = stores.loop.get();
+    const unanswered = loop.turnStartSeq === null ? [] : stores.log.unansweredToolCalls(loop.turnStartSeq);
+    const inFlightKeys =
+      loop.openTurn === null ? new Set<string>() : this.#agent.inFlight(unanswered.map((c) => callKey(loop.openTurn!, c.id)));
+    const plan = planStep({
+      loop,
+      pending: stores.inbox.pending(),
+      unanswered,
+      inFlight: new Set(unanswered.filter((c) => inFlightKeys.has(callKey(loop.openTurn!, c.id))).map((c) => c.id)),
+    });
+    if (plan.kind === "idle" || plan.kind === "await-tools") return undefined;
+    if (plan.kind === "start-turn") {
+      const turn = loop.turns + 1;
+      const seq = stores.log.append("turn/start", { turn });
+      loop = { ...loop, turns: turn, openTurn: turn, turnStartSeq: seq, step: 0 };
+      stores.loop.set(loop);
+    }
+    if (plan.kind !== "tools") {
+      for (const messageId of plan.claim) this.#claim(messageId, loop.openTurn!);
+      if (loop.step >= MAX_STEPS_PER_TURN) {
+        stores.loop.set(this.#endTurn(loop, "error", { error: `step budget of ${MAX_STEPS_PER_TURN} exhausted` }));
+        return { plan: { kind: "idle" }, fence: { epoch: -1, turn: -1, step: -1 } };
+      }
+    }
+    return { plan, fence: { epoch: loop.epoch, turn: loop.openTurn!, step: loop.step } };
+  }
+
+  #claim(messageId: string, turn: number): void {
+    const { stores } = this.#agent;
+    const item = stores.inbox.claim(messageId);
+    if (!item) return;
+    stores.log.append("agent/inbox/claimed", { messageId, turn });
+    stores.log.append("user/message", { messageId, content: item.content, source: item.source });
+  }
+
+  #current(fence: Fence): boolean {
+    const loop = this.#agent.stores.loop.get();
+    return loop.epoch === fence.epoch && loop.openTurn === fence.turn && loop.step === fence.step;
+  }
+
+  #endTurn(loop: LoopState, reason: TurnEndReason, extra: { cause?: string; error?: string } = {}): LoopState {
+    const { stores } = this.#agent;
+    const turn = loop.openTurn!;
+    stores.log.append("turn/end", { turn, reason, ...extra });
+    this.#agent.onTurnEnd(turn, reason, loop.turnStartSeq!);
+    const closed = { ...loop, openTurn: null, turnStartSeq: null, step: 0 };
+    stores.loop.set(closed);
+    return closed;
+  }
+
+  async #modelStep(fence: Fence): Promise<void> {
+    const agent = this.#agent;
+    const { stores } = agent;
+    if (fence.epoch < 0) return; // the step budget ended the turn in #begin
+    const turnStartSeq = stores.loop.get().turnStartSeq!;
+    const controller = new AbortController();
+    this.#inFlight.add(controller);
+    let reply: ModelReply | undefined;
+    let failure: string | undefined;
+    try {
+      const tools = agent.tools();
+      const system = agent.system();
+      const turn = stores.log.conversation(turnStartSeq);
+      await faultPoint(agent.sessionId, "before-model");
+      reply = await agent.model().generate({
+        model: agent.modelRoute(),
+        ...(system === undefined ? {} : { system }),
+        turn,
+        history: () => stores.log.conversation(0),
+        tools: agent.registry.specs(tools),
+        signal: controller.signal,
+      });
+      await faultPoint(agent.sessionId, "after-model");
+    } catch (error) {
+      failure = error instanceof Error ? error.message : String(error);
+    } finally {
+      this.#inFlight.delete(controller);
+    }
+    await faultPoint(agent.sessionId, "before-append");
+    const toolCalls = stores.transact(() => {
+      if (!this.#current(fence)) return []; // interrupted or superseded meanwhile: drop the result
+      const loop = stores.loop.get();
+      if (reply === undefined) {
+        this.#endTurn(loop, "error", { error: (failure ?? "model call failed").slice(0, 4096) });
+        return [];
+      }
+      stores.log.append("assistant/message", {
+        content: reply.content,
+        ...(reply.toolCalls.length > 0 ? { toolCalls: reply.toolCalls } : {}),
+        stopReason: reply.stopReason,
+        ...(reply.usage ? { usage: reply.usage } : {}),
+        model: agent.modelRoute(),
+      });
+      const next = { ...loop, step: loop.step + 1 };
+      stores.loop.set(next);
+      if (reply.toolCalls.length === 0) {
+        this.#endTurn(next, reply.stopReason === "end" || reply.stopReason === "tool-use" ? "completed" : reply.stopReason);
+      }
+      return reply.toolCalls;
+    });
+    await faultPoint(agent.sessionId, "after-append");
+    if (toolCalls.length > 0) await this.#runTools(toolCalls, { ...fence, step: fence.step + 1 });
+  }
+
+  async #runTools(calls: readonly ToolCall[], fence: Fence): Promise<void> {
+    const agent = this.#agent;
+    const tools = agent.tools();
+    for (const call of calls) {
+      const controller = new AbortController();
+      this.#inFlight.add(controller);
+      let outcome: ToolOutcome;
+      try {
+        outcome = await agent.registry.execute(
+          tools,
+          call.name,
+          call.args,
+          { sessionId: agent.sessionId, callKey: callKey(fence.turn, call.id), toolCallId: call.id, signal: controller.signal },
+          agent.host,
+        );
+      } finally {
+        this.#inFlight.delete(controller);
+      }
+      if ("deferred" in outcome) continue;
+      const appended = agent.stores.transact(() => {
+        if (!this.#current(fence)) return false;
+        return this.answerDeferred(fence.turn, call.id, call.name, outcome.content, outcome.isError === true);
+      });
+      if (!appended) return; // the turn moved on (interrupt): later results are dropped too
+    }
+  }
+}

@@ -1,0 +1,69 @@
+import type { ContentBlock } from "./content";
+
+/**
+ * The event catalogue of a session log. Every state change of a session appends one of these in
+ * the same transaction as the change; the log is append-only with contiguous `seq` from 0.
+ */
+
+/** Who a message comes from: attribution only, never authority. */
+export type MessageSource =
+  | { kind: "user" }
+  | { kind: "coordinator"; form: "relay"; senderSessionId: string }
+  | { kind: "subagent-report"; form: "relay"; senderSessionId: string }
+  | { kind: "subagent-settled"; form: "notice"; summary: string; senderSessionId: string };
+
+export type InboxLane = "next-turn" | "next-step";
+
+export type TurnEndReason = "completed" | "aborted" | "error" | "max-tokens" | "refusal";
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  args: unknown;
+}
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface EventData {
+  "agent/inbox/inserted": { messageId: string; lane: InboxLane; waking: boolean; source: MessageSource };
+  "agent/inbox/claimed": { messageId: string; turn: number };
+  "agent/inbox/discarded": { messageId: string; reason: string };
+  "turn/start": { turn: number };
+  "turn/end": { turn: number; reason: TurnEndReason; cause?: string; error?: string };
+  "user/message": { messageId: string; content: ContentBlock[]; source: MessageSource };
+  "assistant/message": {
+    content: ContentBlock[];
+    toolCalls?: ToolCall[];
+    stopReason: "end" | "tool-use" | "max-tokens" | "refusal";
+    usage?: Usage;
+    model: string;
+  };
+  "tool/result": { toolCallId: string; name: string; content: ContentBlock[]; isError: boolean };
+  "session/end-seed": { seedLength: number };
+  "subagent/descriptor": Record<string, unknown>;
+  "subagent/start": { runId: string; provider: string; id: string; local: boolean };
+  "subagent/end": {
+    runId: string;
+    provider: string;
+    id: string;
+    local: boolean;
+    stopReason: string;
+    lastAssistantMessage?: ContentBlock[];
+  };
+  "outbox/dead-letter": { outboxId: string; target: string; kind: string; attempts: number; error: string };
+}
+
+export type EventType = keyof EventData;
+
+export interface SessionEvent<T extends EventType = EventType> {
+  seq: number;
+  type: T;
+  at: number;
+  data: EventData[T];
+}
+
+/** Events that make up the model-visible conversation. */
+export const CONVERSATION_EVENTS = ["user/message", "assistant/message", "tool/result"] as const;

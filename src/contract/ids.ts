@@ -1,0 +1,23 @@
+/** Branded identifiers: a session id is a UUID; message and run ids are opaque strings. */
+
+export type SessionId = string & { readonly __brand: "SessionId" };
+export type MessageId = string & { readonly __brand: "MessageId" };
+export type RunId = string & { readonly __brand: "RunId" };
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+
+export function isSessionId(value: unknown): value is SessionId {
+  return typeof value === "string" && UUID.test(value);
+}
+
+export function newSessionId(): SessionId {
+  return crypto.randomUUID() as SessionId;
+}
+
+export function newMessageId(): MessageId {
+  return `msg_${crypto.randomUUID()}` as MessageId;
+}
+
+export function newRunId(): RunId {
+  return crypto.randomUUID() as RunId;
+}

@@ -1,0 +1,46 @@
+import type { ToolFilter } from "../agent/tools";
+
+/** The durable identity of a session: written once (by `create` or `init`), never rewritten. */
+export interface SessionHeader {
+  id: string;
+  parentSession: string | null;
+  origin: "subagent" | null;
+  delegationDepth: number;
+  seedLength?: number;
+  createdAt: number;
+  label?: string;
+  mode?: "one-shot" | "continuable";
+  /** SHA-256 of the root session's token; descendants carry their root's hash for read-only views. */
+  tokenHash: string | null;
+  /** Ancestor ids, root first; empty for a top-level session. */
+  lineage: string[];
+  options: AgentOptions;
+}
+
+export interface AgentOptions {
+  model: string;
+  persona?: string;
+  toolFilter?: ToolFilter;
+  /** Providers the session's model may delegate to (one `subagent` tool per name); all when absent. */
+  providers?: string[];
+}
+
+export type SessionStatus = "running" | "waiting" | "idle";
+
+/** `GET /v1/sessions/:id`. */
+export interface SessionView {
+  id: string;
+  parentSession: string | null;
+  origin: "subagent" | null;
+  delegationDepth: number;
+  seedLength?: number;
+  createdAt: number;
+  status: SessionStatus;
+  mode?: "one-shot" | "continuable";
+  label?: string;
+  model: string;
+  lastSeq: number;
+}
+
+/** Who is calling, as established by the Worker from the bearer token. */
+export type Caller = { kind: "admin" } | { kind: "session"; sessionId: string; tokenHash: string };

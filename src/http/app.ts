@@ -1,0 +1,139 @@
+import { type IRequest, Router } from "itty-router";
+import { fail, type Failure, type Outcome, SubagentError } from "../contract/errors";
+import { newSessionId } from "../contract/ids";
+import type { Caller } from "../contract/session";
+import { CreateSessionBody, EventsQuery, SendMessageBody, StreamQuery } from "../contract/wire";
+import { modelRouteProblem } from "../agent/model-router";
+import { sha256Hex } from "../core/hash";
+import { authenticate, isFailure, newSessionToken } from "./auth";
+import { queryOf, readBody, validate } from "./body";
+import { failure, json } from "./respond";
+import { sessionStub } from "./sessions";
+import { isSessionId } from "../contract/ids";
+import { compact } from "../core/compact";
+
+/**
+ * The public HTTP API (api.md): auth -> validate -> route to the session's object. Every error
+ * is the envelope with a stable code; a client mistake is never a 5xx.
+ */
+
+export const VERSION = "0.1.0";
+
+type Handler = (request: IRequest, env: Env, ctx: ExecutionContext) => Promise<Response> | Response;
+
+async function callerOf(request: Request, env: Env): Promise<Caller | Failure> {
+  return authenticate(request, env.ADMIN_TOKEN);
+}
+
+/** Wraps a handler with authentication; `admin` routes refuse session tokens. */
+function authed(handler: (request: IRequest, env: Env, caller: Caller) => Promise<Response>, admin = false): Handler {
+  return async (request, env) => {
+    const caller = await callerOf(request, env);
+    if (isFailure(caller)) return failure(caller);
+    if (admin && caller.kind !== "admin") return failure(fail("UNAUTHORIZED", "this route needs the admin token"));
+    return handler(request, env, caller);
+  };
+}
+
+function reply<T>(outcome: Outcome<T>, status = 200): Response {
+  return outcome.ok ? json(outcome.value, status) : failure(outcome);
+}
+
+function sessionParam(request: IRequest): string | Failure {
+  const id = request.params.id ?? "";
+  return isSessionId(id) ? id : fail("NOT_FOUND", "session not found");
+}
+
+export function buildRouter() {
+  const router = Router<IRequest, [Env, ExecutionContext]>({
+    catch: (error: unknown) => {
+      if (error instanceof SubagentError) return failure(error.toFailure());
+      console.error("unhandled error", error instanceof Error ? error.stack : error);
+      return failure(fail("INTERNAL", "internal error"));
+    },
+  });
+
+  router.get("/v1/health", () => json({ ok: true, version: VERSION }));
+
+  router.post(
+    "/v1/sessions",
+    authed(async (request, env) => {
+      const body = await readBody(request, CreateSessionBody);
+      if (!body.ok) return failure(body);
+      const model = body.value.model ?? env.DEFAULT_MODEL;
+      const problem = modelRouteProblem(model, { defaultModel: env.DEFAULT_MODEL, openAiBaseUrl: env.OPENAI_BASE_URL, ...(env.AI ? { ai: env.AI as never } : {}) });
+      if (problem) return failure(fail("INVALID_REQUEST", `model: ${problem}`));
+      const id = newSessionId();
+      const token = newSessionToken(id);
+      const { model: _model, label, ...rest } = body.value;
+      const created = await sessionStub(env, id).create({
+        id,
+        tokenHash: await sha256Hex(token),
+        options: { model, ...compact(rest) },
+        ...(label === undefined ? {} : { label }),
+      });
+      return created.ok ? json({ ...created.value, token }, 201) : failure(created);
+    }, true),
+  );
+
+  router.get(
+    "/v1/sessions/:id",
+    authed(async (request, env, caller) => {
+      const id = sessionParam(request);
+      if (typeof id !== "string") return failure(id);
+      return reply(await sessionStub(env, id).describe(caller));
+    }),
+  );
+
+  router.post(
+    "/v1/sessions/:id/messages",
+    authed(async (request, env, caller) => {
+      const id = sessionParam(request);
+      if (typeof id !== "string") return failure(id);
+      const body = await readBody(request, SendMessageBody);
+      if (!body.ok) return failure(body);
+      return reply(await sessionStub(env, id).send(caller, compact(body.value)), 202);
+    }),
+  );
+
+  router.get(
+    "/v1/sessions/:id/events",
+    authed(async (request, env, caller) => {
+      const id = sessionParam(request);
+      if (typeof id !== "string") return failure(id);
+      const query = validate(queryOf(request), EventsQuery);
+      if (!query.ok) return failure(query);
+      return reply(await sessionStub(env, id).events(caller, query.value));
+    }),
+  );
+
+  router.get(
+    "/v1/sessions/:id/events/stream",
+    authed(async (request, env, caller) => {
+      const id = sessionParam(request);
+      if (typeof id !== "string") return failure(id);
+      if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
+        return failure(fail("INVALID_REQUEST", "this route needs a WebSocket upgrade"));
+      }
+      const query = validate(queryOf(request), StreamQuery);
+      if (!query.ok) return failure(query);
+      const forwarded = new Request(`https://session/stream?after=${query.value.after}`, {
+        headers: { upgrade: "websocket", "x-subagents-caller": JSON.stringify(caller) },
+      });
+      return sessionStub(env, id).fetch(forwarded);
+    }),
+  );
+
+  router.post(
+    "/v1/sessions/:id/interrupt",
+    authed(async (request, env, caller) => {
+      const id = sessionParam(request);
+      if (typeof id !== "string") return failure(id);
+      return reply(await sessionStub(env, id).interrupt(caller), 202);
+    }),
+  );
+
+  router.all("/v1/*", () => failure(fail("NOT_FOUND", "no such route")));
+  router.all("*", () => failure(fail("NOT_FOUND", "no such route")));
+  return router;
+}

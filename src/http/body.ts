@@ -1,0 +1,65 @@
+import type { z } from "zod";
+import { type Failure, fail, type Outcome, ok } from "../contract/errors";
+import { MAX_BODY_BYTES } from "../contract/wire";
+
+/**
+ * Reads and validates a JSON body. Oversized bodies are refused before anything is read past
+ * the limit (413); malformed JSON is its own error before the schema runs; an empty body is `{}`.
+ */
+export async function readBody<T>(request: Request, schema: z.ZodType<T>): Promise<Outcome<T>> {
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > MAX_BODY_BYTES) return tooLarge();
+  const text = await readLimited(request);
+  if (text === undefined) return tooLarge();
+  let value: unknown = {};
+  if (text.trim().length > 0) {
+    const type = request.headers.get("content-type") ?? "";
+    if (!/^application\/json\b/i.test(type)) return fail("INVALID_REQUEST", "content-type must be application/json");
+    try {
+      value = JSON.parse(text);
+    } catch {
+      return fail("MALFORMED_JSON", "the body is not valid JSON");
+    }
+  }
+  return validate(value, schema);
+}
+
+export function validate<T>(value: unknown, schema: z.ZodType<T>): Outcome<T> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return ok(parsed.data);
+  const issues = parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message, code: i.code }));
+  const first = issues[0];
+  return fail("INVALID_REQUEST", first ? `${first.path.join(".") || "body"}: ${first.message}` : "invalid request", issues);
+}
+
+export function queryOf(request: Request): Record<string, string> {
+  return Object.fromEntries(new URL(request.url).searchParams);
+}
+
+function tooLarge(): Failure {
+  return fail("PAYLOAD_TOO_LARGE", `the body exceeds ${MAX_BODY_BYTES} bytes`);
+}
+
+async function readLimited(request: Request): Promise<string | undefined> {
+  if (!request.body) return "";
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > MAX_BODY_BYTES) {
+      await reader.cancel();
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let offset = 0;
+  for (const c of chunks) {
+    all.set(c, offset);
+    offset += c.byteLength;
+  }
+  return new TextDecoder().decode(all);
+}
