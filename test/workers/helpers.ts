@@ -12,7 +12,7 @@ export async function api(method: string, path: string, options: { token?: strin
   const headers: Record<string, string> = { ...options.headers };
   const token = options.token === undefined ? ADMIN : options.token;
   if (token) headers.authorization = `Bearer ${token}`;
-  let body: string | undefined;
+  let body: string | null = null;
   if (options.raw !== undefined) body = options.raw;
   else if (options.body !== undefined) {
     body = JSON.stringify(options.body);

@@ -1,0 +1,76 @@
+import { z } from "zod";
+
+/**
+ * What each provider kind offers. `spawn` and `fork` create child sessions in this deployment;
+ * `remote` hands work to another deployment of this runtime (out-of-process semantics: no
+ * start-time capabilities, `local: false`).
+ */
+
+export interface SubagentCapabilities {
+  outputSchema: boolean;
+  depthLimit: boolean;
+  toolFilter: boolean;
+  persona: boolean;
+}
+
+export interface ProviderInfo {
+  name: string;
+  kind: ProviderKind;
+  capabilities: SubagentCapabilities;
+  inheritsParentContext: boolean;
+  continuable: boolean;
+  local: boolean;
+  /** For remote providers: where the other deployment lives (never its token). */
+  url?: string;
+}
+
+export type ProviderKind = "spawn" | "fork" | "remote";
+
+export interface ProviderRecord {
+  name: string;
+  kind: ProviderKind;
+  url?: string;
+  token?: string;
+}
+
+const ALL: SubagentCapabilities = { outputSchema: true, depthLimit: true, toolFilter: true, persona: true };
+const NONE: SubagentCapabilities = { outputSchema: false, depthLimit: false, toolFilter: false, persona: false };
+
+export function describeProvider(record: ProviderRecord): ProviderInfo {
+  switch (record.kind) {
+    case "spawn":
+      return { name: record.name, kind: "spawn", capabilities: ALL, inheritsParentContext: false, continuable: true, local: true };
+    case "fork":
+      return { name: record.name, kind: "fork", capabilities: ALL, inheritsParentContext: true, continuable: true, local: true };
+    case "remote":
+      return {
+        name: record.name,
+        kind: "remote",
+        capabilities: NONE,
+        inheritsParentContext: false,
+        continuable: false,
+        local: false,
+        ...(record.url === undefined ? {} : { url: record.url }),
+      };
+  }
+}
+
+export const DEFAULT_PROVIDERS: readonly ProviderRecord[] = [
+  { name: "spawn", kind: "spawn" },
+  { name: "fork", kind: "fork" },
+];
+
+export const ProviderName = z
+  .string()
+  .regex(/^[a-z][a-z0-9_-]{0,63}$/, "provider names are 1-64 of a-z, 0-9, _ and -, starting with a letter");
+
+export const RegisterProviderBody = z.discriminatedUnion("kind", [
+  z.strictObject({
+    kind: z.literal("remote"),
+    url: z.url({ protocol: /^https?$/ }).max(2048),
+    token: z.string().min(1).max(4096).optional(),
+  }),
+  z.strictObject({ kind: z.literal("spawn") }),
+  z.strictObject({ kind: z.literal("fork") }),
+]);
+export type RegisterProviderBody = z.infer<typeof RegisterProviderBody>;
