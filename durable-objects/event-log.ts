@@ -27,7 +27,13 @@ export class EventLog {
   append<T extends EventType>(type: T, data: EventData[T]): number {
     const seq = this.nextSeq();
     const at = Date.now();
-    this.#sql.exec("INSERT INTO events (seq, type, at, data) VALUES (?, ?, ?, ?)", seq, type, at, JSON.stringify(data));
+    this.#sql.exec(
+      "INSERT INTO events (seq, type, at, data) VALUES (?, ?, ?, ?)",
+      seq,
+      type,
+      at,
+      JSON.stringify(data),
+    );
     this.#nextSeq = seq + 1;
     this.#uncommitted.push({ seq, type, at, data } as SessionEvent);
     return seq;
@@ -37,7 +43,13 @@ export class EventLog {
   appendSeed(events: readonly Pick<SessionEvent, "type" | "at" | "data">[]): void {
     for (const e of events) {
       const seq = this.nextSeq();
-      this.#sql.exec("INSERT INTO events (seq, type, at, data) VALUES (?, ?, ?, ?)", seq, e.type, e.at, JSON.stringify(e.data));
+      this.#sql.exec(
+        "INSERT INTO events (seq, type, at, data) VALUES (?, ?, ?, ?)",
+        seq,
+        e.type,
+        e.at,
+        JSON.stringify(e.data),
+      );
       this.#nextSeq = seq + 1;
     }
   }
@@ -114,5 +126,11 @@ function toMessage(e: SessionEvent<(typeof CONVERSATION_EVENTS)[number]>): Conve
     return { role: "assistant", content: d.content, toolCalls: d.toolCalls ?? [] };
   }
   const d = e.data as EventData["tool/result"];
-  return { role: "tool", toolCallId: d.toolCallId, name: d.name, content: d.content as ContentBlock[], isError: d.isError };
+  return {
+    role: "tool",
+    toolCallId: d.toolCallId,
+    name: d.name,
+    content: d.content as ContentBlock[],
+    isError: d.isError,
+  };
 }

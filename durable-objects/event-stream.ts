@@ -48,7 +48,8 @@ export class EventStream {
         let lastSeq = attachment?.lastSeq ?? -1;
         if (events[0]!.seq > lastSeq + 1) {
           // the socket missed events (it was attached while we were away): replay the gap first
-          for (const e of this.log.page(lastSeq, events[0]!.seq - lastSeq - 1)) socket.send(JSON.stringify(e));
+          for (const e of this.log.page(lastSeq, events[0]!.seq - lastSeq - 1))
+            socket.send(JSON.stringify(e));
           lastSeq = events[0]!.seq - 1;
         }
         for (const e of events) {

@@ -1,8 +1,14 @@
 import { DurableObject } from "cloudflare:workers";
+import { MAX_FANOUT } from "../src/bench-routes";
 
 /**
  * The raw Durable Object floor for benchmarks: the least work the runtime's operations could
- * possibly cost on this platform. Placeholder until the benchmark harness lands.
+ * possibly cost on this platform. Only reachable through the `/bench/` routes (BENCH_ROUTES = "1").
+ *
+ * * `write()`: one durable write (floor A: what accepting a message costs at the very least).
+ * * `spawn()`: a parent calls a brand-new child object over RPC; the child writes one row and
+ *   returns a string; the parent writes one row (the least a delegation to a new child costs).
+ * * `fanout(n)`: the same for n brand-new children at once from one parent.
  */
 export class FloorObject extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
@@ -14,5 +20,36 @@ export class FloorObject extends DurableObject<Env> {
   write(value: string): number {
     this.ctx.storage.sql.exec("INSERT INTO rows (value) VALUES (?)", value);
     return this.ctx.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM rows").one().n;
+  }
+
+  /** The child half of a spawn: one durable write, then a string answer. */
+  child(task: string): string {
+    this.ctx.storage.sql.exec("INSERT INTO rows (value) VALUES (?)", task);
+    return `done: ${task}`;
+  }
+
+  /** Parent half: a new child (random name) does its write and answers; the parent records it. */
+  async spawn(task: string): Promise<string> {
+    const answer = await this.#newChild().child(task);
+    this.ctx.storage.sql.exec("INSERT INTO rows (value) VALUES (?)", answer);
+    return answer;
+  }
+
+  /** `n` spawns at once from this parent; each answer is recorded as it arrives. */
+  async fanout(n: number, task: string): Promise<number> {
+    const count = Math.max(1, Math.min(MAX_FANOUT, Math.floor(n)));
+    const answers = await Promise.all(
+      Array.from({ length: count }, async (_, i) => {
+        const answer = await this.#newChild().child(`${task} #${i}`);
+        this.ctx.storage.sql.exec("INSERT INTO rows (value) VALUES (?)", answer);
+        return answer;
+      }),
+    );
+    return answers.length;
+  }
+
+  #newChild(): DurableObjectStub<FloorObject> {
+    const floor = this.env.FLOOR as unknown as DurableObjectNamespace<FloorObject>;
+    return floor.get(floor.idFromName(`child-${crypto.randomUUID()}`));
   }
 }

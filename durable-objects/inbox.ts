@@ -42,7 +42,9 @@ export class Inbox {
           : { kind: "conflict", messageId: prior.message_id };
       }
     }
-    const position = this.sql.exec<{ p: number }>("SELECT coalesce(max(position), 0) + 1 AS p FROM inbox").one().p;
+    const position = this.sql
+      .exec<{ p: number }>("SELECT coalesce(max(position), 0) + 1 AS p FROM inbox")
+      .one().p;
     this.sql.exec(
       `INSERT INTO inbox (message_id, position, lane, waking, source, content, state, idempotency_key, content_hash)
        VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,

@@ -57,7 +57,8 @@ export class RegistryObject extends DurableObject<Env> {
   }
 
   register(record: ProviderRecord): Outcome<ProviderInfo> {
-    if (this.resolve(record.name)) return fail("DUPLICATE_PROVIDER", `provider ${record.name} is already registered`);
+    if (this.resolve(record.name))
+      return fail("DUPLICATE_PROVIDER", `provider ${record.name} is already registered`);
     this.ctx.storage.transactionSync(() => this.#insert(record));
     return ok(describeProvider(record));
   }
@@ -80,7 +81,12 @@ export class RegistryObject extends DurableObject<Env> {
         limit,
       )
       .toArray()
-      .map((r) => ({ seq: r.seq, type: r.type as RegistryEvent["type"], at: r.at, data: JSON.parse(r.data) }));
+      .map((r) => ({
+        seq: r.seq,
+        type: r.type as RegistryEvent["type"],
+        at: r.at,
+        data: JSON.parse(r.data),
+      }));
   }
 
   #records(): ProviderRecord[] {
@@ -92,14 +98,27 @@ export class RegistryObject extends DurableObject<Env> {
 
   #insert(record: ProviderRecord): void {
     const { sql } = this.ctx.storage;
-    const position = sql.exec<{ p: number }>("SELECT coalesce(max(position), 0) + 1 AS p FROM providers").one().p;
-    sql.exec("INSERT INTO providers (name, position, record) VALUES (?, ?, ?)", record.name, position, JSON.stringify(record));
+    const position = sql
+      .exec<{ p: number }>("SELECT coalesce(max(position), 0) + 1 AS p FROM providers")
+      .one().p;
+    sql.exec(
+      "INSERT INTO providers (name, position, record) VALUES (?, ?, ?)",
+      record.name,
+      position,
+      JSON.stringify(record),
+    );
     this.#append("subagent/provider-added", { name: record.name, provider: describeProvider(record) });
   }
 
   #append(type: RegistryEvent["type"], data: RegistryEvent["data"]): void {
     const { sql } = this.ctx.storage;
     const seq = sql.exec<{ s: number }>("SELECT coalesce(max(seq), -1) + 1 AS s FROM events").one().s;
-    sql.exec("INSERT INTO events (seq, type, at, data) VALUES (?, ?, ?, ?)", seq, type, Date.now(), JSON.stringify(data));
+    sql.exec(
+      "INSERT INTO events (seq, type, at, data) VALUES (?, ?, ?, ?)",
+      seq,
+      type,
+      Date.now(),
+      JSON.stringify(data),
+    );
   }
 }

@@ -41,6 +41,7 @@ export const SESSION_MIGRATIONS: readonly string[] = [
      local INTEGER NOT NULL,
      call_key TEXT UNIQUE,
      task_id TEXT UNIQUE,
+     tool_name TEXT,
      state TEXT NOT NULL CHECK (state IN ('starting', 'running', 'settled')),
      spec TEXT NOT NULL,
      result TEXT,
@@ -63,10 +64,11 @@ export const SESSION_MIGRATIONS: readonly string[] = [
      payload TEXT NOT NULL,
      attempts INTEGER NOT NULL DEFAULT 0,
      next_at INTEGER NOT NULL,
+     delivered_at INTEGER,
      dead_at INTEGER,
      last_error TEXT
    ) STRICT;
-   CREATE INDEX outbox_due ON outbox (dead_at, next_at);
+   CREATE INDEX outbox_undelivered ON outbox (delivered_at, dead_at, position);
    CREATE TABLE seen (
      envelope_id TEXT PRIMARY KEY,
      at INTEGER NOT NULL
@@ -87,7 +89,10 @@ export function schemaVersion(sql: SqlStorage): number {
 }
 
 /** Brings the schema to the latest version; each step commits with its version bump. */
-export function migrate(storage: DurableObjectStorage, migrations: readonly string[] = SESSION_MIGRATIONS): void {
+export function migrate(
+  storage: DurableObjectStorage,
+  migrations: readonly string[] = SESSION_MIGRATIONS,
+): void {
   const { sql } = storage;
   storage.transactionSync(() => {
     sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT");

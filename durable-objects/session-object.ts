@@ -1,37 +1,53 @@
 import { DurableObject } from "cloudflare:workers";
 import { builtinTools } from "../src/agent/builtin-tools";
-import type { SessionHost } from "../src/agent/host";
-import { modelFor, type ModelSettings } from "../src/agent/model-router";
+import {
+  structuredOutputTool,
+  subagentTool,
+  subagentToolName,
+  taskKillTool,
+  taskOutputTool,
+} from "../src/agent/delegation-tools";
+import type { RunOrigin, SessionHost } from "../src/agent/host";
+import { type ModelSettings, modelFor } from "../src/agent/model-router";
+import type { Tool, ToolRegistry } from "../src/agent/tools";
 import { TurnDriver } from "../src/agent/turn-driver";
-import type { ToolRegistry } from "../src/agent/tools";
+import type { ChildInit } from "../src/contract/child-init";
 import { toBlocks } from "../src/contract/content";
+import type { Envelope } from "../src/contract/envelope";
 import { fail, ok, type Outcome } from "../src/contract/errors";
 import { newMessageId } from "../src/contract/ids";
+import type { RunView, StartedRun, StartRequest } from "../src/contract/run";
 import type { Caller, SessionHeader, SessionView } from "../src/contract/session";
 import type { CreateSession, EventPage, SendInput } from "../src/contract/session-api";
 import { checkAccess, type Need } from "../src/core/access";
 import { faultPoint } from "../src/core/faults";
 import { fingerprint } from "../src/core/hash";
-import { owesWork } from "../src/core/turn-plan";
+import type { ProviderInfo } from "../src/providers/catalog";
+import { registryStub, sessionStub } from "../src/http/sessions";
+import { Delegation } from "./delegation";
 import { EventStream } from "./event-stream";
 import { migrate, schemaExists } from "./schema";
 import { SessionStores } from "./session-stores";
 
 /** If the in-process driver dies with its instance, the alarm picks the work up after this long. */
 const SAFETY_NET_MS = 5_000;
+/** How long the provider list behind the `subagent` tools may be reused (starts always re-check). */
+const PROVIDER_LIST_TTL_MS = 2_000;
 
 /**
- * One session: its header, append-only log, inbox and turn loop, in its own SQLite database.
- * A thin shell: storage lives in the stores, decisions in `src/`. The alarm is the turn driver's
- * safety net; accepted work is also started in-process right away so a turn does not wait for
- * an alarm round trip. Nothing a turn needs lives only in memory.
+ * One session: its header, append-only log, inbox, turn loop, runs and outbox, in its own SQLite
+ * database. A thin shell: storage lives in the stores, decisions in `src/` and `Delegation`.
+ * Accepted work starts in-process right away (no alarm round trip); the alarm is the safety net
+ * and the retry clock. Nothing a turn needs lives only in memory.
  */
-export class SessionObject extends DurableObject<Env> implements SessionHost {
+export class SessionObject extends DurableObject<Env> {
   #stores: SessionStores | undefined;
   #driver: TurnDriver<SessionHost> | undefined;
+  #delegation: Delegation | undefined;
   #stream: EventStream | undefined;
   #running: Promise<void> | null = null;
   #wake = false;
+  #providers: { at: number; list: ProviderInfo[] } | undefined;
   readonly #tools: ToolRegistry<SessionHost> = builtinTools();
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -45,16 +61,11 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
     }
   }
 
-  get sessionId(): string {
-    return this.#header()?.id ?? "";
-  }
+  // ---- RPC surface: the registry Worker ----
 
-  // ---- RPC surface (called by the registry Worker) ----
-
-  async create(input: CreateSession): Promise<Outcome<SessionView>> {
+  create(input: CreateSession): Outcome<SessionView> {
     const stores = this.#open();
-    const existing = stores.header.get();
-    if (existing) return fail("DUPLICATE_CHILD", `session ${input.id} already exists`);
+    if (stores.header.get()) return fail("DUPLICATE_CHILD", `session ${input.id} already exists`);
     const header: SessionHeader = {
       id: input.id,
       parentSession: null,
@@ -96,16 +107,17 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
     if (admitted.kind === "conflict") {
       return fail("IDEMPOTENCY_KEY_REUSED", "this idempotencyKey was already used with different content");
     }
-    if (admitted.kind === "accepted") this.#kick();
+    if (admitted.kind === "accepted") void this.#kick();
     return ok({ messageId: admitted.messageId });
   }
 
   events(caller: Caller, query: { after: number; limit: number }): Outcome<EventPage> {
     const header = this.#authorize(caller, "read");
     if (!header.ok) return header;
-    const events = this.#stores!.log.page(query.after, query.limit);
+    const { log } = this.#stores!;
+    const events = log.page(query.after, query.limit);
     const last = events[events.length - 1];
-    const more = last !== undefined && last.seq < this.#stores!.log.nextSeq() - 1;
+    const more = last !== undefined && last.seq < log.nextSeq() - 1;
     return ok({ events, next: more ? last.seq : null });
   }
 
@@ -113,21 +125,59 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
     const header = this.#authorize(caller, "act");
     if (!header.ok) return header;
     this.#driver!.interrupt("user");
+    void this.#kick(); // foreground children of the aborted turn get their cancel
     return ok({ accepted: true });
   }
+
+  async startRun(caller: Caller, request: StartRequest): Promise<Outcome<StartedRun>> {
+    const header = this.#authorize(caller, "act");
+    if (!header.ok) return header;
+    const started = await this.#delegation!.start(request);
+    return started.ok
+      ? ok({ runId: started.value.runId, id: started.value.id, local: started.value.local })
+      : started;
+  }
+
+  async runStatus(caller: Caller, runId: string, waitMs: number): Promise<Outcome<RunView>> {
+    const header = this.#authorize(caller, "read");
+    if (!header.ok) return header;
+    const run = await this.#delegation!.waitFor(runId, waitMs);
+    return run ? ok(this.#delegation!.view(run)) : fail("NOT_FOUND", `no run ${runId}`);
+  }
+
+  disposeRun(caller: Caller, runId: string): Outcome<{ accepted: true }> {
+    const header = this.#authorize(caller, "act");
+    if (!header.ok) return header;
+    return this.#delegation!.dispose(runId);
+  }
+
+  // ---- RPC surface: other session objects ----
+
+  async init(spec: ChildInit): Promise<Outcome<{ id: string }>> {
+    this.#open();
+    return this.#delegation!.init(spec);
+  }
+
+  deliver(envelope: Envelope): Outcome<{ applied: boolean }> {
+    if (!this.#stores) return fail("NOT_FOUND", "no such session");
+    return this.#delegation!.deliver(envelope);
+  }
+
+  // ---- platform entry points ----
 
   /** The event stream (WebSocket upgrade). The Worker passes the authenticated caller in a header. */
   override async fetch(request: Request): Promise<Response> {
     const caller = JSON.parse(request.headers.get("x-subagents-caller") ?? "null") as Caller | null;
     const header = caller ? this.#authorize(caller, "read") : fail("UNAUTHENTICATED", "no caller");
-    if (!header.ok) return Response.json({ error: { code: header.code, message: header.message } }, { status: 404 });
+    if (!header.ok)
+      return Response.json({ error: { code: header.code, message: header.message } }, { status: 404 });
     const after = Number(new URL(request.url).searchParams.get("after") ?? "-1");
     return this.#stream!.open(after);
   }
 
   override async alarm(): Promise<void> {
     if (!this.#stores) return; // never created: nothing can be owed
-    await faultPoint(this.sessionId, "in-alarm");
+    await faultPoint(this.#id(), "in-alarm");
     await this.#kick();
   }
 
@@ -141,6 +191,10 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
 
   // ---- internals ----
 
+  #id(): string {
+    return this.#header()?.id ?? "";
+  }
+
   #open(): SessionStores {
     if (this.#stores) return this.#stores;
     migrate(this.ctx.storage);
@@ -148,22 +202,82 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
     this.#stream = new EventStream(this.ctx, stores.log);
     stores.stream = this.#stream;
     this.#stores = stores;
-    const self = this;
+    const host = this.#host();
     this.#driver = new TurnDriver<SessionHost>({
       stores,
       get sessionId() {
-        return self.sessionId;
+        return host.sessionId;
       },
       modelRoute: () => this.#header()?.options.model ?? this.env.DEFAULT_MODEL,
       model: () => modelFor(this.#header()?.options.model ?? this.env.DEFAULT_MODEL, this.#modelSettings()),
       system: () => this.#header()?.options.persona,
-      tools: () => this.#tools.visible(this.#header()?.options.toolFilter),
+      tools: () => this.#visibleTools(),
       registry: this.#tools,
-      host: this,
-      inFlight: () => new Set(),
-      onTurnEnd: () => {},
+      host,
+      inFlight: (keys) => this.#delegation!.runs.inFlight(keys),
+      onTurnEnd: (turn) => this.#delegation!.onTurnEnd(turn),
+    });
+    this.#delegation = new Delegation({
+      stores,
+      header: () => this.#header(),
+      driver: () => this.#driver!,
+      tools: this.#tools,
+      session: (id) => sessionStub(this.env, id),
+      provider: (name) => registryStub(this.env).resolve(name),
+      modelSettings: () => this.#modelSettings(),
+      depthCap: this.env.MAX_DEPTH_CAP,
+      kick: () => void this.#kick(),
     });
     return stores;
+  }
+
+  /** What tools may ask of this session; private internals stay off the RPC surface. */
+  #host(): SessionHost {
+    const self = this;
+    return {
+      get sessionId() {
+        return self.#id();
+      },
+      startRun: (request: StartRequest, origin: RunOrigin) => self.#delegation!.start(request, origin),
+      task: (taskId: string) => {
+        const run = self.#delegation!.runs.byTaskId(taskId);
+        return run ? self.#delegation!.view(run) : undefined;
+      },
+      killTask: (taskId: string) => {
+        const run = self.#delegation!.runs.byTaskId(taskId);
+        return run ? self.#delegation!.dispose(run.runId) : fail("NOT_FOUND", `unknown task ${taskId}`);
+      },
+    };
+  }
+
+  async #visibleTools(): Promise<Tool<unknown, SessionHost>[]> {
+    const header = this.#header();
+    if (!header) return [];
+    const providers = await this.#providerList();
+    const allowed = header.options.providers;
+    const delegation: Tool<unknown, SessionHost>[] = providers
+      .filter((p) => allowed === undefined || allowed.includes(p.name))
+      .map((p, i) => subagentTool(p, subagentToolName(p.name, i)) as Tool<unknown, SessionHost>);
+    const filter = header.options.toolFilter;
+    const visible = [
+      ...this.#tools.visible(undefined),
+      ...delegation,
+      taskOutputTool as Tool<unknown, SessionHost>,
+      taskKillTool as Tool<unknown, SessionHost>,
+    ].filter(
+      (t) =>
+        (filter?.allow === undefined || filter.allow.includes(t.name)) && !filter?.deny?.includes(t.name),
+    );
+    const schema = header.oneShot?.outputSchema;
+    return schema ? [...visible, structuredOutputTool(schema)] : visible;
+  }
+
+  async #providerList(): Promise<ProviderInfo[]> {
+    if (this.#providers && Date.now() - this.#providers.at < PROVIDER_LIST_TTL_MS)
+      return this.#providers.list;
+    const list = await registryStub(this.env).list();
+    this.#providers = { at: Date.now(), list };
+    return list;
   }
 
   #header(): SessionHeader | undefined {
@@ -191,7 +305,7 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
       origin: header.origin,
       delegationDepth: header.delegationDepth,
       createdAt: header.createdAt,
-      status: this.#owesWork() ? "running" : "idle",
+      status: this.#busy() ? "running" : this.#delegation!.runs.unsettledCount() > 0 ? "waiting" : "idle",
       model: header.options.model,
       lastSeq: this.#stores!.log.nextSeq() - 1,
     };
@@ -201,11 +315,9 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
     return view;
   }
 
-  #owesWork(): boolean {
-    const stores = this.#stores!;
-    const loop = stores.loop.get();
-    if (loop.openTurn !== null) return true;
-    return owesWork({ loop, pending: stores.inbox.pending(), unanswered: [], inFlight: new Set() });
+  /** Running: a turn is open or waking work is pending (and not parked by an interrupt). */
+  #busy(): boolean {
+    return this.#stores!.loop.get().openTurn !== null || this.#driver!.owesStep();
   }
 
   /** Starts (or re-checks) the in-process driver; resolves when it has nothing left to do. */
@@ -221,26 +333,31 @@ export class SessionObject extends DurableObject<Env> implements SessionHost {
 
   async #drive(): Promise<void> {
     const driver = this.#driver!;
+    const delegation = this.#delegation!;
     await this.ctx.storage.setAlarm(Date.now() + SAFETY_NET_MS);
-    await faultPoint(this.sessionId, "after-accept");
+    await faultPoint(this.#id(), "after-accept");
     for (;;) {
       this.#wake = false;
       if (await driver.step()) continue;
+      if (await delegation.drainOutbox()) continue;
+      if (await delegation.repairStarts()) continue;
       await this.#schedule();
       if (!this.#wake) return;
     }
   }
 
-  /** Re-arms the one alarm to the earliest owed item, or clears it. Called last. */
+  /** Re-arms the one alarm to the earliest owed item (step, outbox retry, start repair), or clears it. */
   async #schedule(): Promise<void> {
-    if (this.#owesWork()) await this.ctx.storage.setAlarm(Date.now() + 1);
-    else await this.ctx.storage.deleteAlarm();
+    const now = Date.now();
+    const outbox = this.#delegation!.nextDue();
+    const due = this.#driver!.owesStep() ? now : outbox;
+    if (due === undefined) await this.ctx.storage.deleteAlarm();
+    else await this.ctx.storage.setAlarm(Math.max(due, now + 1));
   }
 
   /** Boot-time repair: owed work with no alarm armed would never wake up. */
   async #repair(): Promise<void> {
-    if (this.#owesWork() && (await this.ctx.storage.getAlarm()) === null) {
-      await this.ctx.storage.setAlarm(Date.now() + 1);
-    }
+    const owed = this.#driver!.owesStep() || this.#delegation!.nextDue() !== undefined;
+    if (owed && (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + 1);
   }
 }

@@ -31,6 +31,7 @@ export function modelFor(route: string, settings: ModelSettings): ModelClient {
     const config = { baseUrl: settings.openAiBaseUrl ?? "", model: route.slice("openai:".length) };
     return new OpenAiModel(settings.openAiApiKey ? { ...config, apiKey: settings.openAiApiKey } : config);
   }
-  if (route.startsWith("workers-ai:") && settings.ai) return new WorkersAiModel(settings.ai, route.slice("workers-ai:".length));
+  if (route.startsWith("workers-ai:") && settings.ai)
+    return new WorkersAiModel(settings.ai, route.slice("workers-ai:".length));
   return scripted;
 }

@@ -1,7 +1,14 @@
 import { z } from "zod";
 import { textOf } from "../contract/content";
 import type { ToolCall } from "../contract/events";
-import type { ConversationMessage, ModelClient, ModelReply, ModelRequest, ModelStopReason, ToolSpec } from "./model";
+import type {
+  ConversationMessage,
+  ModelClient,
+  ModelReply,
+  ModelRequest,
+  ModelStopReason,
+  ToolSpec,
+} from "./model";
 import { ModelError } from "./model";
 
 /**
@@ -29,9 +36,14 @@ const ChatResponse = z.object({
           tool_calls: z
             .array(
               z.object({
-                id: z.string(),
-                type: z.literal("function").optional(),
-                function: z.object({ name: z.string(), arguments: z.string() }),
+                // Some compatible servers omit the id or send ""; one is generated then.
+                id: z.string().nullish(),
+                type: z.literal("function").nullish(),
+                // The spec says a JSON string; a few servers send the object itself.
+                function: z.object({
+                  name: z.string(),
+                  arguments: z.union([z.string(), z.record(z.string(), z.unknown())]).nullish(),
+                }),
               }),
             )
             .nullish(),
@@ -47,11 +59,15 @@ type ChatMessage =
   | { role: "assistant"; content: string | null; tool_calls?: unknown[] }
   | { role: "tool"; tool_call_id: string; content: string };
 
-export function toChatMessages(system: string | undefined, history: readonly ConversationMessage[]): ChatMessage[] {
+export function toChatMessages(
+  system: string | undefined,
+  history: readonly ConversationMessage[],
+): ChatMessage[] {
   const out: ChatMessage[] = system ? [{ role: "system", content: system }] : [];
   for (const m of history) {
     if (m.role === "user") out.push({ role: "user", content: textOf(m.content) });
-    else if (m.role === "tool") out.push({ role: "tool", tool_call_id: m.toolCallId, content: textOf(m.content) });
+    else if (m.role === "tool")
+      out.push({ role: "tool", tool_call_id: m.toolCallId, content: textOf(m.content) });
     else {
       const text = textOf(m.content);
       out.push(
@@ -75,8 +91,30 @@ export function toChatMessages(system: string | undefined, history: readonly Con
 export function toChatTools(tools: readonly ToolSpec[]): unknown[] {
   return tools.map((t) => ({
     type: "function",
-    function: { name: t.name, description: t.description, parameters: t.parameters },
+    function: { name: t.name, description: t.description, parameters: withoutSchemaKeyword(t.parameters) },
   }));
+}
+
+/**
+ * zod's JSON schema starts with a `$schema` keyword; strict servers (Gemini's OpenAI-compatible
+ * endpoint among them) reject tool parameters that carry it, and no server needs it.
+ */
+function withoutSchemaKeyword(parameters: Record<string, unknown>): Record<string, unknown> {
+  if (!("$schema" in parameters)) return parameters;
+  const { $schema: _dropped, ...rest } = parameters;
+  return rest;
+}
+
+/** A fresh tool call id, for servers that send none (ids must be unique within a conversation). */
+export function newToolCallId(): string {
+  return `call_${crypto.randomUUID().replaceAll("-", "").slice(0, 24)}`;
+}
+
+/** Removes credentials from text that came back from a server (some gateways echo request headers). */
+export function redactSecrets(text: string, secret: string | undefined): string {
+  let out = secret ? text.split(secret).join("[redacted]") : text;
+  out = out.replace(/(bearer\s+)[^\s"',;]+/gi, "$1[redacted]");
+  return out;
 }
 
 function mapFinish(reason: string | null | undefined, hasTools: boolean): ModelStopReason {
@@ -86,7 +124,9 @@ function mapFinish(reason: string | null | undefined, hasTools: boolean): ModelS
   return "end";
 }
 
-function parseArgs(raw: string): unknown {
+function parseArgs(raw: string | Record<string, unknown> | null | undefined): unknown {
+  if (raw === null || raw === undefined || raw === "") return {};
+  if (typeof raw !== "string") return raw;
   try {
     return JSON.parse(raw);
   } catch {
@@ -117,10 +157,13 @@ export class OpenAiModel implements ModelClient {
       });
     } catch (error) {
       if (request.signal.aborted) throw error;
-      throw new ModelError(`model server unreachable: ${error instanceof Error ? error.name : "fetch failed"}`);
+      throw new ModelError(
+        `model server unreachable: ${error instanceof Error ? error.name : "fetch failed"}`,
+      );
     }
     if (!response.ok) {
-      const excerpt = (await response.text()).slice(0, 200);
+      // Redact before cutting, so a key split by the cut cannot survive in part.
+      const excerpt = redactSecrets(await response.text().catch(() => ""), this.config.apiKey).slice(0, 200);
       throw new ModelError(`model server answered ${response.status}: ${excerpt}`);
     }
     const parsed = ChatResponse.safeParse(await response.json().catch(() => undefined));
@@ -132,7 +175,7 @@ export class OpenAiModel implements ModelClient {
 function toReply(data: z.infer<typeof ChatResponse>): ModelReply {
   const choice = data.choices[0]!;
   const toolCalls: ToolCall[] = (choice.message.tool_calls ?? []).map((c) => ({
-    id: c.id,
+    id: c.id ? c.id : newToolCallId(),
     name: c.function.name,
     args: parseArgs(c.function.arguments),
   }));
@@ -142,6 +185,7 @@ function toReply(data: z.infer<typeof ChatResponse>): ModelReply {
     toolCalls,
     stopReason: choice.message.refusal ? "refusal" : mapFinish(choice.finish_reason, toolCalls.length > 0),
   };
-  if (data.usage) reply.usage = { inputTokens: data.usage.prompt_tokens, outputTokens: data.usage.completion_tokens };
+  if (data.usage)
+    reply.usage = { inputTokens: data.usage.prompt_tokens, outputTokens: data.usage.completion_tokens };
   return reply;
 }

@@ -1,6 +1,13 @@
 import { z } from "zod";
 import { textOf } from "../contract/content";
-import { abortableDelay, type ConversationMessage, type ModelClient, ModelError, type ModelReply, type ModelRequest } from "./model";
+import {
+  abortableDelay,
+  type ConversationMessage,
+  type ModelClient,
+  ModelError,
+  type ModelReply,
+  type ModelRequest,
+} from "./model";
 
 /**
  * The deterministic `scripted` model (api.md). On each call it reads the newest user message of
@@ -71,7 +78,11 @@ function play(step: Exclude<ScriptStep, { think: number }>, stepIndex: number, p
   if ("stop" in step) return { content: [], toolCalls: [], stopReason: step.stop };
   return {
     content: [],
-    toolCalls: step.call.map((c, i) => ({ id: `call_${stepIndex}_${position}_${i}`, name: c.tool, args: c.args ?? {} })),
+    toolCalls: step.call.map((c, i) => ({
+      id: `call_${stepIndex}_${position}_${i}`,
+      name: c.tool,
+      args: c.args ?? {},
+    })),
     stopReason: "tool-use",
   };
 }

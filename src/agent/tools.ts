@@ -16,12 +16,16 @@ export interface ToolContext {
 }
 
 /** A tool either answers now or promises a result that a later delivery appends (e.g. a child run). */
-export type ToolOutcome = { content: ContentBlock[]; isError?: boolean } | { deferred: true };
+export type ToolOutcome =
+  | { content: ContentBlock[]; isError?: boolean; structured?: unknown; concludesTurn?: boolean }
+  | { deferred: true };
 
 export interface Tool<Args = unknown, Host = unknown> {
   name: string;
   description: string;
   schema: z.ZodType<Args>;
+  /** JSON schema shown to the model when it is not derived from `schema` (e.g. a caller's output schema). */
+  parameters?: Record<string, unknown>;
   run(args: Args, context: ToolContext, host: Host): Promise<ToolOutcome> | ToolOutcome;
 }
 
@@ -31,7 +35,9 @@ export interface ToolFilter {
 }
 
 export function text(value: string, isError = false): ToolOutcome {
-  return isError ? { content: [{ type: "text", text: value }], isError } : { content: [{ type: "text", text: value }] };
+  return isError
+    ? { content: [{ type: "text", text: value }], isError }
+    : { content: [{ type: "text", text: value }] };
 }
 
 export class ToolRegistry<Host> {
@@ -61,7 +67,9 @@ export class ToolRegistry<Host> {
     return tools.map((t) => ({
       name: t.name,
       description: t.description,
-      parameters: z.toJSONSchema(t.schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>,
+      parameters:
+        t.parameters ??
+        (z.toJSONSchema(t.schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>),
     }));
   }
 
@@ -77,7 +85,9 @@ export class ToolRegistry<Host> {
     if (!tool) return text(`Error: unknown tool "${name}"`, true);
     const parsed = tool.schema.safeParse(args);
     if (!parsed.success) {
-      const detail = parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
+      const detail = parsed.error.issues
+        .map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`)
+        .join("; ");
       return text(`Error: invalid arguments for ${name}: ${detail}`, true);
     }
     try {

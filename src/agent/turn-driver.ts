@@ -21,7 +21,9 @@ export interface DriverStores {
   inbox: {
     pending(): PendingItem[];
     /** Marks a pending item claimed and returns what the user message needs. */
-    claim(messageId: string): { content: ContentBlock[]; source: EventData["user/message"]["source"] } | undefined;
+    claim(
+      messageId: string,
+    ): { content: ContentBlock[]; source: EventData["user/message"]["source"] } | undefined;
   };
   log: {
     append<T extends EventType>(type: T, data: EventData[T]): number;
@@ -37,7 +39,7 @@ export interface SessionAgent<Host> {
   modelRoute(): string;
   model(): ModelClient;
   system(): string | undefined;
-  tools(): Tool<unknown, Host>[];
+  tools(): Promise<Tool<unknown, Host>[]>;
   registry: ToolRegistry<Host>;
   host: Host;
   /** Which tool calls (by call key) are long-running work already in flight. */
@@ -80,45 +82,82 @@ export class TurnDriver<Host> {
 
   /** Ends the open turn as `aborted` and parks pending work until the next waking delivery. */
   interrupt(cause: string): boolean {
-    const { stores } = this.#agent;
-    const changed = stores.transact(() => {
-      const loop = stores.loop.get();
-      const pending = stores.inbox.pending();
-      if (loop.openTurn === null && !pending.some((p) => p.waking)) return false;
-      const closed = loop.openTurn === null ? loop : this.#endTurn(loop, "aborted", { cause });
-      stores.loop.set({ ...closed, epoch: closed.epoch + 1, parked: true });
-      return true;
-    });
-    if (changed) {
-      for (const controller of this.#inFlight) controller.abort(new Error(`interrupted (${cause})`));
-      this.#inFlight.clear();
-    }
+    const changed = this.#agent.stores.transact(() => this.closeForInterrupt(cause));
+    if (changed) this.abortInFlight(cause);
     return changed;
   }
 
-  /** Appends the result of a deferred tool call if its turn is still open and it is unanswered. */
-  answerDeferred(turn: number, toolCallId: string, name: string, content: ContentBlock[], isError: boolean): boolean {
+  /**
+   * The durable half of an interrupt, for callers that compose it into their own transaction;
+   * they call `abortInFlight` once it committed.
+   */
+  closeForInterrupt(cause: string): boolean {
+    const { stores } = this.#agent;
+    const loop = stores.loop.get();
+    const pending = stores.inbox.pending();
+    if (loop.openTurn === null && !pending.some((p) => p.waking)) return false;
+    const closed = loop.openTurn === null ? loop : this.#endTurn(loop, "aborted", { cause });
+    stores.loop.set({ ...closed, epoch: closed.epoch + 1, parked: true });
+    return true;
+  }
+
+  abortInFlight(cause: string): void {
+    for (const controller of this.#inFlight) controller.abort(new Error(`interrupted (${cause})`));
+    this.#inFlight.clear();
+  }
+
+  /** Appends the result of a (deferred) tool call if its turn is still open and it is unanswered. */
+  answerDeferred(
+    turn: number,
+    toolCallId: string,
+    name: string,
+    content: ContentBlock[],
+    isError: boolean,
+    structured?: unknown,
+  ): boolean {
     const { stores } = this.#agent;
     const loop = stores.loop.get();
     if (loop.openTurn !== turn || loop.turnStartSeq === null) return false;
     const open = stores.log.unansweredToolCalls(loop.turnStartSeq);
     if (!open.some((c) => c.id === toolCallId)) return false;
-    stores.log.append("tool/result", { toolCallId, name, content, isError });
+    stores.log.append("tool/result", {
+      toolCallId,
+      name,
+      content,
+      isError,
+      ...(structured === undefined ? {} : { structured }),
+    });
     return true;
+  }
+
+  /** What the next step would do, from durable state only (no side effects). */
+  plan(): Plan {
+    const { stores } = this.#agent;
+    const loop = stores.loop.get();
+    const turn = loop.openTurn;
+    const unanswered = loop.turnStartSeq === null ? [] : stores.log.unansweredToolCalls(loop.turnStartSeq);
+    const inFlightKeys =
+      turn === null ? new Set<string>() : this.#agent.inFlight(unanswered.map((c) => callKey(turn, c.id)));
+    return planStep({
+      loop,
+      pending: stores.inbox.pending(),
+      unanswered,
+      inFlight: new Set(
+        unanswered.filter((c) => turn !== null && inFlightKeys.has(callKey(turn, c.id))).map((c) => c.id),
+      ),
+    });
+  }
+
+  /** Whether a step is owed now (a turn that waits for long-running tool calls owes nothing). */
+  owesStep(): boolean {
+    const kind = this.plan().kind;
+    return kind !== "idle" && kind !== "await-tools";
   }
 
   #begin(): { plan: Plan; fence: Fence } | undefined {
     const { stores } = this.#agent;
     let loop = stores.loop.get();
-    const unanswered = loop.turnStartSeq === null ? [] : stores.log.unansweredToolCalls(loop.turnStartSeq);
-    const inFlightKeys =
-      loop.openTurn === null ? new Set<string>() : this.#agent.inFlight(unanswered.map((c) => callKey(loop.openTurn!, c.id)));
-    const plan = planStep({
-      loop,
-      pending: stores.inbox.pending(),
-      unanswered,
-      inFlight: new Set(unanswered.filter((c) => inFlightKeys.has(callKey(loop.openTurn!, c.id))).map((c) => c.id)),
-    });
+    const plan = this.plan();
     if (plan.kind === "idle" || plan.kind === "await-tools") return undefined;
     if (plan.kind === "start-turn") {
       const turn = loop.turns + 1;
@@ -129,7 +168,9 @@ export class TurnDriver<Host> {
     if (plan.kind !== "tools") {
       for (const messageId of plan.claim) this.#claim(messageId, loop.openTurn!);
       if (loop.step >= MAX_STEPS_PER_TURN) {
-        stores.loop.set(this.#endTurn(loop, "error", { error: `step budget of ${MAX_STEPS_PER_TURN} exhausted` }));
+        stores.loop.set(
+          this.#endTurn(loop, "error", { error: `step budget of ${MAX_STEPS_PER_TURN} exhausted` }),
+        );
         return { plan: { kind: "idle" }, fence: { epoch: -1, turn: -1, step: -1 } };
       }
     }
@@ -149,7 +190,11 @@ export class TurnDriver<Host> {
     return loop.epoch === fence.epoch && loop.openTurn === fence.turn && loop.step === fence.step;
   }
 
-  #endTurn(loop: LoopState, reason: TurnEndReason, extra: { cause?: string; error?: string } = {}): LoopState {
+  #endTurn(
+    loop: LoopState,
+    reason: TurnEndReason,
+    extra: { cause?: string; error?: string } = {},
+  ): LoopState {
     const { stores } = this.#agent;
     const turn = loop.openTurn!;
     stores.log.append("turn/end", { turn, reason, ...extra });
@@ -169,7 +214,7 @@ export class TurnDriver<Host> {
     let reply: ModelReply | undefined;
     let failure: string | undefined;
     try {
-      const tools = agent.tools();
+      const tools = await agent.tools();
       const system = agent.system();
       const turn = stores.log.conversation(turnStartSeq);
       await faultPoint(agent.sessionId, "before-model");
@@ -205,7 +250,10 @@ export class TurnDriver<Host> {
       const next = { ...loop, step: loop.step + 1 };
       stores.loop.set(next);
       if (reply.toolCalls.length === 0) {
-        this.#endTurn(next, reply.stopReason === "end" || reply.stopReason === "tool-use" ? "completed" : reply.stopReason);
+        this.#endTurn(
+          next,
+          reply.stopReason === "end" || reply.stopReason === "tool-use" ? "completed" : reply.stopReason,
+        );
       }
       return reply.toolCalls;
     });
@@ -215,8 +263,8 @@ export class TurnDriver<Host> {
 
   async #runTools(calls: readonly ToolCall[], fence: Fence): Promise<void> {
     const agent = this.#agent;
-    const tools = agent.tools();
-    for (const call of calls) {
+    const tools = await agent.tools();
+    for (const [index, call] of calls.entries()) {
       const controller = new AbortController();
       this.#inFlight.add(controller);
       let outcome: ToolOutcome;
@@ -225,7 +273,12 @@ export class TurnDriver<Host> {
           tools,
           call.name,
           call.args,
-          { sessionId: agent.sessionId, callKey: callKey(fence.turn, call.id), toolCallId: call.id, signal: controller.signal },
+          {
+            sessionId: agent.sessionId,
+            callKey: callKey(fence.turn, call.id),
+            toolCallId: call.id,
+            signal: controller.signal,
+          },
           agent.host,
         );
       } finally {
@@ -234,9 +287,32 @@ export class TurnDriver<Host> {
       if ("deferred" in outcome) continue;
       const appended = agent.stores.transact(() => {
         if (!this.#current(fence)) return false;
-        return this.answerDeferred(fence.turn, call.id, call.name, outcome.content, outcome.isError === true);
+        const done = this.answerDeferred(
+          fence.turn,
+          call.id,
+          call.name,
+          outcome.content,
+          outcome.isError === true,
+          outcome.structured,
+        );
+        if (done && outcome.concludesTurn) this.#conclude(calls.slice(index + 1), fence);
+        return done && !outcome.concludesTurn;
       });
-      if (!appended) return; // the turn moved on (interrupt): later results are dropped too
+      if (!appended) return; // the turn moved on (interrupt or a concluding tool): later calls do not run
     }
+  }
+
+  /** A concluding tool (a structured-output capture) ends the turn; later calls are denied. */
+  #conclude(later: readonly ToolCall[], fence: Fence): void {
+    for (const call of later) {
+      this.answerDeferred(
+        fence.turn,
+        call.id,
+        call.name,
+        [{ type: "text", text: "Error: denied: the turn already concluded" }],
+        true,
+      );
+    }
+    this.#endTurn(this.#agent.stores.loop.get(), "completed");
   }
 }

@@ -41,7 +41,13 @@ export interface EventData {
     usage?: Usage;
     model: string;
   };
-  "tool/result": { toolCallId: string; name: string; content: ContentBlock[]; isError: boolean };
+  "tool/result": {
+    toolCallId: string;
+    name: string;
+    content: ContentBlock[];
+    isError: boolean;
+    structured?: unknown;
+  };
   "session/end-seed": { seedLength: number };
   "subagent/descriptor": Record<string, unknown>;
   "subagent/start": { runId: string; provider: string; id: string; local: boolean };

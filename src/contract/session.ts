@@ -15,6 +15,8 @@ export interface SessionHeader {
   /** Ancestor ids, root first; empty for a top-level session. */
   lineage: string[];
   options: AgentOptions;
+  /** For a one-shot child: the run it answers and how. */
+  oneShot?: { runId: string; provider: string; outputSchema?: Record<string, unknown> };
 }
 
 export interface AgentOptions {

@@ -8,7 +8,9 @@ export const MAX_BODY_BYTES = 256 * 1024;
 const Name = z.string().min(1).max(128);
 export const ToolFilterSchema = z
   .strictObject({ allow: z.array(Name).max(256).optional(), deny: z.array(Name).max(256).optional() })
-  .refine((f) => f.allow !== undefined || f.deny !== undefined, { message: "toolFilter needs allow or deny" });
+  .refine((f) => f.allow !== undefined || f.deny !== undefined, {
+    message: "toolFilter needs allow or deny",
+  });
 
 export const ModelRoute = z.string().min(1).max(200);
 

@@ -8,7 +8,11 @@ import type { Caller, SessionHeader } from "../contract/session";
  */
 export type Need = "read" | "act";
 
-export function checkAccess(header: SessionHeader | undefined, caller: Caller, need: Need): Failure | undefined {
+export function checkAccess(
+  header: SessionHeader | undefined,
+  caller: Caller,
+  need: Need,
+): Failure | undefined {
   if (header === undefined) return fail("NOT_FOUND", "session not found");
   if (caller.kind === "admin") return undefined;
   const own = caller.sessionId === header.id;

@@ -19,7 +19,14 @@ export interface LoopState {
   parked: boolean;
 }
 
-export const INITIAL_LOOP: LoopState = { epoch: 0, turns: 0, openTurn: null, turnStartSeq: null, step: 0, parked: false };
+export const INITIAL_LOOP: LoopState = {
+  epoch: 0,
+  turns: 0,
+  openTurn: null,
+  turnStartSeq: null,
+  step: 0,
+  parked: false,
+};
 
 export interface PendingItem {
   messageId: string;
@@ -56,10 +63,4 @@ export function planStep({ loop, pending, unanswered, inFlight }: PlanInput): Pl
     return runnable.length > 0 ? { kind: "tools", calls: runnable } : { kind: "await-tools" };
   }
   return { kind: "model", claim: nextStep };
-}
-
-/** Whether durable state shows work the driver owes (used for boot-time repair and status). */
-export function owesWork(input: PlanInput): boolean {
-  const plan = planStep(input);
-  return plan.kind !== "idle" && plan.kind !== "await-tools";
 }

@@ -1,11 +1,12 @@
 import { type IRequest, Router } from "itty-router";
-import { fail, type Failure, type Outcome, SubagentError } from "../contract/errors";
+import { fail, type Failure, SubagentError } from "../contract/errors";
 import { newSessionId } from "../contract/ids";
-import type { Caller } from "../contract/session";
 import { CreateSessionBody, EventsQuery, SendMessageBody, StreamQuery } from "../contract/wire";
 import { modelRouteProblem } from "../agent/model-router";
 import { sha256Hex } from "../core/hash";
-import { authenticate, isFailure, newSessionToken } from "./auth";
+import { newSessionToken } from "./auth";
+import { authed, reply } from "./authed";
+import { addDelegationRoutes } from "./delegation-routes";
 import { queryOf, readBody, validate } from "./body";
 import { failure, json } from "./respond";
 import { sessionStub } from "./sessions";
@@ -18,26 +19,6 @@ import { compact } from "../core/compact";
  */
 
 export const VERSION = "0.1.0";
-
-type Handler = (request: IRequest, env: Env, ctx: ExecutionContext) => Promise<Response> | Response;
-
-async function callerOf(request: Request, env: Env): Promise<Caller | Failure> {
-  return authenticate(request, env.ADMIN_TOKEN);
-}
-
-/** Wraps a handler with authentication; `admin` routes refuse session tokens. */
-function authed(handler: (request: IRequest, env: Env, caller: Caller) => Promise<Response>, admin = false): Handler {
-  return async (request, env) => {
-    const caller = await callerOf(request, env);
-    if (isFailure(caller)) return failure(caller);
-    if (admin && caller.kind !== "admin") return failure(fail("UNAUTHORIZED", "this route needs the admin token"));
-    return handler(request, env, caller);
-  };
-}
-
-function reply<T>(outcome: Outcome<T>, status = 200): Response {
-  return outcome.ok ? json(outcome.value, status) : failure(outcome);
-}
 
 function sessionParam(request: IRequest): string | Failure {
   const id = request.params.id ?? "";
@@ -61,7 +42,11 @@ export function buildRouter() {
       const body = await readBody(request, CreateSessionBody);
       if (!body.ok) return failure(body);
       const model = body.value.model ?? env.DEFAULT_MODEL;
-      const problem = modelRouteProblem(model, { defaultModel: env.DEFAULT_MODEL, openAiBaseUrl: env.OPENAI_BASE_URL, ...(env.AI ? { ai: env.AI as never } : {}) });
+      const problem = modelRouteProblem(model, {
+        defaultModel: env.DEFAULT_MODEL,
+        openAiBaseUrl: env.OPENAI_BASE_URL,
+        ...(env.AI ? { ai: env.AI as never } : {}),
+      });
       if (problem) return failure(fail("INVALID_REQUEST", `model: ${problem}`));
       const id = newSessionId();
       const token = newSessionToken(id);
@@ -132,6 +117,8 @@ export function buildRouter() {
       return reply(await sessionStub(env, id).interrupt(caller), 202);
     }),
   );
+
+  addDelegationRoutes(router);
 
   router.all("/v1/*", () => failure(fail("NOT_FOUND", "no such route")));
   router.all("*", () => failure(fail("NOT_FOUND", "no such route")));

@@ -23,13 +23,17 @@ export function tokenOf(request: Request): string | undefined {
   return offered.find((p) => p.startsWith(PROTOCOL_PREFIX))?.slice(PROTOCOL_PREFIX.length);
 }
 
-export async function authenticate(request: Request, adminToken: string | undefined): Promise<Caller | Failure> {
+export async function authenticate(
+  request: Request,
+  adminToken: string | undefined,
+): Promise<Caller | Failure> {
   const token = tokenOf(request);
   if (!token) return fail("UNAUTHENTICATED", "missing bearer token");
   if (adminToken && (await sameSecret(token, adminToken))) return { kind: "admin" };
   const dot = token.indexOf(".");
   const sessionId = dot > 0 ? token.slice(0, dot) : "";
-  if (!isSessionId(sessionId) || token.length - dot < 16) return fail("UNAUTHENTICATED", "the token is not valid");
+  if (!isSessionId(sessionId) || token.length - dot < 16)
+    return fail("UNAUTHENTICATED", "the token is not valid");
   return { kind: "session", sessionId, tokenHash: await sha256Hex(token) };
 }
 

@@ -14,7 +14,8 @@ export async function readBody<T>(request: Request, schema: z.ZodType<T>): Promi
   let value: unknown = {};
   if (text.trim().length > 0) {
     const type = request.headers.get("content-type") ?? "";
-    if (!/^application\/json\b/i.test(type)) return fail("INVALID_REQUEST", "content-type must be application/json");
+    if (!/^application\/json\b/i.test(type))
+      return fail("INVALID_REQUEST", "content-type must be application/json");
     try {
       value = JSON.parse(text);
     } catch {
@@ -27,9 +28,17 @@ export async function readBody<T>(request: Request, schema: z.ZodType<T>): Promi
 export function validate<T>(value: unknown, schema: z.ZodType<T>): Outcome<T> {
   const parsed = schema.safeParse(value);
   if (parsed.success) return ok(parsed.data);
-  const issues = parsed.error.issues.map((i) => ({ path: i.path.map(String), message: i.message, code: i.code }));
+  const issues = parsed.error.issues.map((i) => ({
+    path: i.path.map(String),
+    message: i.message,
+    code: i.code,
+  }));
   const first = issues[0];
-  return fail("INVALID_REQUEST", first ? `${first.path.join(".") || "body"}: ${first.message}` : "invalid request", issues);
+  return fail(
+    "INVALID_REQUEST",
+    first ? `${first.path.join(".") || "body"}: ${first.message}` : "invalid request",
+    issues,
+  );
 }
 
 export function queryOf(request: Request): Record<string, string> {

@@ -11,6 +11,7 @@ export function json(body: unknown, status = 200, headers: Record<string, string
 export function failure(f: Failure): Response {
   const error: Record<string, unknown> = { code: f.code, message: f.message };
   if (f.issues !== undefined) error.issues = f.issues;
-  const headers: Record<string, string> = f.code === "UNAUTHENTICATED" ? { "www-authenticate": "Bearer" } : {};
+  const headers: Record<string, string> =
+    f.code === "UNAUTHENTICATED" ? { "www-authenticate": "Bearer" } : {};
   return json({ error }, ERROR_STATUS[f.code], headers);
 }

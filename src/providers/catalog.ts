@@ -34,14 +34,33 @@ export interface ProviderRecord {
 }
 
 const ALL: SubagentCapabilities = { outputSchema: true, depthLimit: true, toolFilter: true, persona: true };
-const NONE: SubagentCapabilities = { outputSchema: false, depthLimit: false, toolFilter: false, persona: false };
+const NONE: SubagentCapabilities = {
+  outputSchema: false,
+  depthLimit: false,
+  toolFilter: false,
+  persona: false,
+};
 
 export function describeProvider(record: ProviderRecord): ProviderInfo {
   switch (record.kind) {
     case "spawn":
-      return { name: record.name, kind: "spawn", capabilities: ALL, inheritsParentContext: false, continuable: true, local: true };
+      return {
+        name: record.name,
+        kind: "spawn",
+        capabilities: ALL,
+        inheritsParentContext: false,
+        continuable: true,
+        local: true,
+      };
     case "fork":
-      return { name: record.name, kind: "fork", capabilities: ALL, inheritsParentContext: true, continuable: true, local: true };
+      return {
+        name: record.name,
+        kind: "fork",
+        capabilities: ALL,
+        inheritsParentContext: true,
+        continuable: true,
+        local: true,
+      };
     case "remote":
       return {
         name: record.name,

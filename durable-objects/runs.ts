@@ -1,0 +1,209 @@
+import type { SubagentResult } from "../src/contract/run";
+import type { ChildInit } from "../src/contract/child-init";
+
+/**
+ * One-shot runs this session awaits (foreground tool calls, background tasks, API callers) and
+ * the children it owns. Rows are written before a child is created, so a retried start finds
+ * them and re-attaches instead of starting a second child.
+ */
+
+export type RunState = "starting" | "running" | "settled";
+
+export interface RunRow {
+  runId: string;
+  childId: string;
+  provider: string;
+  local: boolean;
+  callKey: string | null;
+  taskId: string | null;
+  toolName: string | null;
+  state: RunState;
+  spec: ChildInit;
+  result: SubagentResult | null;
+  cancelRequested: boolean;
+  createdAt: number;
+}
+
+type RawRun = {
+  run_id: string;
+  child_id: string;
+  provider: string;
+  local: number;
+  call_key: string | null;
+  task_id: string | null;
+  tool_name: string | null;
+  state: string;
+  spec: string;
+  result: string | null;
+  cancel_requested: number;
+  created_at: number;
+};
+
+function toRow(r: RawRun): RunRow {
+  return {
+    runId: r.run_id,
+    childId: r.child_id,
+    provider: r.provider,
+    local: r.local === 1,
+    callKey: r.call_key,
+    taskId: r.task_id,
+    toolName: r.tool_name,
+    state: r.state as RunState,
+    spec: JSON.parse(r.spec) as ChildInit,
+    result: r.result === null ? null : (JSON.parse(r.result) as SubagentResult),
+    cancelRequested: r.cancel_requested === 1,
+    createdAt: r.created_at,
+  };
+}
+
+export class Runs {
+  constructor(readonly sql: SqlStorage) {}
+
+  insert(row: Omit<RunRow, "state" | "result" | "cancelRequested">): void {
+    this.sql.exec(
+      `INSERT INTO runs (run_id, child_id, provider, local, call_key, task_id, tool_name, state, spec, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 'starting', ?, ?)`,
+      row.runId,
+      row.childId,
+      row.provider,
+      row.local ? 1 : 0,
+      row.callKey,
+      row.taskId,
+      row.toolName,
+      JSON.stringify(row.spec),
+      row.createdAt,
+    );
+  }
+
+  get(runId: string): RunRow | undefined {
+    return this.#one("SELECT * FROM runs WHERE run_id = ?", runId);
+  }
+
+  byCallKey(callKey: string): RunRow | undefined {
+    return this.#one("SELECT * FROM runs WHERE call_key = ?", callKey);
+  }
+
+  byTaskId(taskId: string): RunRow | undefined {
+    return this.#one("SELECT * FROM runs WHERE task_id = ?", taskId);
+  }
+
+  nextTaskId(): string {
+    const n = this.sql
+      .exec<{ n: number }>("SELECT count(*) AS n FROM runs WHERE task_id IS NOT NULL")
+      .one().n;
+    return `subagent-${n + 1}`;
+  }
+
+  /** starting -> running, once; false when another publisher got there first. */
+  markRunning(runId: string): boolean {
+    return (
+      this.sql
+        .exec(
+          "UPDATE runs SET state = 'running' WHERE run_id = ? AND state = 'starting' RETURNING run_id",
+          runId,
+        )
+        .toArray().length > 0
+    );
+  }
+
+  /** Records the result once; resolves false if the run was already settled. */
+  settle(runId: string, result: SubagentResult): boolean {
+    return (
+      this.sql
+        .exec(
+          "UPDATE runs SET state = 'settled', result = ? WHERE run_id = ? AND state != 'settled' RETURNING run_id",
+          JSON.stringify(result),
+          runId,
+        )
+        .toArray().length > 0
+    );
+  }
+
+  requestCancel(runId: string): void {
+    this.sql.exec("UPDATE runs SET cancel_requested = 1 WHERE run_id = ?", runId);
+  }
+
+  delete(runId: string): void {
+    this.sql.exec("DELETE FROM runs WHERE run_id = ?", runId);
+  }
+
+  /** Runs whose start was interrupted (the object died between reserving and publishing). */
+  starting(): RunRow[] {
+    return this.sql
+      .exec<RawRun>("SELECT * FROM runs WHERE state = 'starting' ORDER BY created_at")
+      .toArray()
+      .map(toRow);
+  }
+
+  unsettledCount(): number {
+    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM runs WHERE state != 'settled'").one().n;
+  }
+
+  /** Foreground calls (by call key) whose child is still running: the turn waits for them. */
+  inFlight(callKeys: readonly string[]): Set<string> {
+    if (callKeys.length === 0) return new Set();
+    const marks = callKeys.map(() => "?").join(", ");
+    return new Set(
+      this.sql
+        .exec<{ call_key: string }>(
+          `SELECT call_key FROM runs WHERE task_id IS NULL AND state != 'settled' AND call_key IN (${marks})`,
+          ...callKeys,
+        )
+        .toArray()
+        .map((r) => r.call_key),
+    );
+  }
+
+  /** Unsettled foreground runs started by calls of one turn (cancelled when that turn ends early). */
+  foregroundOfTurn(turn: number): RunRow[] {
+    return this.sql
+      .exec<RawRun>(
+        "SELECT * FROM runs WHERE task_id IS NULL AND state != 'settled' AND call_key LIKE ?",
+        `${turn}:%`,
+      )
+      .toArray()
+      .map(toRow);
+  }
+
+  #one(query: string, ...bindings: unknown[]): RunRow | undefined {
+    const row = this.sql.exec<RawRun>(query, ...bindings).toArray()[0];
+    return row ? toRow(row) : undefined;
+  }
+}
+
+export class Children {
+  constructor(readonly sql: SqlStorage) {}
+
+  has(childId: string): boolean {
+    return this.sql.exec("SELECT 1 FROM children WHERE child_id = ?", childId).toArray().length > 0;
+  }
+
+  own(
+    childId: string,
+    provider: string,
+    mode: "one-shot" | "continuable",
+    label: string | undefined,
+    createdAt: number,
+  ): void {
+    this.sql.exec(
+      "INSERT INTO children (child_id, provider, mode, label, created_at, state) VALUES (?, ?, ?, ?, ?, 'owned')",
+      childId,
+      provider,
+      mode,
+      label ?? null,
+      createdAt,
+    );
+  }
+
+  release(childId: string): void {
+    this.sql.exec("UPDATE children SET state = 'released' WHERE child_id = ?", childId);
+  }
+
+  forget(childId: string): void {
+    this.sql.exec("DELETE FROM children WHERE child_id = ?", childId);
+  }
+
+  ownedCount(): number {
+    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM children WHERE state = 'owned'").one().n;
+  }
+}

@@ -1,0 +1,99 @@
+import { z } from "zod";
+import { renderForeground, renderTask } from "../core/run-rendering";
+import type { ProviderInfo } from "../providers/catalog";
+import type { SessionHost } from "./host";
+import { text, type Tool } from "./tools";
+
+/**
+ * The model-facing delegation tools (contract 7.1, 7.6): one `subagent` tool per configured
+ * provider (the first is `subagent`, others `subagent_<provider>`), `task_output` / `task_kill`
+ * for background runs, and `structured_output` inside children that were given an output schema.
+ */
+
+export const DEFAULT_TOOL_MAX_DEPTH = 3;
+
+export function subagentToolName(provider: string, index: number): string {
+  return index === 0 ? "subagent" : `subagent_${provider}`;
+}
+
+const SubagentArgs = z.strictObject({
+  description: z.string().min(1).max(200).describe("A short label for the task (3-5 words)."),
+  prompt: z.string().min(1).max(200_000).describe("The task for the subagent."),
+  run_in_background: z
+    .boolean()
+    .optional()
+    .describe("Run in the background and collect it later with task_output."),
+});
+type SubagentArgs = z.infer<typeof SubagentArgs>;
+
+export function subagentTool(provider: ProviderInfo, toolName: string): Tool<SubagentArgs, SessionHost> {
+  const context = provider.inheritsParentContext
+    ? "The subagent already sees the completed turns of this conversation; say only what is new."
+    : "The subagent starts with no context: give it a standalone, complete prompt.";
+  return {
+    name: toolName,
+    description: `Delegate a task to a subagent (provider "${provider.name}") and get its final answer. ${context}`,
+    schema: SubagentArgs,
+    async run(args, ctx, host) {
+      const background = args.run_in_background === true;
+      const started = await host.startRun(
+        {
+          provider: provider.name,
+          prompt: args.prompt,
+          label: args.description,
+          ...(provider.capabilities.depthLimit ? { maxDepth: DEFAULT_TOOL_MAX_DEPTH } : {}),
+        },
+        { callKey: ctx.callKey, toolName, background },
+      );
+      if (!started.ok) return text(`Error: ${started.message}`, true);
+      const run = started.value;
+      if (background) return text(`started background subagent task ${run.taskId}`);
+      if (run.state === "settled" && run.result) {
+        const rendered = renderForeground(run.result);
+        return text(rendered.text, rendered.isError);
+      }
+      return { deferred: true };
+    },
+  };
+}
+
+export const taskOutputTool: Tool<{ task_id: string }, SessionHost> = {
+  name: "task_output",
+  description: "Read the output of a background subagent task (idempotent).",
+  schema: z.strictObject({ task_id: z.string().min(1).max(64) }),
+  run(args, _ctx, host) {
+    const run = host.task(args.task_id);
+    if (!run) return text(`Error: unknown task ${args.task_id}`, true);
+    return text(renderTask(run.state === "settled" ? run.result : undefined));
+  },
+};
+
+export const taskKillTool: Tool<{ task_id: string; reason?: string | undefined }, SessionHost> = {
+  name: "task_kill",
+  description: "Stop a background subagent task.",
+  schema: z.strictObject({ task_id: z.string().min(1).max(64), reason: z.string().max(500).optional() }),
+  run(args, _ctx, host) {
+    const killed = host.killTask(args.task_id, args.reason ?? "background subagent task killed");
+    return killed.ok
+      ? text(`requested cancellation of task ${args.task_id}`)
+      : text(`Error: ${killed.message}`, true);
+  },
+};
+
+/** The capture tool of a child that must answer in a given shape; a valid call concludes the turn. */
+export function structuredOutputTool(schema: Record<string, unknown>): Tool<unknown, SessionHost> {
+  const validator = z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+  return {
+    name: "structured_output",
+    description: "Submit your final answer in the required structure. Calling it ends your turn.",
+    schema: validator,
+    parameters: schema,
+    run(args) {
+      return {
+        content: [{ type: "text", text: "structured output captured" }],
+        structured: args,
+        concludesTurn: true,
+      };
+    },
+  };
+}

@@ -1,0 +1,26 @@
+import type { ContentBlock } from "./content";
+import type { SessionEvent } from "./events";
+import type { AgentOptions } from "./session";
+
+/**
+ * What a provider sends a new child's object (`init`). Idempotent by (child id, parent, run id):
+ * a retry gets the same child; another parent is refused.
+ */
+export interface ChildInit {
+  v: 1;
+  id: string;
+  parentSession: string;
+  runId: string;
+  provider: string;
+  lineage: string[];
+  tokenHash: string | null;
+  delegationDepth: number;
+  mode: "one-shot";
+  label?: string;
+  descriptor: Record<string, unknown>;
+  options: AgentOptions;
+  prompt: ContentBlock[];
+  /** Fork: the parent's balanced completed-turn prefix (events from seq 0). */
+  seed?: Pick<SessionEvent, "type" | "at" | "data">[];
+  outputSchema?: Record<string, unknown>;
+}

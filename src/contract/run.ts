@@ -1,0 +1,51 @@
+import { z } from "zod";
+import type { ContentBlock } from "./content";
+import { WireContent } from "./content";
+import { ModelRoute, ToolFilterSchema } from "./wire";
+
+/** Known stop reasons; consumers treat any other value as a failure. */
+export type SubagentStopReason = "completed" | "aborted" | "error" | "max-tokens" | "refusal";
+
+export interface SubagentResult {
+  output: ContentBlock[];
+  structured?: unknown;
+  stopReason: SubagentStopReason;
+  diagnostic?: string;
+}
+
+/** `GET /v1/sessions/:id/runs/:runId`. */
+export interface RunView {
+  runId: string;
+  id: string;
+  provider: string;
+  local: boolean;
+  state: "running" | "settled";
+  result?: SubagentResult;
+  taskId?: string;
+}
+
+/** A one-shot start as the caller states it (HTTP body minus `mode`, RPC argument, tool call). */
+export const StartRequestSchema = z.strictObject({
+  provider: z.string().min(1).max(128),
+  prompt: WireContent,
+  label: z.string().min(1).max(200).optional(),
+  childId: z.string().min(1).max(128).optional(),
+  model: ModelRoute.optional(),
+  // Form and subset are checked by the start sequence itself, in the contract's order.
+  outputSchema: z.unknown().optional(),
+  maxDepth: z.unknown().optional(),
+  toolFilter: ToolFilterSchema.optional(),
+  persona: z.string().max(32_768).optional(),
+});
+export type StartRequest = z.infer<typeof StartRequestSchema>;
+
+export const StartSubagentBody = StartRequestSchema.extend({
+  mode: z.enum(["one-shot", "continuable"]),
+});
+
+/** `POST .../subagents` one-shot answer and the RPC handle's identity. */
+export interface StartedRun {
+  runId: string;
+  id: string;
+  local: boolean;
+}

@@ -1,0 +1,91 @@
+import type { IRequest, RouterType } from "itty-router";
+import { fail } from "../contract/errors";
+import { isSessionId } from "../contract/ids";
+import { StartSubagentBody } from "../contract/run";
+import { compact } from "../core/compact";
+import { ProviderName, RegisterProviderBody } from "../providers/catalog";
+import { type Authed, authed, reply } from "./authed";
+import { queryOf, readBody, validate } from "./body";
+import { failure, json } from "./respond";
+import { registryStub, sessionStub } from "./sessions";
+import { z } from "zod";
+
+/** Provider registry and one-shot delegation routes (api.md). */
+
+const RunQuery = z.strictObject({
+  wait: z
+    .string()
+    .regex(/^\d{1,6}$/, "must be a non-negative integer")
+    .transform(Number)
+    .pipe(z.number().int().min(0).max(30_000))
+    .default(0),
+});
+
+function ids(request: IRequest): { id: string; runId?: string } | undefined {
+  const id = request.params.id ?? "";
+  return isSessionId(id)
+    ? { id, ...(request.params.runId ? { runId: request.params.runId } : {}) }
+    : undefined;
+}
+
+export function addDelegationRoutes(router: RouterType<IRequest, [Env, ExecutionContext]>): void {
+  router.get(
+    "/v1/providers",
+    authed(async (_request, env) => json({ providers: await registryStub(env).list() })),
+  );
+
+  const putProvider: Authed = async (request, env) => {
+    const name = ProviderName.safeParse(request.params.name);
+    if (!name.success)
+      return failure(fail("INVALID_REQUEST", name.error.issues[0]?.message ?? "bad provider name"));
+    const body = await readBody(request, RegisterProviderBody);
+    if (!body.ok) return failure(body);
+    return reply(await registryStub(env).register({ name: name.data, ...compact(body.value) }), 201);
+  };
+  router.put("/v1/providers/:name", authed(putProvider, true));
+
+  router.delete(
+    "/v1/providers/:name",
+    authed(async (request, env) => {
+      const removed = await registryStub(env).remove(request.params.name ?? "");
+      return removed.ok ? new Response(null, { status: 204 }) : failure(removed);
+    }, true),
+  );
+
+  router.post(
+    "/v1/sessions/:id/subagents",
+    authed(async (request, env, caller) => {
+      const target = ids(request);
+      if (!target) return failure(fail("NOT_FOUND", "session not found"));
+      const body = await readBody(request, StartSubagentBody);
+      if (!body.ok) return failure(body);
+      const { mode, ...start } = body.value;
+      if (mode === "continuable") {
+        return failure(
+          fail("UNSUPPORTED_CAPABILITY", "continuable children are not available in this deployment yet"),
+        );
+      }
+      return reply(await sessionStub(env, target.id).startRun(caller, compact(start)), 201);
+    }),
+  );
+
+  router.get(
+    "/v1/sessions/:id/runs/:runId",
+    authed(async (request, env, caller) => {
+      const target = ids(request);
+      if (!target?.runId) return failure(fail("NOT_FOUND", "run not found"));
+      const query = validate(queryOf(request), RunQuery);
+      if (!query.ok) return failure(query);
+      return reply(await sessionStub(env, target.id).runStatus(caller, target.runId, query.value.wait));
+    }),
+  );
+
+  router.delete(
+    "/v1/sessions/:id/runs/:runId",
+    authed(async (request, env, caller) => {
+      const target = ids(request);
+      if (!target?.runId) return failure(fail("NOT_FOUND", "run not found"));
+      return reply(await sessionStub(env, target.id).disposeRun(caller, target.runId), 202);
+    }),
+  );
+}
