@@ -9,6 +9,7 @@ import { buildRouter } from "./http/app";
 export { FloorObject } from "../durable-objects/floor-object";
 export { RegistryObject } from "../durable-objects/registry-object";
 export { SessionObject } from "../durable-objects/session-object";
+export { RunHandle, SubagentsEntrypoint } from "./rpc/entrypoint";
 
 const router = buildRouter();
 

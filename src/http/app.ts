@@ -1,10 +1,7 @@
 import { type IRequest, Router } from "itty-router";
 import { fail, type Failure, SubagentError } from "../contract/errors";
-import { newSessionId } from "../contract/ids";
 import { CreateSessionBody, EventsQuery, SendMessageBody, StreamQuery } from "../contract/wire";
-import { modelRouteProblem } from "../agent/model-router";
-import { sha256Hex } from "../core/hash";
-import { newSessionToken } from "./auth";
+import { createTopLevelSession } from "./session-create";
 import { authed, reply } from "./authed";
 import { addDelegationRoutes } from "./delegation-routes";
 import { queryOf, readBody, validate } from "./body";
@@ -41,23 +38,7 @@ export function buildRouter() {
     authed(async (request, env) => {
       const body = await readBody(request, CreateSessionBody);
       if (!body.ok) return failure(body);
-      const model = body.value.model ?? env.DEFAULT_MODEL;
-      const problem = modelRouteProblem(model, {
-        defaultModel: env.DEFAULT_MODEL,
-        openAiBaseUrl: env.OPENAI_BASE_URL,
-        ...(env.AI ? { ai: env.AI as never } : {}),
-      });
-      if (problem) return failure(fail("INVALID_REQUEST", `model: ${problem}`));
-      const id = newSessionId();
-      const token = newSessionToken(id);
-      const { model: _model, label, ...rest } = body.value;
-      const created = await sessionStub(env, id).create({
-        id,
-        tokenHash: await sha256Hex(token),
-        options: { model, ...compact(rest) },
-        ...(label === undefined ? {} : { label }),
-      });
-      return created.ok ? json({ ...created.value, token }, 201) : failure(created);
+      return reply(await createTopLevelSession(env, body.value), 201);
     }, true),
   );
 

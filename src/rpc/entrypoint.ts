@@ -1,0 +1,114 @@
+import { RpcTarget, WorkerEntrypoint } from "cloudflare:workers";
+import { type Outcome, SubagentError } from "../contract/errors";
+import { type StartRequest, StartRequestSchema, type SubagentResult } from "../contract/run";
+import type { SessionView } from "../contract/session";
+import type { EventPage } from "../contract/session-api";
+import { CreateSessionBody, SendMessageBody } from "../contract/wire";
+import { compact } from "../core/compact";
+import { validate } from "../http/body";
+import { createTopLevelSession } from "../http/session-create";
+import { registryStub, sessionStub } from "../http/sessions";
+import type { ProviderInfo } from "../providers/catalog";
+import { z } from "zod";
+
+/**
+ * The service-binding surface: the same operations as the HTTP API for other Workers, acting with
+ * the deployment's authority (a service binding is configured by whoever owns both Workers).
+ * Arguments are validated here as at the HTTP edge; failures throw `SubagentError`s whose message
+ * starts with the stable code (RPC keeps only an error's name and message).
+ */
+
+const ADMIN = { kind: "admin" } as const;
+const SessionIdArg = z.uuid();
+const WAIT_SLICE_MS = 25_000;
+
+function unwrap<T>(outcome: Outcome<T>): T {
+  if (outcome.ok) return outcome.value;
+  throw new SubagentError(outcome.code, `${outcome.code}: ${outcome.message}`, outcome.issues);
+}
+
+function arg<T>(value: unknown, schema: z.ZodType<T>): T {
+  return unwrap(validate(value, schema));
+}
+
+/** A one-shot run as the caller holds it: `result()` waits for the child's one result. */
+export class RunHandle extends RpcTarget {
+  readonly #env: Env;
+  readonly #parent: string;
+  readonly #run: { id: string; runId: string; local: boolean };
+
+  constructor(env: Env, parent: string, run: { id: string; runId: string; local: boolean }) {
+    super();
+    this.#env = env;
+    this.#parent = parent;
+    this.#run = run;
+  }
+
+  // Getters, not fields: only prototype members cross the RPC boundary.
+  /** The child's session id (for local runs). */
+  get id(): string {
+    return this.#run.id;
+  }
+
+  get runId(): string {
+    return this.#run.runId;
+  }
+
+  get local(): boolean {
+    return this.#run.local;
+  }
+
+  /** Resolves with the result once the run settled (a non-completed stop reason is still a result). */
+  async result(): Promise<SubagentResult> {
+    for (;;) {
+      const run = unwrap(
+        await sessionStub(this.#env, this.#parent).runStatus(ADMIN, this.runId, WAIT_SLICE_MS),
+      );
+      if (run.state === "settled" && run.result) return run.result;
+    }
+  }
+
+  /** Cancels the run (idempotent) and waits until it settled. */
+  async dispose(): Promise<void> {
+    unwrap(await sessionStub(this.#env, this.#parent).disposeRun(ADMIN, this.runId));
+    await this.result();
+  }
+}
+
+export class SubagentsEntrypoint extends WorkerEntrypoint<Env> {
+  async providers(): Promise<ProviderInfo[]> {
+    return registryStub(this.env).list();
+  }
+
+  async createSession(options: unknown = {}): Promise<SessionView & { token: string }> {
+    return unwrap(await createTopLevelSession(this.env, arg(options, CreateSessionBody)));
+  }
+
+  async send(sessionId: string, message: unknown): Promise<{ messageId: string }> {
+    const id = arg(sessionId, SessionIdArg);
+    return unwrap(await sessionStub(this.env, id).send(ADMIN, compact(arg(message, SendMessageBody))));
+  }
+
+  async start(parentId: string, request: unknown): Promise<RunHandle> {
+    const id = arg(parentId, SessionIdArg);
+    const checked: StartRequest = compact(arg(request, StartRequestSchema));
+    const started = unwrap(await sessionStub(this.env, id).startRun(ADMIN, checked));
+    return new RunHandle(this.env, id, started);
+  }
+
+  async interrupt(sessionId: string): Promise<{ accepted: true }> {
+    return unwrap(await sessionStub(this.env, arg(sessionId, SessionIdArg)).interrupt(ADMIN));
+  }
+
+  async events(sessionId: string, after = -1, limit = 100): Promise<EventPage> {
+    const query = arg(
+      { after, limit },
+      z.strictObject({ after: z.number().int().min(-1), limit: z.number().int().min(1).max(500) }),
+    );
+    return unwrap(await sessionStub(this.env, arg(sessionId, SessionIdArg)).events(ADMIN, query));
+  }
+
+  async describe(sessionId: string): Promise<SessionView> {
+    return unwrap(await sessionStub(this.env, arg(sessionId, SessionIdArg)).describe(ADMIN));
+  }
+}

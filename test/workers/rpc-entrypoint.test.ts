@@ -1,0 +1,48 @@
+import { exports } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+
+const rpc = (exports as any).SubagentsEntrypoint;
+
+async function failureOf(call: () => Promise<unknown>): Promise<string> {
+  try {
+    await call();
+  } catch (error) {
+    return String((error as Error).message);
+  }
+  throw new Error("expected the call to fail");
+}
+
+describe("the RPC entrypoint for service bindings", () => {
+  it("starts a one-shot child and hands back a run handle whose result settles", async () => {
+    const session = await rpc.createSession({});
+    expect(session.token).toContain(session.id);
+    using handle = await rpc.start(session.id, { provider: "spawn", prompt: "ping" });
+    expect(await handle.local).toBe(true);
+    expect(typeof (await handle.runId)).toBe("string");
+    const result = await handle.result();
+    expect(result).toEqual({ output: [{ type: "text", text: "echo: ping" }], stopReason: "completed" });
+  });
+
+  it("disposes a thinking child: the result is aborted and dispose waits for it", async () => {
+    const session = await rpc.createSession({});
+    using handle = await rpc.start(session.id, {
+      provider: "spawn",
+      prompt: JSON.stringify({ script: [{ think: 5000 }, { say: "late" }] }),
+    });
+    await handle.dispose();
+    const result = await handle.result();
+    expect(result.stopReason).toBe("aborted");
+    expect(result.output).toEqual([]);
+  });
+
+  it("refuses bad arguments with a stable code in the message", async () => {
+    expect(await failureOf(() => rpc.start("not-a-uuid", { provider: "spawn", prompt: "x" }))).toMatch(
+      /^INVALID_REQUEST/,
+    );
+    const session = await rpc.createSession({});
+    expect(await failureOf(() => rpc.start(session.id, { provider: "nope", prompt: "x" }))).toMatch(
+      /^NO_PROVIDER/,
+    );
+    expect((await rpc.providers()).map((p: any) => p.name).slice(0, 2)).toEqual(["spawn", "fork"]);
+  });
+});
