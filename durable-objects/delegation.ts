@@ -454,6 +454,7 @@ export class Delegation {
     for (const row of this.outbox.due(Date.now())) {
       if (blocked.has(row.target)) continue;
       try {
+        await faultPoint(scope, "after-outbox-write");
         const answer = await this.#deps.session(row.target).deliver(row.envelope);
         await faultPoint(scope, "after-send");
         if (!answer.ok && answer.code !== "NOT_FOUND") throw new Error(`${answer.code}: ${answer.message}`);

@@ -6,6 +6,7 @@ import {
   type ProviderInfo,
   type ProviderRecord,
 } from "../src/providers/catalog";
+import type { RegistryEvent } from "../src/contract/session-api";
 import { migrate } from "./schema";
 
 const REGISTRY_MIGRATIONS: readonly string[] = [
@@ -21,13 +22,6 @@ const REGISTRY_MIGRATIONS: readonly string[] = [
      data TEXT NOT NULL
    ) STRICT;`,
 ];
-
-export interface RegistryEvent {
-  seq: number;
-  type: "subagent/provider-added" | "subagent/provider-removed";
-  at: number;
-  data: { name: string; provider?: ProviderInfo };
-}
 
 /**
  * The provider registry: one object for the whole deployment, so every isolate agrees on which

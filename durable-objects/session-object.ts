@@ -158,7 +158,7 @@ export class SessionObject extends DurableObject<Env> {
     return this.#delegation!.init(spec);
   }
 
-  deliver(envelope: Envelope): Outcome<{ applied: boolean }> {
+  async deliver(envelope: Envelope): Promise<Outcome<{ applied: boolean }>> {
     if (!this.#stores) return fail("NOT_FOUND", "no such session");
     return this.#delegation!.deliver(envelope);
   }

@@ -32,6 +32,15 @@ export interface RegistryApi {
   resolve(name: string): Promise<ProviderRecord | undefined>;
   register(record: ProviderRecord): Promise<Outcome<ProviderInfo>>;
   remove(name: string): Promise<Outcome<{ removed: string }>>;
+  events(after: number, limit: number): Promise<RegistryEvent[]>;
+}
+
+/** `subagent/provider-added` / `-removed` on the registry's own log. */
+export interface RegistryEvent {
+  seq: number;
+  type: "subagent/provider-added" | "subagent/provider-removed";
+  at: number;
+  data: { name: string; provider?: ProviderInfo };
 }
 
 export interface CreateSession {

@@ -12,6 +12,7 @@ export type FaultPointName =
   | "after-append"
   | "after-outbox-write"
   | "after-send"
+  | "before-apply"
   | "in-alarm"
   | "in-init";
 

@@ -9,6 +9,7 @@ import { queryOf, readBody, validate } from "./body";
 import { failure, json } from "./respond";
 import { registryStub, sessionStub } from "./sessions";
 import { z } from "zod";
+import { EventsQuery } from "../contract/wire";
 
 /** Provider registry and one-shot delegation routes (api.md). */
 
@@ -32,6 +33,17 @@ export function addDelegationRoutes(router: RouterType<IRequest, [Env, Execution
   router.get(
     "/v1/providers",
     authed(async (_request, env) => json({ providers: await registryStub(env).list() })),
+  );
+
+  router.get(
+    "/v1/providers/events",
+    authed(async (request, env) => {
+      const query = validate(queryOf(request), EventsQuery);
+      if (!query.ok) return failure(query);
+      const events = await registryStub(env).events(query.value.after, query.value.limit + 1);
+      const page = events.slice(0, query.value.limit);
+      return json({ events: page, next: events.length > page.length ? (page.at(-1)?.seq ?? null) : null });
+    }),
   );
 
   const putProvider: Authed = async (request, env) => {
