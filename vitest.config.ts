@@ -3,13 +3,27 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   plugins: [
-    cloudflareTest({
-      wrangler: { configPath: "./wrangler.toml" },
-      miniflare: { bindings: { ADMIN_TOKEN: "test-admin-token" } },
+    // The options are a function so they can `inject` what globalSetup provides: the fake
+    // OpenAI-compatible server listens on a loopback port the OS picks when the run starts.
+    cloudflareTest(({ inject }) => {
+      const fakeOpenAi = inject("fakeOpenAi");
+      if (!fakeOpenAi)
+        throw new Error("globalSetup ./test/setup/openai-server.ts did not provide fakeOpenAi");
+      return {
+        wrangler: { configPath: "./wrangler.toml" },
+        miniflare: {
+          bindings: {
+            ADMIN_TOKEN: "test-admin-token",
+            OPENAI_BASE_URL: fakeOpenAi.baseUrl,
+            OPENAI_API_KEY: fakeOpenAi.apiKey,
+          },
+        },
+      };
     }),
   ],
   test: {
     include: ["test/unit/**/*.test.ts", "test/workers/**/*.test.ts"],
+    globalSetup: ["./test/setup/openai-server.ts"],
     testTimeout: 20_000,
   },
 });

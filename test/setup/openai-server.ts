@@ -1,0 +1,303 @@
+/**
+ * A small, deterministic OpenAI-compatible chat-completions server for tests. It runs in Node (the
+ * vitest main process, started by `globalSetup`), never inside workerd, so the Worker under test
+ * reaches it over real HTTP through its ordinary outbound `fetch`.
+ *
+ *   POST /v1/chat/completions   answers by the last message (see `answer` below)
+ *   GET  /__requests?since=<n>  every request recorded so far (from index n), for assertions
+ *
+ * Behaviour, by the last message of the request:
+ *   user "use the tool"  -> a `tool_calls` message calling `echo` with {"text":"ping"}, finish "tool_calls"
+ *   user "be long"       -> a partial text, finish "length"
+ *   user "fail please"   -> HTTP 500 whose body echoes the Authorization header back (as some
+ *                           gateways do), so tests can prove the adapter keeps the key out of the log
+ *   any other user text  -> "hello from fake: <text>", finish "stop"
+ *   a tool message       -> "tool said: <tool content>", finish "stop"
+ * When started with an `apiKey`, a request whose Authorization is not `Bearer <apiKey>` gets 401.
+ *
+ * The project has no `@types/node` (the Worker code must not see Node types), so `node:http` is
+ * loaded dynamically and typed with the few structural shapes used here.
+ */
+
+export const FAKE_OPENAI_API_KEY = "test-openai-key";
+
+export interface RecordedRequest {
+  index: number;
+  method: string;
+  path: string;
+  /** Whether the Authorization header was the expected bearer key ("none" when no key is configured). */
+  auth: "ok" | "missing" | "wrong" | "none";
+  status: number;
+  body: unknown;
+}
+
+export interface FakeOpenAiServer {
+  /** e.g. `http://127.0.0.1:40123/v1`, what `OPENAI_BASE_URL` should be. */
+  baseUrl: string;
+  port: number;
+  requests: RecordedRequest[];
+  close(): Promise<void>;
+}
+
+interface IncomingMessage {
+  method?: string;
+  url?: string;
+  headers: Record<string, string | string[] | undefined>;
+  on(event: "data", listener: (chunk: Uint8Array) => void): void;
+  on(event: "end" | "error", listener: (error?: unknown) => void): void;
+}
+interface ServerResponse {
+  writeHead(status: number, headers: Record<string, string>): void;
+  end(body: string): void;
+}
+interface HttpServer {
+  listen(port: number, host: string, callback: () => void): void;
+  address(): { port: number } | string | null;
+  close(callback: (error?: unknown) => void): void;
+  closeAllConnections?(): void;
+  on(event: "error", listener: (error: unknown) => void): void;
+}
+interface NodeHttp {
+  createServer(handler: (req: IncomingMessage, res: ServerResponse) => void): HttpServer;
+}
+
+interface ChatMessage {
+  role?: unknown;
+  content?: unknown;
+  tool_call_id?: unknown;
+}
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+function contentText(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((part: { text?: unknown }) => (typeof part?.text === "string" ? part.text : ""))
+      .join("");
+  }
+  return "";
+}
+
+function offersEcho(tools: unknown): boolean {
+  return (
+    Array.isArray(tools) &&
+    tools.some(
+      (t: { type?: unknown; function?: { name?: unknown } }) =>
+        t?.type === "function" && t.function?.name === "echo",
+    )
+  );
+}
+
+function completion(
+  index: number,
+  model: string,
+  messages: ChatMessage[],
+  message: Record<string, unknown>,
+  finish: string,
+) {
+  const answer = typeof message.content === "string" ? message.content : "";
+  return {
+    id: `chatcmpl-${index}`,
+    object: "chat.completion",
+    created: 1_700_000_000,
+    model,
+    choices: [
+      { index: 0, message: { role: "assistant", ...message }, finish_reason: finish, logprobs: null },
+    ],
+    usage: {
+      prompt_tokens: messages.length,
+      completion_tokens: answer.split(/\s+/).filter(Boolean).length,
+      total_tokens: messages.length + answer.split(/\s+/).filter(Boolean).length,
+    },
+  };
+}
+
+/** The deterministic model: what to answer to one chat-completions body. */
+function answer(index: number, body: unknown, authorization: string): unknown {
+  if (typeof body !== "object" || body === null) throw new HttpError(400, "body must be a JSON object");
+  const { model, messages, tools } = body as { model?: unknown; messages?: unknown; tools?: unknown };
+  if (typeof model !== "string" || model.length === 0) throw new HttpError(400, "model is required");
+  if (!Array.isArray(messages) || messages.length === 0)
+    throw new HttpError(400, "messages must be a non-empty array");
+  if (tools !== undefined && !Array.isArray(tools)) throw new HttpError(400, "tools must be an array");
+  const last = messages[messages.length - 1] as ChatMessage;
+
+  if (last.role === "tool") {
+    if (typeof last.tool_call_id !== "string") throw new HttpError(400, "a tool message needs tool_call_id");
+    const text = `tool said: ${contentText(last.content)}`;
+    return completion(index, model, messages, { content: text }, "stop");
+  }
+  if (last.role !== "user")
+    throw new HttpError(400, `the last message must be user or tool, got ${String(last.role)}`);
+
+  const said = contentText(last.content);
+  switch (said) {
+    case "use the tool":
+      if (!offersEcho(tools)) throw new HttpError(400, "the echo tool was not offered");
+      return completion(
+        index,
+        model,
+        messages,
+        {
+          content: null,
+          tool_calls: [
+            {
+              id: `call_${index}`,
+              type: "function",
+              function: { name: "echo", arguments: '{"text":"ping"}' },
+            },
+          ],
+        },
+        "tool_calls",
+      );
+    case "be long":
+      return completion(index, model, messages, { content: "this answer is cut" }, "length");
+    case "fail please":
+      throw new HttpError(500, "fake failure", { received_authorization: authorization });
+    default:
+      return completion(index, model, messages, { content: `hello from fake: ${said}` }, "stop");
+  }
+}
+
+function send(res: ServerResponse, status: number, value: unknown): number {
+  res.writeHead(status, { "content-type": "application/json" });
+  res.end(JSON.stringify(value));
+  return status;
+}
+
+export async function startOpenAiServer(
+  options: { apiKey?: string; host?: string; port?: number } = {},
+): Promise<FakeOpenAiServer> {
+  const specifier = "node:http";
+  const http = (await import(specifier)) as NodeHttp;
+  const host = options.host ?? "127.0.0.1";
+  const requests: RecordedRequest[] = [];
+
+  const server = http.createServer((req, res) => {
+    const chunks: Uint8Array[] = [];
+    req.on("data", (chunk) => chunks.push(chunk));
+    req.on("error", () => send(res, 400, { error: { message: "request stream failed" } }));
+    req.on("end", () => {
+      const url = new URL(req.url ?? "/", `http://${host}`);
+      if (req.method === "GET" && url.pathname === "/__requests") {
+        const since = Number(url.searchParams.get("since") ?? "0");
+        send(res, 200, { count: requests.length, requests: requests.slice(since) });
+        return;
+      }
+      if (req.method !== "POST" || url.pathname !== "/v1/chat/completions") {
+        send(res, 404, { error: { message: `no route ${req.method} ${url.pathname}`, type: "not_found" } });
+        return;
+      }
+      const raw = new TextDecoder().decode(concat(chunks));
+      const authorization = typeof req.headers.authorization === "string" ? req.headers.authorization : "";
+      const auth: RecordedRequest["auth"] =
+        options.apiKey === undefined
+          ? "none"
+          : authorization === ""
+            ? "missing"
+            : authorization === `Bearer ${options.apiKey}`
+              ? "ok"
+              : "wrong";
+      const index = requests.length;
+      let body: unknown;
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        body = raw;
+      }
+      const record: RecordedRequest = {
+        index,
+        method: req.method,
+        path: url.pathname,
+        auth,
+        status: 0,
+        body,
+      };
+      requests.push(record);
+      if (auth === "missing" || auth === "wrong") {
+        record.status = send(res, 401, {
+          error: {
+            message: "Incorrect API key provided",
+            type: "invalid_request_error",
+            code: "invalid_api_key",
+          },
+        });
+        return;
+      }
+      if (typeof body === "string") {
+        record.status = send(res, 400, {
+          error: { message: "malformed JSON", type: "invalid_request_error" },
+        });
+        return;
+      }
+      try {
+        record.status = send(res, 200, answer(index, body, authorization));
+      } catch (error) {
+        if (!(error instanceof HttpError)) throw error;
+        const type = error.status >= 500 ? "server_error" : "invalid_request_error";
+        record.status = send(res, error.status, { error: { ...error.extra, message: error.message, type } });
+      }
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.on("error", reject);
+    server.listen(options.port ?? 0, host, resolve);
+  });
+  const address = server.address();
+  if (address === null || typeof address === "string")
+    throw new Error("the fake OpenAI server has no TCP port");
+  return {
+    baseUrl: `http://${host}:${address.port}/v1`,
+    port: address.port,
+    requests,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections?.();
+        server.close((error) => (error ? reject(error) : resolve()));
+      }),
+  };
+}
+
+function concat(chunks: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
+}
+
+/** What `globalSetup` provides; the pool options in vitest.config.ts `inject` it into bindings. */
+export interface FakeOpenAiContext {
+  baseUrl: string;
+  apiKey: string;
+}
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    fakeOpenAi: FakeOpenAiContext;
+  }
+}
+
+/**
+ * vitest `globalSetup`: starts the server on a free loopback port chosen by the OS and provides its
+ * address to the Workers pool options (see vitest.config.ts); stops it when the run ends.
+ */
+export default async function setup(project: {
+  provide(key: "fakeOpenAi", value: FakeOpenAiContext): void;
+}): Promise<() => Promise<void>> {
+  const server = await startOpenAiServer({ apiKey: FAKE_OPENAI_API_KEY });
+  project.provide("fakeOpenAi", { baseUrl: server.baseUrl, apiKey: FAKE_OPENAI_API_KEY });
+  return () => server.close();
+}
