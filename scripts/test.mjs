@@ -9,7 +9,7 @@
 //
 // `npm test -- e2e` (or `workers`) runs only the named suites.
 import { spawn } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, join, resolve } from "node:path";
 
@@ -76,6 +76,32 @@ const env = {
 
 let interrupted = null;
 
+/** Whether a process group still has a live (non-zombie) member; reads /proc, falls back to kill(0). */
+function groupAlive(pgid) {
+  let entries;
+  try {
+    entries = readdirSync("/proc");
+  } catch {
+    try {
+      process.kill(-pgid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (fields[0] !== "Z" && Number(fields[2]) === pgid) return true;
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return false;
+}
+
 /** Runs a command in its own process group; on timeout or our own interruption the group is killed. */
 function run(cmd, args, timeoutMs) {
   return new Promise((resolveRun) => {
@@ -102,12 +128,18 @@ function run(cmd, args, timeoutMs) {
     child.on("error", (error) => {
       console.error(`could not start ${cmd}: ${error.message}`);
     });
-    child.on("close", (code, signal) => {
+    child.on("close", async (code, signal) => {
       clearTimeout(timer);
       process.off("SIGINT", forward);
       process.off("SIGTERM", forward);
-      // leftovers of the group (e.g. a workerd whose parent died) must not outlive the suite
-      killGroup("SIGKILL");
+      // Leftovers of the group (a test file still cleaning up after an interruption, a workerd
+      // whose parent died) must not outlive the suite: SIGTERM, a grace period, then SIGKILL.
+      if (groupAlive(child.pid)) {
+        killGroup("SIGTERM");
+        const deadline = Date.now() + 5_000;
+        while (groupAlive(child.pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+        killGroup("SIGKILL");
+      }
       resolveRun({ code, signal, timedOut });
     });
   });

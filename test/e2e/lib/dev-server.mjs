@@ -20,8 +20,23 @@ const OUTPUT_KEEP_CHARS = 20_000;
 
 /** Every group this process started and has not seen gone yet: killed on exit, whatever happens. */
 const liveGroups = new Set();
+/** Temp dirs made by tempDir() and not removed yet: removed on exit (best effort). */
+const tempDirs = new Set();
 process.on("exit", () => {
   for (const pgid of liveGroups) signalGroup(pgid, "SIGKILL");
+  // wait (synchronously: this is an exit handler) up to 3 s for them to be gone before removing dirs
+  const nap = new Int32Array(new SharedArrayBuffer(4));
+  const deadline = Date.now() + 3_000;
+  while ([...liveGroups].some((pgid) => groupMembers(pgid).length > 0) && Date.now() < deadline) {
+    Atomics.wait(nap, 0, 0, 50);
+  }
+  for (const dir of tempDirs) {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // a workerd still closing its files: the OS temp cleaner gets it
+    }
+  }
 });
 for (const signal of ["SIGINT", "SIGTERM"]) {
   process.once(signal, () => {
@@ -88,11 +103,14 @@ export function freePort() {
 }
 
 export function tempDir(prefix = "subagents-e2e-") {
-  return mkdtempSync(join(tmpdir(), prefix));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  tempDirs.add(dir);
+  return dir;
 }
 
 export function removeDir(dir) {
   rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
+  tempDirs.delete(dir);
 }
 
 export function randomToken() {
