@@ -4,7 +4,12 @@ import { modelRouteProblem, type ModelSettings } from "../src/agent/model-router
 import type { SessionHost } from "../src/agent/host";
 import type { ChildInit } from "../src/contract/child-init";
 import { toBlocks, isEmptyContent } from "../src/contract/content";
-import { ENVELOPE_VERSIONS, type Envelope } from "../src/contract/envelope";
+import {
+  ENVELOPE_VERSIONS,
+  type Envelope,
+  type ReportEnvelope,
+  type SettledEnvelope,
+} from "../src/contract/envelope";
 import { fail, type Outcome, ok } from "../src/contract/errors";
 import { isSessionId, newRunId, newSessionId } from "../src/contract/ids";
 import type { RunView, StartRequest, SubagentResult } from "../src/contract/run";
@@ -16,6 +21,8 @@ import { renderForeground } from "../src/core/run-rendering";
 import { abortedBeforeStart, oneShotResult } from "../src/core/run-result";
 import type { ProviderRecord } from "../src/providers/catalog";
 import { checkStart } from "../src/providers/start-checks";
+import { inheritedOptions } from "./continuation";
+import { DYNAMIC_TOOLS } from "./dynamic-tools";
 import { Outbox } from "./outbox";
 import { Children, type RunRow, Runs } from "./runs";
 import type { SessionStores } from "./session-stores";
@@ -38,6 +45,8 @@ export interface DelegationDeps {
   modelSettings(): ModelSettings;
   depthCap: string | undefined;
   kick(): void;
+  /** Applies what continuable children send (reports, settlement notices), inside the delivery transaction. */
+  receive(envelope: ReportEnvelope | SettledEnvelope): void;
 }
 
 export class Delegation {
@@ -100,7 +109,7 @@ export class Delegation {
     if (this.children.has(childId)) return fail("DUPLICATE_CHILD", `child ${childId} already exists`);
 
     const runId = newRunId();
-    const seed = info.kind === "fork" ? this.#forkSeed() : undefined;
+    const seed = info.kind === "fork" ? this.forkSeed() : undefined;
     const spec: ChildInit = {
       v: 1,
       id: childId,
@@ -116,6 +125,7 @@ export class Delegation {
         model,
         ...(request.persona === undefined ? {} : { persona: request.persona }),
         ...(request.toolFilter === undefined ? {} : { toolFilter: request.toolFilter }),
+        ...inheritedOptions(header),
       },
       prompt: toBlocks(request.prompt),
       ...(request.label === undefined ? {} : { label: request.label }),
@@ -231,13 +241,13 @@ export class Delegation {
     const run = this.runs.get(runId);
     if (!run) return fail("NOT_FOUND", `no run ${runId}`);
     if (run.state !== "settled") {
-      this.#deps.stores.transact(() => this.#requestCancel(run));
+      this.#deps.stores.transact(() => this.requestCancel(run));
       this.#deps.kick();
     }
     return ok({ accepted: true });
   }
 
-  #requestCancel(run: RunRow): void {
+  requestCancel(run: RunRow): void {
     this.runs.requestCancel(run.runId);
     this.outbox.enqueue({
       v: 1,
@@ -283,10 +293,10 @@ export class Delegation {
 
   /** A parent turn that ends while its foreground children still run cancels them (the tool's signal). */
   cancelForegroundOf(turn: number): void {
-    for (const run of this.runs.foregroundOfTurn(turn)) if (!run.cancelRequested) this.#requestCancel(run);
+    for (const run of this.runs.foregroundOfTurn(turn)) if (!run.cancelRequested) this.requestCancel(run);
   }
 
-  #forkSeed(): ChildInit["seed"] {
+  forkSeed(): ChildInit["seed"] {
     const { log } = this.#deps.stores;
     const lastEnd = log.last("turn/end");
     if (!lastEnd) return [];
@@ -428,6 +438,8 @@ export class Delegation {
       } else if (envelope.kind === "cancel-run") {
         if (header.parentSession !== envelope.from || header.oneShot?.runId !== envelope.runId) return true;
         interrupted = this.#cancelOneShot(header);
+      } else {
+        this.#deps.receive(envelope);
       }
       return true;
     });
@@ -475,9 +487,6 @@ export class Delegation {
     return this.runs.starting().some((r) => !this.#publishing.has(r.runId)) ? Date.now() : outbox;
   }
 }
-
-/** Tool names that exist per session (one per provider) and so are not in the static registry. */
-const DYNAMIC_TOOLS = /^(subagent(_[a-z0-9_-]+)?|task_output|task_kill|structured_output)$/;
 
 function isOverloaded(error: unknown): boolean {
   return (

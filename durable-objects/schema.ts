@@ -73,6 +73,25 @@ export const SESSION_MIGRATIONS: readonly string[] = [
      envelope_id TEXT PRIMARY KEY,
      at INTEGER NOT NULL
    ) STRICT;`,
+  // 3: continuable children: the activation (at most one row), epochs seen by a parent, flags
+  `CREATE TABLE activation (
+     id INTEGER PRIMARY KEY CHECK (id = 1),
+     epoch INTEGER NOT NULL,
+     run_id TEXT NOT NULL,
+     provider TEXT NOT NULL,
+     started_seq INTEGER NOT NULL
+   ) STRICT;
+   CREATE TABLE epochs (
+     run_id TEXT PRIMARY KEY,
+     child_id TEXT NOT NULL,
+     state TEXT NOT NULL CHECK (state IN ('starting', 'published', 'ended')),
+     pending_notice TEXT
+   ) STRICT;
+   CREATE TABLE flags (
+     name TEXT PRIMARY KEY,
+     value TEXT NOT NULL
+   ) STRICT;
+   ALTER TABLE children ADD COLUMN epoch_run_id TEXT;`,
 ];
 
 export const SCHEMA_VERSION = SESSION_MIGRATIONS.length;

@@ -7,13 +7,21 @@ import {
   taskKillTool,
   taskOutputTool,
 } from "../src/agent/delegation-tools";
+import { interruptAgentTool, listAgentsTool, reportTool, sendMessageTool } from "../src/agent/control-tools";
 import type { RunOrigin, SessionHost } from "../src/agent/host";
 import { type ModelSettings, modelFor } from "../src/agent/model-router";
 import type { Tool, ToolRegistry } from "../src/agent/tools";
 import { TurnDriver } from "../src/agent/turn-driver";
 import type { ChildInit } from "../src/contract/child-init";
 import { toBlocks } from "../src/contract/content";
+import type {
+  ContinuableInit,
+  ContinuableStart,
+  FollowupInput,
+  InterruptAuthority,
+} from "../src/contract/continuable";
 import type { Envelope } from "../src/contract/envelope";
+import type { WireContent } from "../src/contract/content";
 import { fail, ok, type Outcome } from "../src/contract/errors";
 import { newMessageId } from "../src/contract/ids";
 import type { RunView, StartedRun, StartRequest } from "../src/contract/run";
@@ -24,6 +32,9 @@ import { faultPoint } from "../src/core/faults";
 import { fingerprint } from "../src/core/hash";
 import type { ProviderInfo } from "../src/providers/catalog";
 import { registryStub, sessionStub } from "../src/http/sessions";
+import { type ChildEntry, type DescendantEntry, preOrder } from "../src/core/listing";
+import { foldDescriptor } from "../src/core/descriptor";
+import { Continuation } from "./continuation";
 import { Delegation } from "./delegation";
 import { EventStream } from "./event-stream";
 import { migrate, schemaExists } from "./schema";
@@ -44,6 +55,7 @@ export class SessionObject extends DurableObject<Env> {
   #stores: SessionStores | undefined;
   #driver: TurnDriver<SessionHost> | undefined;
   #delegation: Delegation | undefined;
+  #continuation: Continuation | undefined;
   #stream: EventStream | undefined;
   #running: Promise<void> | null = null;
   #wake = false;
@@ -151,7 +163,139 @@ export class SessionObject extends DurableObject<Env> {
     return this.#delegation!.dispose(runId);
   }
 
+  async startContinuable(
+    caller: Caller,
+    spec: ContinuableStart,
+  ): Promise<Outcome<{ childId: string; messageId: string }>> {
+    const header = this.#authorize(caller, "act");
+    if (!header.ok) return header;
+    return this.#continuation!.start(spec);
+  }
+
+  async followupChild(
+    caller: Caller,
+    childId: string,
+    content: WireContent,
+  ): Promise<Outcome<{ messageId: string }>> {
+    const header = this.#authorize(caller, "act");
+    if (!header.ok) return header;
+    return this.#continuation!.followup(childId, content, { kind: "user" });
+  }
+
+  async interruptChild(caller: Caller, childId: string): Promise<Outcome<{ accepted: true }>> {
+    const header = this.#authorize(caller, "act");
+    if (!header.ok) return header;
+    return this.#continuation!.interruptChild(childId, { kind: "user", parentSessionId: header.value.id });
+  }
+
+  async drainChildren(caller: Caller, childIds?: string[]): Promise<Outcome<{ drained: string[] }>> {
+    const header = this.#authorize(caller, "act");
+    if (!header.ok) return header;
+    return this.#continuation!.drain(childIds);
+  }
+
+  async listChildren(caller: Caller): Promise<Outcome<{ entries: ChildEntry[] }>> {
+    const header = this.#authorize(caller, "read");
+    if (!header.ok) return header;
+    return ok({ entries: await this.childEntries() });
+  }
+
+  async listDescendants(caller: Caller): Promise<Outcome<{ entries: DescendantEntry[] }>> {
+    const header = this.#authorize(caller, "read");
+    if (!header.ok) return header;
+    return ok({ entries: await this.#descendants() });
+  }
+
   // ---- RPC surface: other session objects ----
+
+  async initContinuable(spec: ContinuableInit): Promise<Outcome<{ id: string; messageId: string }>> {
+    this.#open();
+    return this.#continuation!.init(spec);
+  }
+
+  followup(input: FollowupInput): Outcome<{ messageId: string; resumed: boolean }> {
+    if (!this.#stores)
+      return fail("NOT_RESUMABLE", "subagent is unavailable (unknown id); do not retry send_message with it");
+    return this.#continuation!.receiveFollowup(input);
+  }
+
+  interruptBy(authority: InterruptAuthority): Outcome<{ accepted: true }> {
+    if (!this.#stores) return ok({ accepted: true });
+    return this.#continuation!.interruptBy(authority);
+  }
+
+  async drainFrom(parentId: string): Promise<Outcome<{ drained: string[] }>> {
+    if (!this.#stores) return ok({ drained: [] });
+    return this.#continuation!.drainFrom(parentId);
+  }
+
+  entry(expectedParent: string): ChildEntry | null {
+    const header = this.#header();
+    const createdAt = header?.createdAt ?? 0;
+    if (!header) return { kind: "diagnostic", id: "", reason: "unavailable", createdAt };
+    if (header.parentSession !== expectedParent)
+      return { kind: "diagnostic", id: header.id, reason: "corrupt", createdAt };
+    let identity: ReturnType<typeof foldDescriptor>;
+    try {
+      // the listing projection folds descriptors last-wins over the whole log
+      identity = foldDescriptor(
+        this.#stores!.log.ofTypes(["subagent/descriptor"])
+          .map((e) => e.data)
+          .slice(-1),
+      );
+    } catch {
+      return { kind: "diagnostic", id: header.id, reason: "corrupt", createdAt };
+    }
+    if (!identity) return null;
+    const status = this.#status();
+    const live =
+      header.mode === "continuable" ? this.#continuation!.activation() !== undefined : status !== "idle";
+    return {
+      kind: "child",
+      id: header.id,
+      activity: live ? "running" : "inactive",
+      hasChildren: this.#delegation!.children.all().length > 0,
+      mode: identity.mode,
+      ...(identity.label === undefined ? {} : { label: identity.label }),
+      status,
+      provider: identity.provider,
+      createdAt,
+    };
+  }
+
+  async childEntries(): Promise<ChildEntry[]> {
+    const self = this.#id();
+    const rows = this.#delegation!.children.all();
+    const entries: (ChildEntry | null)[] = new Array(rows.length).fill(null);
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      for (let i = next++; i < rows.length; i = next++) {
+        const row = rows[i]!;
+        try {
+          const entry = await sessionStub(this.env, row.childId).entry(self);
+          entries[i] = entry && { ...entry, id: row.childId, createdAt: row.createdAt };
+        } catch {
+          entries[i] = {
+            kind: "diagnostic",
+            id: row.childId,
+            reason: "unavailable",
+            createdAt: row.createdAt,
+          };
+        }
+      }
+    };
+    await Promise.all([worker(), worker(), worker(), worker()]); // bounded concurrency
+    return entries.filter((e): e is ChildEntry => e !== null);
+  }
+
+  async #descendants(): Promise<DescendantEntry[]> {
+    const self = this.#id();
+    return preOrder(
+      self,
+      (id) => (id === self ? this.childEntries() : sessionStub(this.env, id).childEntries()),
+      (entry) => entry.kind === "diagnostic" || entry.hasChildren,
+    );
+  }
 
   async init(spec: ChildInit): Promise<Outcome<{ id: string }>> {
     this.#open();
@@ -227,6 +371,22 @@ export class SessionObject extends DurableObject<Env> {
       modelSettings: () => this.#modelSettings(),
       depthCap: this.env.MAX_DEPTH_CAP,
       kick: () => void this.#kick(),
+      receive: (envelope) => {
+        if (envelope.kind === "report") this.#continuation!.applyReport(envelope);
+        else this.#continuation!.applySettled(envelope);
+      },
+    });
+    this.#continuation = new Continuation({
+      stores,
+      header: () => this.#header(),
+      driver: () => this.#driver!,
+      delegation: this.#delegation,
+      tools: this.#tools,
+      session: (id) => sessionStub(this.env, id),
+      provider: (name) => registryStub(this.env).resolve(name),
+      modelSettings: () => this.#modelSettings(),
+      depthCap: this.env.MAX_DEPTH_CAP,
+      kick: () => void this.#kick(),
     });
     return stores;
   }
@@ -247,6 +407,19 @@ export class SessionObject extends DurableObject<Env> {
         const run = self.#delegation!.runs.byTaskId(taskId);
         return run ? self.#delegation!.dispose(run.runId) : fail("NOT_FOUND", `unknown task ${taskId}`);
       },
+      startContinuable: (request) => self.#continuation!.start(request),
+      followup: (childId, text) =>
+        self.#continuation!.followup(childId, text, {
+          kind: "coordinator",
+          form: "relay",
+          senderSessionId: self.#id(),
+        }),
+      interruptAgent: (targetId) =>
+        self.#continuation!.interruptChild(targetId, { kind: "ancestor", ancestorId: self.#id() }),
+      listAgents: async (scope) =>
+        ok(scope === "children" ? await self.childEntries() : await self.#descendants()),
+      report: (text) =>
+        self.#continuation!.report(text, self.#header()?.options.reportDelivery ?? "next-step"),
     };
   }
 
@@ -255,21 +428,27 @@ export class SessionObject extends DurableObject<Env> {
     if (!header) return [];
     const providers = await this.#providerList();
     const allowed = header.options.providers;
-    const delegation: Tool<unknown, SessionHost>[] = providers
+    const mode = header.options.backgroundMode ?? "continuable";
+    const delegation = providers
       .filter((p) => allowed === undefined || allowed.includes(p.name))
-      .map((p, i) => subagentTool(p, subagentToolName(p.name, i)) as Tool<unknown, SessionHost>);
+      .map((p, i) => subagentTool(p, subagentToolName(p.name, i), mode) as Tool<unknown, SessionHost>);
+    const control = [
+      sendMessageTool,
+      interruptAgentTool,
+      listAgentsTool,
+      taskOutputTool,
+      taskKillTool,
+    ] as Tool<unknown, SessionHost>[];
     const filter = header.options.toolFilter;
-    const visible = [
-      ...this.#tools.visible(undefined),
-      ...delegation,
-      taskOutputTool as Tool<unknown, SessionHost>,
-      taskKillTool as Tool<unknown, SessionHost>,
-    ].filter(
+    const visible = [...this.#tools.visible(undefined), ...delegation, ...control].filter(
       (t) =>
         (filter?.allow === undefined || filter.allow.includes(t.name)) && !filter?.deny?.includes(t.name),
     );
+    // the capture tool and the report tool survive any filter: they are how a child answers
     const schema = header.oneShot?.outputSchema;
-    return schema ? [...visible, structuredOutputTool(schema)] : visible;
+    if (schema) visible.push(structuredOutputTool(schema));
+    if (header.mode === "continuable") visible.push(reportTool as Tool<unknown, SessionHost>);
+    return visible;
   }
 
   async #providerList(): Promise<ProviderInfo[]> {
@@ -305,7 +484,7 @@ export class SessionObject extends DurableObject<Env> {
       origin: header.origin,
       delegationDepth: header.delegationDepth,
       createdAt: header.createdAt,
-      status: this.#busy() ? "running" : this.#delegation!.runs.unsettledCount() > 0 ? "waiting" : "idle",
+      status: this.#status(),
       model: header.options.model,
       lastSeq: this.#stores!.log.nextSeq() - 1,
     };
@@ -313,6 +492,14 @@ export class SessionObject extends DurableObject<Env> {
     if (header.mode !== undefined) view.mode = header.mode;
     if (header.label !== undefined) view.label = header.label;
     return view;
+  }
+
+  /** running: work is open or owed; waiting: children it owns still run; idle otherwise. */
+  #status(): "running" | "waiting" | "idle" {
+    if (this.#busy()) return "running";
+    const owned =
+      this.#delegation!.children.ownedContinuable().length + this.#delegation!.runs.unsettledCount();
+    return owned > 0 ? "waiting" : "idle";
   }
 
   /** Running: a turn is open or waking work is pending (and not parked by an interrupt). */
@@ -341,6 +528,7 @@ export class SessionObject extends DurableObject<Env> {
       if (await driver.step()) continue;
       if (await delegation.drainOutbox()) continue;
       if (await delegation.repairStarts()) continue;
+      if (this.#continuation!.settleIfDone()) continue;
       await this.#schedule();
       if (!this.#wake) return;
     }

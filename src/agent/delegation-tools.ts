@@ -26,7 +26,16 @@ const SubagentArgs = z.strictObject({
 });
 type SubagentArgs = z.infer<typeof SubagentArgs>;
 
-export function subagentTool(provider: ProviderInfo, toolName: string): Tool<SubagentArgs, SessionHost> {
+/**
+ * `backgroundMode` decides what `run_in_background: true` starts: a continuable child (reports,
+ * follow-ups, one settlement notice; the session default) or a one-shot background task collected
+ * with `task_output`. Without `run_in_background` the call runs in the foreground.
+ */
+export function subagentTool(
+  provider: ProviderInfo,
+  toolName: string,
+  backgroundMode: "one-shot" | "continuable" = "one-shot",
+): Tool<SubagentArgs, SessionHost> {
   const context = provider.inheritsParentContext
     ? "The subagent already sees the completed turns of this conversation; say only what is new."
     : "The subagent starts with no context: give it a standalone, complete prompt.";
@@ -35,7 +44,18 @@ export function subagentTool(provider: ProviderInfo, toolName: string): Tool<Sub
     description: `Delegate a task to a subagent (provider "${provider.name}") and get its final answer. ${context}`,
     schema: SubagentArgs,
     async run(args, ctx, host) {
-      const background = args.run_in_background === true;
+      const continuable = backgroundMode === "continuable" && provider.continuable;
+      const background = args.run_in_background ?? false;
+      if (background && continuable) {
+        const started = await host.startContinuable({
+          provider: provider.name,
+          prompt: args.prompt,
+          label: args.description,
+        });
+        return started.ok
+          ? text(`started subagent ${started.value.childId}`)
+          : text(`Error: ${started.message}`, true);
+      }
       const started = await host.startRun(
         {
           provider: provider.name,

@@ -1,11 +1,12 @@
 import type { Outcome } from "../contract/errors";
 import type { RunView, StartRequest } from "../contract/run";
+import type { ChildEntry, DescendantEntry } from "../core/listing";
 
 /**
  * What built-in tools may ask of the session that runs them. Implemented by the Session object;
  * kept as an interface so tools stay runtime-agnostic.
  */
-export interface SessionHost {
+export interface SessionHost extends ContinuationHost {
   readonly sessionId: string;
   /**
    * Starts a one-shot child for a tool call. Idempotent by `callKey`: a re-run of the same call
@@ -20,4 +21,17 @@ export interface RunOrigin {
   callKey: string;
   toolName: string;
   background: boolean;
+}
+
+/** The continuable-child operations the control tools use. */
+export interface ContinuationHost {
+  startContinuable(request: {
+    provider: string;
+    prompt: string;
+    label: string;
+  }): Promise<Outcome<{ childId: string; messageId: string }>>;
+  followup(childId: string, text: string): Promise<Outcome<{ messageId: string }>>;
+  interruptAgent(targetId: string): Promise<Outcome<{ accepted: true }>>;
+  listAgents(scope: "children" | "descendants"): Promise<Outcome<(ChildEntry | DescendantEntry)[]>>;
+  report(text: string): Promise<Outcome<{ messageId: string }>>;
 }

@@ -1,11 +1,13 @@
+import type { ContentBlock } from "./content";
 import type { SubagentResult } from "./run";
 
 /**
  * Messages between session objects, written to the sender's outbox in the same transaction as
- * the event that caused them and delivered with retries. `id` is the idempotency key (the
- * receiver applies each once); `v` lets the previous and the current code read each other.
+ * the event that caused them and delivered with retries (reports go directly: the child's tool
+ * must know whether the parent took it). `id` is the idempotency key (the receiver applies each
+ * once); `v` lets the previous and the current code read each other.
  */
-export type Envelope = RunResultEnvelope | CancelRunEnvelope;
+export type Envelope = RunResultEnvelope | CancelRunEnvelope | SettledEnvelope | ReportEnvelope;
 
 interface EnvelopeBase {
   v: 1;
@@ -25,6 +27,28 @@ export interface RunResultEnvelope extends EnvelopeBase {
 export interface CancelRunEnvelope extends EnvelopeBase {
   kind: "cancel-run";
   runId: string;
+}
+
+/** Continuable child -> parent: one settlement notice per epoch. */
+export interface SettledEnvelope extends EnvelopeBase {
+  kind: "settled";
+  runId: string;
+  stopReason: string;
+  output: ContentBlock[];
+  text: string;
+  summary: string;
+  /** Settled by a drain: the parent takes the notice without waking. */
+  drained: boolean;
+}
+
+export type ReportDelivery = "quiet" | "next-step" | "wakeup";
+
+/** Continuable child -> its direct parent: a report, attributed as such (never a final answer). */
+export interface ReportEnvelope extends EnvelopeBase {
+  kind: "report";
+  messageId: string;
+  text: string;
+  delivery: ReportDelivery;
 }
 
 export const ENVELOPE_VERSIONS: readonly number[] = [1];

@@ -6,6 +6,8 @@ import type { SessionEvent } from "./events";
 import type { RunView, StartRequest, StartedRun } from "./run";
 import type { AgentOptions, Caller, SessionView } from "./session";
 import type { ProviderInfo, ProviderRecord } from "../providers/catalog";
+import type { ChildEntry, DescendantEntry } from "../core/listing";
+import type { ContinuableInit, ContinuableStart, FollowupInput, InterruptAuthority } from "./continuable";
 
 /** What the registry Worker may ask of a session's object (its RPC surface). */
 export interface SessionApi {
@@ -17,13 +19,34 @@ export interface SessionApi {
   startRun(caller: Caller, request: StartRequest): Promise<Outcome<StartedRun>>;
   runStatus(caller: Caller, runId: string, waitMs: number): Promise<Outcome<RunView>>;
   disposeRun(caller: Caller, runId: string): Promise<Outcome<{ accepted: true }>>;
+  startContinuable(
+    caller: Caller,
+    spec: ContinuableStart,
+  ): Promise<Outcome<{ childId: string; messageId: string }>>;
+  followupChild(
+    caller: Caller,
+    childId: string,
+    content: WireContent,
+  ): Promise<Outcome<{ messageId: string }>>;
+  interruptChild(caller: Caller, childId: string): Promise<Outcome<{ accepted: true }>>;
+  drainChildren(caller: Caller, childIds?: string[]): Promise<Outcome<{ drained: string[] }>>;
+  listChildren(caller: Caller): Promise<Outcome<{ entries: ChildEntry[] }>>;
+  listDescendants(caller: Caller): Promise<Outcome<{ entries: DescendantEntry[] }>>;
   fetch(request: Request): Promise<Response>;
 }
 
 /** What session objects ask of each other (never reachable over HTTP). */
 export interface SessionRpc extends SessionApi {
   init(spec: ChildInit): Promise<Outcome<{ id: string }>>;
+  initContinuable(spec: ContinuableInit): Promise<Outcome<{ id: string; messageId: string }>>;
   deliver(envelope: Envelope): Promise<Outcome<{ applied: boolean }>>;
+  followup(input: FollowupInput): Promise<Outcome<{ messageId: string; resumed: boolean }>>;
+  interruptBy(authority: InterruptAuthority): Promise<Outcome<{ accepted: true }>>;
+  drainFrom(parentId: string): Promise<Outcome<{ drained: string[] }>>;
+  /** This session as a row of its parent's listing (null while it has no descriptor). */
+  entry(expectedParent: string): Promise<ChildEntry | null>;
+  /** This session's own children rows (for a descendants walk). */
+  childEntries(): Promise<ChildEntry[]>;
 }
 
 /** The provider registry object's surface. */

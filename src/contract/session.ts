@@ -25,6 +25,10 @@ export interface AgentOptions {
   toolFilter?: ToolFilter;
   /** Providers the session's model may delegate to (one `subagent` tool per name); all when absent. */
   providers?: string[];
+  /** What the `subagent` tool's `run_in_background` starts (default `continuable`). */
+  backgroundMode?: "one-shot" | "continuable";
+  /** How this session's `report` tool delivers (default `next-step`). */
+  reportDelivery?: "quiet" | "next-step" | "wakeup";
 }
 
 export type SessionStatus = "running" | "waiting" | "idle";

@@ -20,6 +20,8 @@ export const CreateSessionBody = z.strictObject({
   toolFilter: ToolFilterSchema.optional(),
   label: z.string().min(1).max(200).optional(),
   providers: z.array(Name).max(32).optional(),
+  backgroundMode: z.enum(["one-shot", "continuable"]).optional(),
+  reportDelivery: z.enum(["quiet", "next-step", "wakeup"]).optional(),
 });
 
 export const SendMessageBody = z.strictObject({

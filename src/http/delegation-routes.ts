@@ -2,6 +2,7 @@ import type { IRequest, RouterType } from "itty-router";
 import { fail } from "../contract/errors";
 import { isSessionId } from "../contract/ids";
 import { StartSubagentBody } from "../contract/run";
+import { ContinuableStartSchema, DrainBody, FollowupBody } from "../contract/continuable";
 import { compact } from "../core/compact";
 import { ProviderName, RegisterProviderBody } from "../providers/catalog";
 import { type Authed, authed, reply } from "./authed";
@@ -73,11 +74,70 @@ export function addDelegationRoutes(router: RouterType<IRequest, [Env, Execution
       if (!body.ok) return failure(body);
       const { mode, ...start } = body.value;
       if (mode === "continuable") {
-        return failure(
-          fail("UNSUPPORTED_CAPABILITY", "continuable children are not available in this deployment yet"),
-        );
+        const spec = validate(start, ContinuableStartSchema);
+        if (!spec.ok) return failure(spec);
+        return reply(await sessionStub(env, target.id).startContinuable(caller, compact(spec.value)), 202);
       }
       return reply(await sessionStub(env, target.id).startRun(caller, compact(start)), 201);
+    }),
+  );
+
+  router.post(
+    "/v1/sessions/:id/subagents/drain",
+    authed(async (request, env, caller) => {
+      const target = ids(request);
+      if (!target) return failure(fail("NOT_FOUND", "session not found"));
+      const body = await readBody(request, DrainBody);
+      if (!body.ok) return failure(body);
+      return reply(await sessionStub(env, target.id).drainChildren(caller, body.value.childIds));
+    }),
+  );
+
+  router.post(
+    "/v1/sessions/:id/subagents/:childId/messages",
+    authed(async (request, env, caller) => {
+      const target = ids(request);
+      if (!target) return failure(fail("NOT_FOUND", "session not found"));
+      const body = await readBody(request, FollowupBody);
+      if (!body.ok) return failure(body);
+      return reply(
+        await sessionStub(env, target.id).followupChild(
+          caller,
+          request.params.childId ?? "",
+          body.value.content,
+        ),
+        202,
+      );
+    }),
+  );
+
+  router.post(
+    "/v1/sessions/:id/subagents/:childId/interrupt",
+    authed(async (request, env, caller) => {
+      const target = ids(request);
+      if (!target) return failure(fail("NOT_FOUND", "session not found"));
+      return reply(
+        await sessionStub(env, target.id).interruptChild(caller, request.params.childId ?? ""),
+        202,
+      );
+    }),
+  );
+
+  router.get(
+    "/v1/sessions/:id/children",
+    authed(async (request, env, caller) => {
+      const target = ids(request);
+      if (!target) return failure(fail("NOT_FOUND", "session not found"));
+      return reply(await sessionStub(env, target.id).listChildren(caller));
+    }),
+  );
+
+  router.get(
+    "/v1/sessions/:id/descendants",
+    authed(async (request, env, caller) => {
+      const target = ids(request);
+      if (!target) return failure(fail("NOT_FOUND", "session not found"));
+      return reply(await sessionStub(env, target.id).listDescendants(caller));
     }),
   );
 

@@ -11,12 +11,14 @@ async function send(id: string, content: string): Promise<void> {
 }
 
 function toolResults(events: any[]): string[] {
-  return events.filter((e) => e.type === "tool/result").map((e) => e.data.content.map((b: any) => b.text).join(""));
+  return events
+    .filter((e) => e.type === "tool/result")
+    .map((e) => e.data.content.map((b: any) => b.text).join(""));
 }
 
 describe("background one-shot tasks", () => {
   it("returns subagent-1 at once, and task_output reads the result once the child settled", async () => {
-    const parent = await createSession();
+    const parent = await createSession({ backgroundMode: "one-shot" });
     const child = script([{ say: "forty-two" }]);
     await send(
       parent.id,
@@ -26,13 +28,22 @@ describe("background one-shot tasks", () => {
       ]),
     );
     await waitForEvents(parent.id, (es) => es.some((e) => e.type === "subagent/end"));
-    await send(parent.id, script([{ call: [{ tool: "task_output", args: { task_id: "subagent-1" } }] }, { say: "read" }]));
-    const events = await waitForEvents(parent.id, (es) => es.filter((e) => e.type === "turn/end").length === 2);
-    expect(toolResults(events)).toEqual(["started background subagent task subagent-1", "forty-two\n[status: completed]"]);
+    await send(
+      parent.id,
+      script([{ call: [{ tool: "task_output", args: { task_id: "subagent-1" } }] }, { say: "read" }]),
+    );
+    const events = await waitForEvents(
+      parent.id,
+      (es) => es.filter((e) => e.type === "turn/end").length === 2,
+    );
+    expect(toolResults(events)).toEqual([
+      "started background subagent task subagent-1",
+      "forty-two\n[status: completed]",
+    ]);
   });
 
   it("task_kill cancels a running task, which then reads as killed; ids count up per session", async () => {
-    const parent = await createSession();
+    const parent = await createSession({ backgroundMode: "one-shot" });
     const slow = script([{ think: 10_000 }, { say: "never" }]);
     await send(
       parent.id,
@@ -51,8 +62,22 @@ describe("background one-shot tasks", () => {
     const end = ended.find((e) => e.type === "subagent/end");
     expect(end.data.stopReason).toBe("aborted");
     expect(end.data).not.toHaveProperty("lastAssistantMessage");
-    await send(parent.id, script([{ call: [{ tool: "task_output", args: { task_id: "subagent-2" } }, { tool: "task_output", args: { task_id: "subagent-1" } }] }, { say: "ok" }]));
-    const events = await waitForEvents(parent.id, (es) => es.filter((e) => e.type === "turn/end").length === 2);
+    await send(
+      parent.id,
+      script([
+        {
+          call: [
+            { tool: "task_output", args: { task_id: "subagent-2" } },
+            { tool: "task_output", args: { task_id: "subagent-1" } },
+          ],
+        },
+        { say: "ok" },
+      ]),
+    );
+    const events = await waitForEvents(
+      parent.id,
+      (es) => es.filter((e) => e.type === "turn/end").length === 2,
+    );
     expect(toolResults(events)).toEqual([
       "started background subagent task subagent-1",
       "started background subagent task subagent-2",
@@ -65,10 +90,17 @@ describe("background one-shot tasks", () => {
   });
 
   it("a foreground child's failure is an error tool result with the contract's headline", async () => {
-    const parent = await createSession();
+    const parent = await createSession({ backgroundMode: "one-shot" });
     await send(
       parent.id,
-      script([{ call: [{ tool: "subagent", args: { description: "f", prompt: script([{ fail: "model exploded" }]) } }] }, { say: "after" }]),
+      script([
+        {
+          call: [
+            { tool: "subagent", args: { description: "f", prompt: script([{ fail: "model exploded" }]) } },
+          ],
+        },
+        { say: "after" },
+      ]),
     );
     const events = await waitForEvents(parent.id, (es) => es.some((e) => e.type === "turn/end"));
     const result = events.find((e) => e.type === "tool/result");

@@ -1,0 +1,38 @@
+import { z } from "zod";
+import type { ChildInit } from "./child-init";
+import { WireContent } from "./content";
+import type { MessageSource } from "./events";
+import { ModelRoute, ToolFilterSchema } from "./wire";
+
+/** A continuable start (HTTP body with mode "continuable", RPC argument, tool call). */
+export const ContinuableStartSchema = z.strictObject({
+  provider: z.string().min(1).max(128),
+  prompt: WireContent,
+  label: z.string().min(1).max(200),
+  childId: z.string().min(1).max(128).optional(),
+  model: ModelRoute.optional(),
+  maxDepth: z.unknown().optional(),
+  toolFilter: ToolFilterSchema.optional(),
+  persona: z.string().max(32_768).optional(),
+});
+export type ContinuableStart = z.infer<typeof ContinuableStartSchema>;
+
+export const FollowupBody = z.strictObject({ content: WireContent });
+export const DrainBody = z.strictObject({
+  childIds: z.array(z.string().min(1).max(128)).max(256).optional(),
+});
+
+/** Parent -> new continuable child. Idempotent by (child id, parent, first run id). */
+export type ContinuableInit = Omit<ChildInit, "mode" | "outputSchema"> & { mode: "continuable" };
+
+export interface FollowupInput {
+  from: string;
+  content: WireContent;
+  source: MessageSource;
+  /** The run id the parent minted for a new epoch, used only if the child cold-resumes. */
+  resumeRunId: string;
+}
+
+export type InterruptAuthority =
+  | { kind: "user"; parentSessionId: string }
+  | { kind: "ancestor"; ancestorId: string };
