@@ -30,7 +30,8 @@ import type { CreateSession, EventPage, SendInput } from "../src/contract/sessio
 import { checkAccess, type Need } from "../src/core/access";
 import { faultPoint } from "../src/core/faults";
 import { fingerprint } from "../src/core/hash";
-import type { ProviderInfo } from "../src/providers/catalog";
+import { DEFAULT_PROVIDERS, describeProvider, type ProviderInfo } from "../src/providers/catalog";
+import { failure } from "../src/http/respond";
 import { registryStub, sessionStub } from "../src/http/sessions";
 import { type ChildEntry, type DescendantEntry, preOrder } from "../src/core/listing";
 import { foldDescriptor } from "../src/core/descriptor";
@@ -42,6 +43,9 @@ import { SessionStores } from "./session-stores";
 
 /** If the in-process driver dies with its instance, the alarm picks the work up after this long. */
 const SAFETY_NET_MS = 5_000;
+/** After this many platform retries of a failing alarm, the alarm re-arms itself instead of throwing. */
+const ALARM_RETRIES_BEFORE_SELF_REARM = 4;
+const SELF_REARM_MS = 30_000;
 /** How long the provider list behind the `subagent` tools may be reused (starts always re-check). */
 const PROVIDER_LIST_TTL_MS = 2_000;
 
@@ -119,7 +123,7 @@ export class SessionObject extends DurableObject<Env> {
     if (admitted.kind === "conflict") {
       return fail("IDEMPOTENCY_KEY_REUSED", "this idempotencyKey was already used with different content");
     }
-    if (admitted.kind === "accepted") void this.#kick();
+    if (admitted.kind === "accepted") this.#kickSoon();
     return ok({ messageId: admitted.messageId });
   }
 
@@ -137,7 +141,7 @@ export class SessionObject extends DurableObject<Env> {
     const header = this.#authorize(caller, "act");
     if (!header.ok) return header;
     this.#driver!.interrupt("user");
-    void this.#kick(); // foreground children of the aborted turn get their cancel
+    this.#kickSoon(); // foreground children of the aborted turn get their cancel
     return ok({ accepted: true });
   }
 
@@ -313,16 +317,24 @@ export class SessionObject extends DurableObject<Env> {
   override async fetch(request: Request): Promise<Response> {
     const caller = JSON.parse(request.headers.get("x-subagents-caller") ?? "null") as Caller | null;
     const header = caller ? this.#authorize(caller, "read") : fail("UNAUTHENTICATED", "no caller");
-    if (!header.ok)
-      return Response.json({ error: { code: header.code, message: header.message } }, { status: 404 });
+    if (!header.ok) return failure(header);
     const after = Number(new URL(request.url).searchParams.get("after") ?? "-1");
-    return this.#stream!.open(after);
+    // a cursor past the end would silently skip the events that fill the gap
+    return this.#stream!.open(Math.min(after, this.#stores!.log.nextSeq() - 1));
   }
 
-  override async alarm(): Promise<void> {
+  override async alarm(info?: AlarmInvocationInfo): Promise<void> {
     if (!this.#stores) return; // never created: nothing can be owed
-    await faultPoint(this.#id(), "in-alarm");
-    await this.#kick();
+    try {
+      await faultPoint(this.#id(), "in-alarm");
+      await this.#kick();
+    } catch (error) {
+      // The platform retries a failed alarm a few times, then gives up for good; before that
+      // happens, re-arm ourselves so owed work is never left without a wake-up.
+      if ((info?.retryCount ?? 0) < ALARM_RETRIES_BEFORE_SELF_REARM) throw error;
+      console.error("alarm failed repeatedly; re-arming", error instanceof Error ? error.message : error);
+      await this.ctx.storage.setAlarm(Date.now() + SELF_REARM_MS);
+    }
   }
 
   override webSocketMessage(): void {
@@ -370,7 +382,7 @@ export class SessionObject extends DurableObject<Env> {
       provider: (name) => registryStub(this.env).resolve(name),
       modelSettings: () => this.#modelSettings(),
       depthCap: this.env.MAX_DEPTH_CAP,
-      kick: () => void this.#kick(),
+      kick: () => this.#kickSoon(),
       receive: (envelope) => {
         if (envelope.kind === "report") this.#continuation!.applyReport(envelope);
         else this.#continuation!.applySettled(envelope);
@@ -386,7 +398,7 @@ export class SessionObject extends DurableObject<Env> {
       provider: (name) => registryStub(this.env).resolve(name),
       modelSettings: () => this.#modelSettings(),
       depthCap: this.env.MAX_DEPTH_CAP,
-      kick: () => void this.#kick(),
+      kick: () => this.#kickSoon(),
     });
     return stores;
   }
@@ -454,9 +466,14 @@ export class SessionObject extends DurableObject<Env> {
   async #providerList(): Promise<ProviderInfo[]> {
     if (this.#providers && Date.now() - this.#providers.at < PROVIDER_LIST_TTL_MS)
       return this.#providers.list;
-    const list = await registryStub(this.env).list();
-    this.#providers = { at: Date.now(), list };
-    return list;
+    try {
+      const list = await registryStub(this.env).list();
+      this.#providers = { at: Date.now(), list };
+      return list;
+    } catch {
+      // the registry is unreachable: offer the last known tools; a start re-checks the registry
+      return this.#providers?.list ?? DEFAULT_PROVIDERS.map(describeProvider);
+    }
   }
 
   #header(): SessionHeader | undefined {
@@ -505,6 +522,19 @@ export class SessionObject extends DurableObject<Env> {
   /** Running: a turn is open or waking work is pending (and not parked by an interrupt). */
   #busy(): boolean {
     return this.#stores!.loop.get().openTurn !== null || this.#driver!.owesStep();
+  }
+
+  /**
+   * Starts the driver without waiting for it. A failure here is not lost work: the safety-net
+   * alarm armed at the start of every drive runs it again.
+   */
+  #kickSoon(): void {
+    this.#kick().catch((error: unknown) => {
+      console.error(
+        "driver step failed; the alarm will retry",
+        error instanceof Error ? error.message : error,
+      );
+    });
   }
 
   /** Starts (or re-checks) the in-process driver; resolves when it has nothing left to do. */

@@ -365,7 +365,6 @@ const BAD_INPUTS: BadInput[] = [
     status: 401,
     code: "UNAUTHENTICATED",
     run: async (a) => asResult(await openStream(a.id, { token: `${a.id}.wrong-secret-wrong-secret` })),
-    bug: "SessionObject.fetch answers every stream access failure with status 404, also UNAUTHENTICATED",
   },
   {
     name: "the event stream with no token",
