@@ -6,7 +6,7 @@ import {
   type ProviderInfo,
   type ProviderRecord,
 } from "../src/providers/catalog";
-import type { RegistryEvent } from "../src/contract/session-api";
+import type { DirectoryEntry, RegistryEvent } from "../src/contract/session-api";
 import { migrate } from "./schema";
 
 const REGISTRY_MIGRATIONS: readonly string[] = [
@@ -21,6 +21,13 @@ const REGISTRY_MIGRATIONS: readonly string[] = [
      at INTEGER NOT NULL,
      data TEXT NOT NULL
    ) STRICT;`,
+  // 2: the directory of top-level sessions (children are found through their parents)
+  `CREATE TABLE sessions (
+     id TEXT PRIMARY KEY,
+     created_at INTEGER NOT NULL,
+     label TEXT
+   ) STRICT;
+   CREATE INDEX sessions_newest ON sessions (created_at DESC, id DESC);`,
 ];
 
 /**
@@ -65,6 +72,36 @@ export class RegistryObject extends DurableObject<Env> {
       return gone;
     });
     return removed ? ok({ removed: name }) : fail("NO_PROVIDER", `no provider named ${name}`);
+  }
+
+  /** Records a top-level session in the directory (idempotent). */
+  addSession(entry: DirectoryEntry): void {
+    this.ctx.storage.sql.exec(
+      "INSERT INTO sessions (id, created_at, label) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+      entry.id,
+      entry.createdAt,
+      entry.label ?? null,
+    );
+  }
+
+  /** Top-level sessions, newest first; `before` is the cursor a previous page returned. */
+  sessions(
+    limit: number,
+    before?: { createdAt: number; id: string },
+  ): { sessions: DirectoryEntry[]; next: string | null } {
+    const rows = this.ctx.storage.sql
+      .exec<{ id: string; created_at: number; label: string | null }>(
+        before
+          ? "SELECT id, created_at, label FROM sessions WHERE (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?"
+          : "SELECT id, created_at, label FROM sessions ORDER BY created_at DESC, id DESC LIMIT ?",
+        ...(before ? [before.createdAt, before.id, limit + 1] : [limit + 1]),
+      )
+      .toArray();
+    const page = rows
+      .slice(0, limit)
+      .map((r) => ({ id: r.id, createdAt: r.created_at, ...(r.label === null ? {} : { label: r.label }) }));
+    const last = page.at(-1);
+    return { sessions: page, next: rows.length > limit && last ? `${last.createdAt}.${last.id}` : null };
   }
 
   events(after: number, limit: number): RegistryEvent[] {

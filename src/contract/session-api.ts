@@ -56,6 +56,18 @@ export interface RegistryApi {
   register(record: ProviderRecord): Promise<Outcome<ProviderInfo>>;
   remove(name: string): Promise<Outcome<{ removed: string }>>;
   events(after: number, limit: number): Promise<RegistryEvent[]>;
+  addSession(entry: DirectoryEntry): Promise<void>;
+  sessions(
+    limit: number,
+    before?: { createdAt: number; id: string },
+  ): Promise<{ sessions: DirectoryEntry[]; next: string | null }>;
+}
+
+/** A top-level session in the deployment's directory (`GET /v1/sessions`). */
+export interface DirectoryEntry {
+  id: string;
+  createdAt: number;
+  label?: string;
 }
 
 /** `subagent/provider-added` / `-removed` on the registry's own log. */

@@ -41,4 +41,9 @@ export const EventsQuery = z.strictObject({
   limit: IntParam(1, 500).default(100),
 });
 
+export const DirectoryQuery = z.strictObject({
+  limit: IntParam(1, 200).default(50),
+  cursor: z.string().min(3).max(100).optional(),
+});
+
 export const StreamQuery = z.strictObject({ after: IntParam(-1, Number.MAX_SAFE_INTEGER).default(-1) });

@@ -1,12 +1,18 @@
 import { type IRequest, Router } from "itty-router";
 import { fail, type Failure, SubagentError } from "../contract/errors";
-import { CreateSessionBody, EventsQuery, SendMessageBody, StreamQuery } from "../contract/wire";
+import {
+  CreateSessionBody,
+  DirectoryQuery,
+  EventsQuery,
+  SendMessageBody,
+  StreamQuery,
+} from "../contract/wire";
 import { createTopLevelSession } from "./session-create";
 import { authed, reply } from "./authed";
 import { addDelegationRoutes } from "./delegation-routes";
 import { queryOf, readBody, validate } from "./body";
 import { failure, json } from "./respond";
-import { sessionStub } from "./sessions";
+import { registryStub, sessionStub } from "./sessions";
 import { isSessionId } from "../contract/ids";
 import { compact } from "../core/compact";
 
@@ -39,6 +45,19 @@ export function buildRouter() {
       const body = await readBody(request, CreateSessionBody);
       if (!body.ok) return failure(body);
       return reply(await createTopLevelSession(env, body.value), 201);
+    }, true),
+  );
+
+  router.get(
+    "/v1/sessions",
+    authed(async (request, env) => {
+      const query = validate(queryOf(request), DirectoryQuery);
+      if (!query.ok) return failure(query);
+      const { limit, cursor } = query.value;
+      const before = cursor === undefined ? undefined : parseCursor(cursor);
+      if (cursor !== undefined && before === undefined)
+        return failure(fail("INVALID_REQUEST", "cursor: not a cursor from a previous page"));
+      return json(await registryStub(env).sessions(limit, before));
     }, true),
   );
 
@@ -104,4 +123,11 @@ export function buildRouter() {
   router.all("/v1/*", () => failure(fail("NOT_FOUND", "no such route")));
   router.all("*", () => failure(fail("NOT_FOUND", "no such route")));
   return router;
+}
+
+function parseCursor(cursor: string): { createdAt: number; id: string } | undefined {
+  const dot = cursor.indexOf(".");
+  const createdAt = Number(cursor.slice(0, dot));
+  const id = cursor.slice(dot + 1);
+  return dot > 0 && Number.isSafeInteger(createdAt) && isSessionId(id) ? { createdAt, id } : undefined;
 }

@@ -6,7 +6,7 @@ import type { CreateSessionBody } from "../contract/wire";
 import { compact } from "../core/compact";
 import { sha256Hex } from "../core/hash";
 import { newSessionToken } from "./auth";
-import { sessionStub } from "./sessions";
+import { registryStub, sessionStub } from "./sessions";
 import type { z } from "zod";
 
 /** Creates a top-level session and mints its token (returned once, stored only as a hash). */
@@ -30,5 +30,11 @@ export async function createTopLevelSession(
     options: { model, ...compact(rest) },
     ...(label === undefined ? {} : { label }),
   });
-  return created.ok ? { ok: true, value: { ...created.value, token } } : created;
+  if (!created.ok) return created;
+  await registryStub(env).addSession({
+    id,
+    createdAt: created.value.createdAt,
+    ...(label === undefined ? {} : { label }),
+  });
+  return { ok: true, value: { ...created.value, token } };
 }
