@@ -19,7 +19,22 @@ try:
   curl -s -X POST http://127.0.0.1:${port}/v1/sessions -H "authorization: Bearer ${token}" -H "content-type: application/json" -d '{}'
 `);
 
-const args = ["wrangler", "dev", "--ip", "127.0.0.1", "--port", port, "--persist-to", ".wrangler/state", "--var", `ADMIN_TOKEN:${token}`, "--show-interactive-dev-session=false"];
-const child = spawn("npx", args, { stdio: "inherit", env: { ...process.env, X_LOCAL_OBSERVABILITY: "false" } });
+const args = [
+  "wrangler",
+  "dev",
+  "--ip",
+  "127.0.0.1",
+  "--port",
+  port,
+  "--persist-to",
+  ".wrangler/state",
+  "--var",
+  `ADMIN_TOKEN:${token}`,
+  "--show-interactive-dev-session=false",
+];
+const child = spawn("npx", args, {
+  stdio: "inherit",
+  env: { ...process.env, X_LOCAL_OBSERVABILITY: "false" },
+});
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => child.kill(signal));
 child.on("exit", (code) => process.exit(code ?? 0));
