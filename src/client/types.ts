@@ -1,0 +1,257 @@
+/**
+ * Wire types of the public HTTP API (docs: /work/shared/design/api.md), as a client sees them.
+ * Written out here rather than imported from the runtime so the SDK stands alone (no zod, no
+ * Worker types); test/workers/client-sdk.test.ts checks at compile time that they stay assignable
+ * to and from the runtime's contract types.
+ */
+
+// ---- content and events -------------------------------------------------------------------
+
+export interface TextBlock {
+  type: "text";
+  text: string;
+}
+export type ContentBlock = TextBlock;
+/** Message content on the wire: a string, or an array of text blocks. */
+export type Content = string | TextBlock[];
+
+/** Who a message comes from (attribution only, never authority). */
+export type MessageSource =
+  | { kind: "user" }
+  | { kind: "coordinator"; form: "relay"; senderSessionId: string }
+  | { kind: "subagent-report"; form: "relay"; senderSessionId: string }
+  | { kind: "subagent-settled"; form: "notice"; summary: string; senderSessionId: string };
+
+export type TurnEndReason = "completed" | "aborted" | "error" | "max-tokens" | "refusal";
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  args: unknown;
+}
+
+/** The data of each known log event type. */
+export interface EventData {
+  "agent/inbox/inserted": {
+    messageId: string;
+    lane: "next-turn" | "next-step";
+    waking: boolean;
+    source: MessageSource;
+  };
+  "agent/inbox/claimed": { messageId: string; turn: number };
+  "agent/inbox/discarded": { messageId: string; reason: string };
+  "turn/start": { turn: number };
+  "turn/end": { turn: number; reason: TurnEndReason; cause?: string; error?: string };
+  "user/message": { messageId: string; content: ContentBlock[]; source: MessageSource };
+  "assistant/message": {
+    content: ContentBlock[];
+    toolCalls?: ToolCall[];
+    stopReason: "end" | "tool-use" | "max-tokens" | "refusal";
+    usage?: { inputTokens: number; outputTokens: number };
+    model: string;
+  };
+  "tool/result": {
+    toolCallId: string;
+    name: string;
+    content: ContentBlock[];
+    isError: boolean;
+    structured?: unknown;
+  };
+  "session/end-seed": { seedLength: number };
+  "subagent/descriptor": Record<string, unknown>;
+  "subagent/start": { runId: string; provider: string; id: string; local: boolean };
+  "subagent/end": {
+    runId: string;
+    provider: string;
+    id: string;
+    local: boolean;
+    stopReason: string;
+    lastAssistantMessage?: ContentBlock[];
+  };
+  "outbox/dead-letter": { outboxId: string; target: string; kind: string; attempts: number; error: string };
+}
+
+export type EventType = keyof EventData;
+
+/** One log event. `seq` starts at 0 and is contiguous within a session. */
+export interface SessionEvent<T extends EventType = EventType> {
+  seq: number;
+  type: T;
+  at: number;
+  data: EventData[T];
+}
+
+/** Narrows an event to one type. */
+export function isEvent<T extends EventType>(event: SessionEvent, type: T): event is SessionEvent<T> {
+  return event.type === type;
+}
+
+export interface EventPage {
+  events: SessionEvent[];
+  /** Pass as `after` for the next page; null on the last page. */
+  next: number | null;
+}
+
+// ---- sessions -----------------------------------------------------------------------------
+
+export type SessionStatus = "running" | "waiting" | "idle";
+export type ChildMode = "one-shot" | "continuable";
+
+export interface ToolFilter {
+  allow?: string[];
+  deny?: string[];
+}
+
+export interface CreateSessionRequest {
+  model?: string;
+  persona?: string;
+  toolFilter?: ToolFilter;
+  label?: string;
+  providers?: string[];
+  backgroundMode?: ChildMode;
+  reportDelivery?: "quiet" | "next-step" | "wakeup";
+}
+
+export interface SessionView {
+  id: string;
+  parentSession: string | null;
+  origin: "subagent" | null;
+  delegationDepth: number;
+  seedLength?: number;
+  createdAt: number;
+  status: SessionStatus;
+  mode?: ChildMode;
+  label?: string;
+  model: string;
+  lastSeq: number;
+}
+
+/** `POST /v1/sessions`: the session and its token (shown once; keep it). */
+export type CreatedSession = SessionView & { token: string };
+
+export interface DirectoryEntry {
+  id: string;
+  createdAt: number;
+  label?: string;
+}
+
+export interface SessionPage {
+  sessions: DirectoryEntry[];
+  /** Pass as `cursor` for the next (older) page; null on the last page. */
+  next: string | null;
+}
+
+// ---- providers ----------------------------------------------------------------------------
+
+export interface ProviderCapabilities {
+  outputSchema: boolean;
+  depthLimit: boolean;
+  toolFilter: boolean;
+  persona: boolean;
+}
+
+export interface ProviderInfo {
+  name: string;
+  kind: "spawn" | "fork" | "remote";
+  capabilities: ProviderCapabilities;
+  inheritsParentContext: boolean;
+  continuable: boolean;
+  local: boolean;
+  url?: string;
+}
+
+export type RegisterProviderRequest =
+  | { kind: "remote"; url: string; token?: string }
+  | { kind: "spawn" }
+  | { kind: "fork" };
+
+export interface ProviderEvent {
+  seq: number;
+  type: "subagent/provider-added" | "subagent/provider-removed";
+  at: number;
+  data: { name: string; provider?: ProviderInfo };
+}
+
+export interface ProviderEventPage {
+  events: ProviderEvent[];
+  next: number | null;
+}
+
+// ---- delegation ---------------------------------------------------------------------------
+
+interface StartCommon {
+  provider: string;
+  prompt: Content;
+  childId?: string;
+  model?: string;
+  maxDepth?: number;
+  toolFilter?: ToolFilter;
+  persona?: string;
+}
+
+export interface StartOneShotRequest extends StartCommon {
+  label?: string;
+  outputSchema?: Record<string, unknown>;
+}
+
+export interface StartContinuableRequest extends StartCommon {
+  label: string;
+}
+
+export interface StartedRun {
+  runId: string;
+  id: string;
+  local: boolean;
+}
+
+export interface StartedChild {
+  childId: string;
+  messageId: string;
+}
+
+export type SubagentStopReason = TurnEndReason;
+
+export interface SubagentResult {
+  output: ContentBlock[];
+  structured?: unknown;
+  stopReason: SubagentStopReason;
+  diagnostic?: string;
+}
+
+export interface RunView {
+  runId: string;
+  id: string;
+  provider: string;
+  local: boolean;
+  state: "running" | "settled";
+  result?: SubagentResult;
+  taskId?: string;
+}
+
+/** A row of `children` / `descendants`: a child, or a diagnostic for one that cannot be read. */
+export type ChildEntry =
+  | {
+      kind: "child";
+      id: string;
+      activity: "running" | "inactive";
+      hasChildren: boolean;
+      mode: ChildMode;
+      label?: string;
+      status: SessionStatus;
+      provider: string;
+      createdAt: number;
+    }
+  | { kind: "diagnostic"; id: string; reason: "corrupt" | "unavailable" | "unsupported"; createdAt: number };
+
+/** A descendant row in stable pre-order, with its parent and its depth below the listed session. */
+export type DescendantEntry = ChildEntry & { parentId: string; depth: number };
+
+export interface Health {
+  ok: true;
+  version: string;
+}
+
+/** Joins content to plain text. */
+export function textOf(content: Content | readonly ContentBlock[]): string {
+  return typeof content === "string" ? content : content.map((b) => b.text).join("");
+}
