@@ -128,6 +128,8 @@ export class Continuation {
     if (!isSessionId(childId)) return fail("INVALID_REQUEST", "childId must be a UUID");
     if (deps.delegation.children.has(childId))
       return fail("DUPLICATE_CHILD", `child ${childId} already exists`);
+    const budget = deps.delegation.childBudget();
+    if (budget) return budget;
 
     const runId = newRunId();
     const descriptor: Record<string, unknown> = {

@@ -10,7 +10,7 @@ import {
   type ReportEnvelope,
   type SettledEnvelope,
 } from "../src/contract/envelope";
-import { fail, type Outcome, ok } from "../src/contract/errors";
+import { type Failure, fail, type Outcome, ok } from "../src/contract/errors";
 import { isSessionId, newRunId, newSessionId } from "../src/contract/ids";
 import type { RunView, StartRequest, SubagentResult } from "../src/contract/run";
 import type { SessionHeader } from "../src/contract/session";
@@ -44,6 +44,7 @@ export interface DelegationDeps {
   provider(name: string): Promise<ProviderRecord | undefined>;
   modelSettings(): ModelSettings;
   depthCap: string | undefined;
+  childCap: string | undefined;
   kick(): void;
   /** Applies what continuable children send (reports, settlement notices), inside the delivery transaction. */
   receive(envelope: ReportEnvelope | SettledEnvelope): void;
@@ -107,6 +108,8 @@ export class Delegation {
       if (raced) return ok(this.view(raced));
     }
     if (this.children.has(childId)) return fail("DUPLICATE_CHILD", `child ${childId} already exists`);
+    const budget = this.childBudget();
+    if (budget) return budget;
 
     const runId = newRunId();
     const seed = info.kind === "fork" ? this.forkSeed() : undefined;
@@ -150,12 +153,35 @@ export class Delegation {
     return this.#publish(runId);
   }
 
+  /** The children-per-session budget (`MAX_CHILDREN_PER_SESSION`): a start past it is refused. */
+  childBudget(): Failure | undefined {
+    const cap = positiveInt(this.#deps.childCap, 1000);
+    return this.children.count() >= cap
+      ? fail("BUDGET_EXCEEDED", `this session already started ${cap} children (MAX_CHILDREN_PER_SESSION)`)
+      : undefined;
+  }
+
   /** Creates the child (idempotently) and records `subagent/start`; settles at once if the result is in. */
   async #publish(runId: string): Promise<Outcome<RunView>> {
     const deps = this.#deps;
     const run = this.runs.get(runId)!;
     this.#publishing.add(runId);
     try {
+      if (this.runs.get(runId)?.cancelRequested) {
+        // disposed before the child was created: it never will be
+        deps.stores.transact(() => {
+          if (!this.runs.markRunning(runId)) return;
+          deps.stores.log.append("subagent/start", {
+            runId,
+            provider: run.provider,
+            id: run.childId,
+            local: run.local,
+          });
+          this.outbox.markDelivered(`cancel:${runId}`);
+          this.#settle(this.runs.get(runId)!, abortedBeforeStart());
+        });
+        return ok(this.view(this.runs.get(runId)!));
+      }
       let created: Outcome<{ id: string }> | undefined;
       for (let attempt = 0; attempt < 3 && created === undefined; attempt++) {
         try {
@@ -164,18 +190,24 @@ export class Delegation {
           if (isOverloaded(error)) break; // never retry an overloaded object at once
         }
       }
-      if (created === undefined) {
-        return fail(
-          "OVERLOADED",
-          "the child could not be created right now; the start will be completed in the background",
-        );
-      }
-      if (!created.ok) {
+      if (created === undefined || !created.ok) {
+        // No child to speak of: forget the reservation; if an init did land unseen, cancel it.
         deps.stores.transact(() => {
           this.runs.delete(runId);
           this.children.forget(run.childId);
+          if (created === undefined) {
+            this.outbox.enqueue({
+              v: 1,
+              id: `cancel:${runId}`,
+              from: run.spec.parentSession,
+              to: run.childId,
+              kind: "cancel-run",
+              runId,
+            });
+          }
         });
-        return created;
+        if (created === undefined) deps.kick();
+        return created ?? fail("OVERLOADED", "the child could not be created right now; try again");
       }
       deps.stores.transact(() => {
         if (!this.runs.markRunning(runId)) return;
@@ -187,7 +219,9 @@ export class Delegation {
         });
         const pending = this.runs.get(runId)!;
         if (pending.result) this.#settle(pending, pending.result);
+        else if (pending.cancelRequested) this.outbox.retryNow(`cancel:${runId}`);
       });
+      if (this.runs.get(runId)?.cancelRequested) deps.kick();
       return ok(this.view(this.runs.get(runId)!));
     } finally {
       this.#publishing.delete(runId);
@@ -343,6 +377,10 @@ export class Delegation {
         stores.loop.set({ ...stores.loop.get(), turns: seededTurns });
       }
       stores.log.append("subagent/descriptor", spec.descriptor);
+      if (this.#tombstoned(spec.runId, spec.parentSession)) {
+        this.#reportResult(header, true); // cancelled before it existed: the prompt never runs
+        return;
+      }
       stores.inbox.admit({
         messageId: `msg_${spec.runId}`,
         lane: "next-turn",
@@ -358,9 +396,10 @@ export class Delegation {
 
   /** Inside the transaction that ends a turn: a one-shot child writes its result to the outbox. */
   onTurnEnd(turn: number): void {
+    // foreground children of a turn that ended (aborted, failed, concluded) are cancelled with it
+    this.cancelForegroundOf(turn);
     const header = this.#deps.header();
     if (header?.oneShot) this.#reportResult(header, false);
-    else this.cancelForegroundOf(turn);
   }
 
   #reportResult(header: SessionHeader, cancelledBeforeStart: boolean): void {
@@ -408,11 +447,18 @@ export class Delegation {
   // ---- both sides: delivery ----
 
   /** Applies an envelope once (de-duplicated by id) in one transaction. */
-  deliver(envelope: Envelope): Outcome<{ applied: boolean }> {
-    if (!ENVELOPE_VERSIONS.includes(envelope.v))
+  async deliver(envelope: Envelope): Promise<Outcome<{ applied: boolean }>> {
+    if (!ENVELOPE_VERSIONS.includes(envelope.v)) {
       return fail("INVALID_REQUEST", `envelope version ${envelope.v} is not understood`);
+    }
+    await faultPoint(envelope.to, "before-apply");
     const { stores } = this.#deps;
     const header = this.#deps.header();
+    if (!header && envelope.kind === "cancel-run") {
+      // The cancel outran the child's creation: leave a tombstone that `init` honours.
+      stores.transact(() => this.#tombstone(envelope.runId, envelope.from));
+      return ok({ applied: true });
+    }
     if (!header || envelope.to !== header.id) return fail("NOT_FOUND", "no such session");
     let interrupted = false;
     const applied = stores.transact(() => {
@@ -446,6 +492,21 @@ export class Delegation {
     if (interrupted) this.#deps.driver().abortInFlight("parent");
     if (applied) this.#deps.kick();
     return ok({ applied });
+  }
+
+  #tombstone(runId: string, parent: string): void {
+    this.#deps.stores.sql.exec(
+      "INSERT INTO flags (name, value) VALUES (?, ?) ON CONFLICT DO NOTHING",
+      `cancelled:${runId}`,
+      parent,
+    );
+  }
+
+  #tombstoned(runId: string, parent: string): boolean {
+    const row = this.#deps.stores.sql
+      .exec<{ value: string }>("SELECT value FROM flags WHERE name = ?", `cancelled:${runId}`)
+      .toArray()[0];
+    return row?.value === parent;
   }
 
   #cancelOneShot(header: SessionHeader): boolean {
@@ -492,4 +553,9 @@ function isOverloaded(error: unknown): boolean {
   return (
     typeof error === "object" && error !== null && (error as { overloaded?: unknown }).overloaded === true
   );
+}
+
+function positiveInt(raw: string | undefined, fallback: number): number {
+  const n = Number(raw);
+  return Number.isSafeInteger(n) && n > 0 ? n : fallback;
 }

@@ -2,6 +2,7 @@ import type { ContentBlock } from "../src/contract/content";
 import type { EventData, EventType, SessionEvent, ToolCall } from "../src/contract/events";
 import { CONVERSATION_EVENTS } from "../src/contract/events";
 import type { ConversationMessage } from "../src/agent/model";
+import { fitEvent } from "../src/core/event-budget";
 
 /**
  * The append-only event log: `seq` is contiguous from 0, rows are never updated or deleted.
@@ -24,9 +25,11 @@ export class EventLog {
     return this.#nextSeq;
   }
 
-  append<T extends EventType>(type: T, data: EventData[T]): number {
+  /** Appends one event; oversized text is cut to the row budget with a marker, never a storage error. */
+  append<T extends EventType>(type: T, input: EventData[T]): number {
     const seq = this.nextSeq();
     const at = Date.now();
+    const { data } = fitEvent(input);
     this.#sql.exec(
       "INSERT INTO events (seq, type, at, data) VALUES (?, ?, ?, ?)",
       seq,

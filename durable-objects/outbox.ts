@@ -80,6 +80,15 @@ export class Outbox {
     this.sql.exec("UPDATE outbox SET delivered_at = ?, last_error = NULL WHERE id = ?", now, id);
   }
 
+  /** Makes an undelivered row due now (its target just came into existence). */
+  retryNow(id: string, now = Date.now()): void {
+    this.sql.exec(
+      "UPDATE outbox SET next_at = ? WHERE id = ? AND delivered_at IS NULL AND dead_at IS NULL",
+      now,
+      id,
+    );
+  }
+
   markFailed(row: OutboxRow, error: string, overloaded: boolean, now = Date.now()): void {
     const attempts = row.attempts + 1;
     if (attempts >= MAX_ATTEMPTS) {

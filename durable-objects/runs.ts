@@ -242,6 +242,10 @@ export class Children {
     );
   }
 
+  count(): number {
+    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM children").one().n;
+  }
+
   ownedContinuable(): string[] {
     return this.sql
       .exec<{ child_id: string }>(

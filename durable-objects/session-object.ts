@@ -307,7 +307,9 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   async deliver(envelope: Envelope): Promise<Outcome<{ applied: boolean }>> {
-    if (!this.#stores) return fail("NOT_FOUND", "no such session");
+    // a cancel may outrun the child's creation (it leaves a tombstone); anything else needs a session
+    if (!this.#stores && envelope.kind !== "cancel-run") return fail("NOT_FOUND", "no such session");
+    this.#open();
     return this.#delegation!.deliver(envelope);
   }
 
@@ -382,6 +384,7 @@ export class SessionObject extends DurableObject<Env> {
       provider: (name) => registryStub(this.env).resolve(name),
       modelSettings: () => this.#modelSettings(),
       depthCap: this.env.MAX_DEPTH_CAP,
+      childCap: this.env.MAX_CHILDREN_PER_SESSION,
       kick: () => this.#kickSoon(),
       receive: (envelope) => {
         if (envelope.kind === "report") this.#continuation!.applyReport(envelope);

@@ -51,6 +51,7 @@ export function subagentTool(
           provider: provider.name,
           prompt: args.prompt,
           label: args.description,
+          ...(provider.capabilities.depthLimit ? { maxDepth: DEFAULT_TOOL_MAX_DEPTH } : {}),
         });
         return started.ok
           ? text(`started subagent ${started.value.childId}`)

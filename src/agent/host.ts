@@ -29,6 +29,7 @@ export interface ContinuationHost {
     provider: string;
     prompt: string;
     label: string;
+    maxDepth?: number;
   }): Promise<Outcome<{ childId: string; messageId: string }>>;
   followup(childId: string, text: string): Promise<Outcome<{ messageId: string }>>;
   interruptAgent(targetId: string): Promise<Outcome<{ accepted: true }>>;

@@ -345,7 +345,7 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
   });
 
   // Runtime bug (see the report): a dispose accepted while the start is still pending is lost.
-  it.fails("17. a dispose that interleaves with a still-pending start (accepted with 202 before the start answered) still wins: the run ends aborted and the child never answers", async () => {
+  it("17. a dispose that interleaves with a still-pending start (accepted with 202 before the start answered) still wins: the run ends aborted and the child never answers", async () => {
     const parent = await createSession();
     const childId = crypto.randomUUID();
     const gate = hold(childId, "in-init");
@@ -424,7 +424,7 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
   });
 
   // Runtime bug (see the report): a one-shot child's aborted turn leaves its foreground grandchild running.
-  it.fails("18. disposing a child whose turn waits on a foreground grandchild also cancels the grandchild: the grandchild's run ends aborted and it never answers", async () => {
+  it("18. disposing a child whose turn waits on a foreground grandchild also cancels the grandchild: the grandchild's run ends aborted and it never answers", async () => {
     const parent = await createSession();
     const grandScript = script({ think: 2500 }, { say: "grandchild answered anyway" });
     const run = await started(parent.id, {

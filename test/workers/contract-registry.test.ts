@@ -739,7 +739,7 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
   });
 
   // Runtime bug (see the report): a start that answered 503 is published later by an unrelated wake-up.
-  it.fails("11. a start whose child cannot be created (its init keeps crashing) and that answers an error never publishes a run later: no subagent/start, no subagent/end, no child, nothing pending", async () => {
+  it("11. a start whose child cannot be created (its init keeps crashing) and that answers an error never publishes a run later: no subagent/start, no subagent/end, no child, nothing pending", async () => {
     const parent = await createSession();
     const childId = crypto.randomUUID();
     let crashing = true;
