@@ -14,6 +14,13 @@ export function authed(handler: Authed, admin = false): Handler {
     if (isFailure(caller)) return failure(caller);
     if (admin && caller.kind !== "admin")
       return failure(fail("UNAUTHORIZED", "this route needs the admin token"));
+    // Session tokens are rate limited per token (the admin token is the operator's and exempt);
+    // a refused request stores nothing.
+    if (caller.kind === "session" && env.SESSION_RATE_LIMIT) {
+      const { success } = await env.SESSION_RATE_LIMIT.limit({ key: caller.tokenHash });
+      if (!success)
+        return failure(fail("RATE_LIMITED", "too many requests for this token; retry in a minute"));
+    }
     return handler(request, env, caller);
   };
 }
