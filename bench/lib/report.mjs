@@ -1,0 +1,46 @@
+// Turns the figures into a table (stdout and bench/README.md, between the results markers).
+import { readFileSync, writeFileSync } from "node:fs";
+import { ms, ratio } from "./stats.mjs";
+
+const START = "<!-- results:start -->";
+const END = "<!-- results:end -->";
+
+/** rows: { name, n, p50, p99, floor?: { p50, p99 }, target?, note? } */
+export function table(rows) {
+  const head = ["measurement", "n", "p50 ms", "p99 ms", "p50 / floor A", "p99 / floor A", "target"];
+  const body = rows.map((r) => [
+    r.name,
+    String(r.n ?? ""),
+    ms(r.p50),
+    ms(r.p99),
+    r.floor ? ratio(r.p50, r.floor.p50) : "",
+    r.floor ? ratio(r.p99, r.floor.p99) : "",
+    r.target ?? "",
+  ]);
+  return [head, head.map(() => "---"), ...body].map((cells) => `| ${cells.join(" | ")} |`).join("\n");
+}
+
+/** The same table aligned for a terminal. */
+export function terminalTable(rows) {
+  const markdown = table(rows)
+    .split("\n")
+    .filter((_, i) => i !== 1)
+    .map((line) =>
+      line
+        .slice(2, -2)
+        .split(" | ")
+        .map((c) => c.trim()),
+    );
+  const widths = markdown[0].map((_, k) => Math.max(...markdown.map((cells) => cells[k].length)));
+  return markdown
+    .map((cells) => cells.map((c, k) => (k === 0 ? c.padEnd(widths[k]) : c.padStart(widths[k]))).join("  "))
+    .join("\n");
+}
+
+export function writeReadme(path, section) {
+  const text = readFileSync(path, "utf8");
+  const start = text.indexOf(START);
+  const end = text.indexOf(END);
+  if (start < 0 || end < start) throw new Error(`${path} has no ${START} ... ${END} section`);
+  writeFileSync(path, `${text.slice(0, start + START.length)}\n${section.trim()}\n${text.slice(end)}`);
+}

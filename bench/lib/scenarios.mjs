@@ -1,0 +1,207 @@
+// The measurements. Each takes a Client (admin token) and bounds every loop in count and time.
+import { textOf } from "./client.mjs";
+import { pool, summarize, timeSequential } from "./stats.mjs";
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Spawn floor: a parent object calls a brand-new child (one write each side), per spawn. */
+export async function floorSpawn(admin, { n, warmup, budgetMs }) {
+  const once = () => admin.call("POST", "/bench/floor/spawn?key=spawn-parent", undefined, 200);
+  await timeSequential(warmup, budgetMs, once);
+  return summarize(await timeSequential(n, budgetMs, once));
+}
+
+/** Fan-out floor: one parent, `children` brand-new children at once; total and per child. */
+export async function floorFanout(admin, { children, rounds, budgetMs }) {
+  const once = () =>
+    admin.call("POST", `/bench/floor/fanout?key=fanout-parent&n=${children}`, undefined, 200);
+  await timeSequential(1, budgetMs, once);
+  const totals = await timeSequential(rounds, budgetMs, once);
+  return { total: summarize(totals), perChild: summarize(totals.map((t) => t / children)), children };
+}
+
+/** Polls GET /v1/sessions/:id until `done(view)`; bounded by `timeoutMs`. */
+export async function waitFor(client, id, done, timeoutMs, everyMs = 100) {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const view = await client.describe(id);
+    if (done(view)) return view;
+    if (performance.now() >= deadline)
+      throw new Error(`session ${id} not ready in ${timeoutMs} ms: ${JSON.stringify(view)}`);
+    await sleep(everyMs);
+  }
+}
+
+/**
+ * The latency rows, interleaved so that every row sees the same background load: each round
+ * runs, one after the other,
+ * * floor A: POST /bench/floor/write (one Worker -> DO RPC doing one durable write);
+ * * accepted: POST /v1/sessions/:id/messages -> 202, plain text, round-robin over `sessions`
+ *   sessions; each message starts its echo turn right away;
+ * * busy: the same to sessions that are inside a long scripted turn (`think`), so the message
+ *   only joins the inbox: the accept path alone (those turns are interrupted at the end);
+ * * echo: from sending a text message to receiving its `assistant/message` ("echo: <text>") on
+ *   the session's event stream, also noting when its 202 came back.
+ */
+export async function latencies(admin, { n, warmup, sessions, budgetMs }) {
+  const open = async (label) => {
+    const created = await admin.createSession({ label });
+    return { id: created.id, client: admin.withToken(created.token) };
+  };
+  const plain = [];
+  const busy = [];
+  for (let i = 0; i < sessions; i++) plain.push(await open(`bench-accept-${i}`));
+  for (let i = 0; i < sessions; i++) busy.push(await open(`bench-busy-${i}`));
+  const echo = await open("bench-echo");
+
+  const think = JSON.stringify({ script: [{ think: 600_000 }, { say: "done" }] });
+  for (const s of busy) {
+    await s.client.send(s.id, think);
+    await waitForEvent(s.client, s.id, -1, (e) => e.type === "user/message", 10_000);
+  }
+  const stream = await echo.client.openStream(echo.id, -1);
+  const samples = { floor: [], accepted: [], busy: [], echo: [], echoAccept: [] };
+  const timed = async (list, fn) => {
+    const t0 = performance.now();
+    await fn();
+    if (list) list.push(performance.now() - t0);
+  };
+  try {
+    const deadline = performance.now() + budgetMs;
+    for (let i = 0; i < warmup + n && performance.now() < deadline; i++) {
+      const keep = i >= warmup;
+      await timed(keep && samples.floor, () =>
+        admin.call("POST", "/bench/floor/write?key=floor-a", undefined, 200),
+      );
+      const p = plain[i % sessions];
+      await timed(keep && samples.accepted, () => p.client.send(p.id, `hello ${i}`));
+      const b = busy[i % sessions];
+      await timed(keep && samples.busy, () => b.client.send(b.id, `queued ${i}`));
+      const text = `echo bench ${i}`;
+      const t0 = performance.now();
+      await timed(keep && samples.echoAccept, () => echo.client.send(echo.id, text));
+      await stream.next((e) => e.type === "assistant/message" && textOf(e) === `echo: ${text}`, 10_000);
+      if (keep) samples.echo.push(performance.now() - t0);
+    }
+  } finally {
+    stream.close();
+    for (const s of busy) await s.client.call("POST", `/v1/sessions/${s.id}/interrupt`, undefined, 202);
+  }
+  for (const s of plain) await waitFor(s.client, s.id, (v) => v.status === "idle", 30_000);
+  return Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, summarize(v)]));
+}
+
+/** Polls GET /v1/sessions/:id/events after `after` until an event matches; bounded. */
+async function waitForEvent(client, id, after, predicate, timeoutMs) {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const path = `/v1/sessions/${id}/events?after=${after}&limit=500`;
+    const page = (await client.call("GET", path, undefined, 200)).body;
+    if (page.events.some(predicate)) return;
+    if (performance.now() >= deadline)
+      throw new Error(`no matching event in session ${id} in ${timeoutMs} ms`);
+    await sleep(20);
+  }
+}
+
+/**
+ * Builds a session with at least `events` events through the public path: plain text messages
+ * sent concurrently (each with an idempotency key, so a retried send is never doubled), each
+ * answered by the scripted model in its own turn. Returns the session and how long it took.
+ */
+export async function buildLargeSession(admin, { events, concurrency, budgetMs }) {
+  const t0 = performance.now();
+  const deadline = t0 + budgetMs;
+  const session = await admin.createSession({ label: "bench-large" });
+  const client = admin.withToken(session.token);
+  const send = async (i) => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await client.send(session.id, `message ${i}`, `bench-large-${i}`);
+      } catch (error) {
+        if (attempt >= 3 || performance.now() >= deadline) throw error;
+      }
+    }
+  };
+  const idle = (target) => (v) => v.status === "idle" && v.lastSeq + 1 >= target;
+  // a first batch tells how many events one message makes in this version of the runtime
+  const probe = 100;
+  await pool(probe, concurrency, deadline, send);
+  let view = await waitFor(
+    client,
+    session.id,
+    (v) => v.status === "idle",
+    Math.max(30_000, deadline - performance.now()),
+  );
+  const perMessage = (view.lastSeq + 1) / probe;
+  const messages = Math.min(Math.ceil(events / perMessage), 200_000);
+  // the send rate per quarter of the build shows whether appending slows down as the log grows
+  const total = messages - probe;
+  const quarter = Math.max(1, Math.ceil(total / 4));
+  const marks = [{ at: performance.now(), done: 0 }];
+  let done = 0;
+  const sent =
+    probe +
+    (await pool(total, concurrency, deadline, async (i) => {
+      await send(probe + i);
+      if (++done % quarter === 0 || done === total) marks.push({ at: performance.now(), done });
+    }));
+  const sentMs = performance.now() - t0;
+  const quarterRates = marks
+    .slice(1)
+    .map((m, q) => Math.round((m.done - marks[q].done) / ((m.at - marks[q].at) / 1000)));
+  view = await waitFor(
+    client,
+    session.id,
+    idle(sent * perMessage),
+    Math.max(30_000, deadline - performance.now()),
+    250,
+  );
+  return {
+    session,
+    client,
+    messages: sent,
+    events: view.lastSeq + 1,
+    perMessage,
+    sentMs,
+    quarterRates,
+    totalMs: performance.now() - t0,
+  };
+}
+
+/** Warm GET /v1/sessions/:id latency, alternating between the given sessions. */
+export async function describeWarm(targets, { n, warmup, budgetMs }) {
+  const samples = targets.map(() => []);
+  const deadline = performance.now() + budgetMs;
+  for (let i = 0; i < warmup + n && performance.now() < deadline; i++) {
+    for (const [k, t] of targets.entries()) {
+      const t0 = performance.now();
+      await t.client.describe(t.id);
+      if (i >= warmup) samples[k].push(performance.now() - t0);
+    }
+  }
+  return samples.map(summarize);
+}
+
+/**
+ * Cold open: restarts workerd (same persistence), warms the Worker isolate with /v1/health, then
+ * times the first GET /v1/sessions/:id of each session: the object starts and reopens its SQLite.
+ * The order alternates between rounds.
+ */
+export async function describeCold(worker, targets, { rounds }) {
+  const samples = targets.map(() => []);
+  for (let r = 0; r < rounds; r++) {
+    const url = await worker.restart();
+    for (const t of targets) t.client.url = url;
+    // warm the Worker isolate and the Durable Object namespace (an unknown id stores nothing)
+    await targets[0].client.call("GET", "/v1/health", undefined, 200);
+    await targets[0].client.call("GET", `/v1/sessions/${crypto.randomUUID()}`, undefined, 404);
+    const order = r % 2 === 0 ? targets.map((_, k) => k) : targets.map((_, k) => k).reverse();
+    for (const k of order) {
+      const t0 = performance.now();
+      await targets[k].client.describe(targets[k].id);
+      samples[k].push(performance.now() - t0);
+    }
+  }
+  return { samples, url: targets[0].client.url, summary: samples.map(summarize) };
+}

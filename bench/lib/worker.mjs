@@ -1,0 +1,101 @@
+// Builds the TypeScript Worker with esbuild (wrangler's own) and runs it in workerd through
+// Miniflare 5, configured from wrangler.toml, with the bench routes on, a random admin token,
+// local tracing off and fresh temporary persistence. Loopback only.
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { build } from "esbuild";
+import { convertV4MiniflareOptions, Miniflare } from "miniflare";
+import { unstable_getMiniflareWorkerOptions } from "wrangler";
+
+// Local tracing slows the runtime 8-25x (toolchain.md); Miniflare 5 only enables it on request,
+// and wrangler's helpers read this variable.
+process.env.X_LOCAL_OBSERVABILITY = "false";
+// wrangler would announce that it read .dev.vars; the admin token is replaced anyway.
+process.env.WRANGLER_LOG ??= "warn";
+
+const ROOT = resolve(import.meta.dirname, "../..");
+
+/** Bundles src/index.ts the way wrangler does for workerd (ESM, workerd conditions). */
+async function bundle(main, outdir) {
+  const outfile = join(outdir, "worker.mjs");
+  await build({
+    entryPoints: [main],
+    outfile,
+    bundle: true,
+    format: "esm",
+    platform: "neutral",
+    target: "es2024",
+    conditions: ["workerd", "worker", "browser"],
+    mainFields: ["module", "main"],
+    external: ["cloudflare:*", "node:*"],
+    sourcemap: false,
+    logLevel: "warning",
+  });
+  return outfile;
+}
+
+/**
+ * Starts the Worker. Returns { url, adminToken, restart(), stop() }. `restart()` restarts workerd
+ * on the same persistence (every Durable Object starts cold and reopens its SQLite from disk).
+ */
+export async function startWorker() {
+  const dir = mkdtempSync(join(tmpdir(), "subagents-bench-"));
+  // also on an exit that skips stop() (Miniflare exits on SIGINT by itself)
+  const cleanup = () => rmSync(dir, { recursive: true, force: true });
+  process.once("exit", cleanup);
+  try {
+    const t0 = performance.now();
+    const fromConfig = unstable_getMiniflareWorkerOptions(join(ROOT, "wrangler.toml"));
+    const scriptPath = await bundle(fromConfig.main ?? join(ROOT, "src/index.ts"), dir);
+    const buildMs = performance.now() - t0;
+    const adminToken = `bench-${randomBytes(24).toString("hex")}`;
+    // The bindings the Worker uses, as wrangler.toml declares them. Static assets are left out on
+    // purpose: in front of the Worker they would add an asset lookup to /bench/* but not to /v1/*.
+    const { compatibilityDate, compatibilityFlags, bindings, durableObjects } = fromConfig.workerOptions;
+    const options = convertV4MiniflareOptions({
+      name: "subagents",
+      compatibilityDate,
+      compatibilityFlags,
+      durableObjects,
+      modules: true,
+      scriptPath,
+      rootPath: dir,
+      bindings: { ...bindings, BENCH_ROUTES: "1", ADMIN_TOKEN: adminToken },
+      host: "127.0.0.1",
+      port: 0,
+    });
+    Object.assign(options, {
+      resourcePersistencePath: join(dir, "state"),
+      unsafeObservability: false,
+      unsafeLocalExplorer: false,
+      enableDevRegistry: false,
+    });
+    const mf = new Miniflare(options);
+    const url = (await mf.ready).origin;
+    if (!/^http:\/\/(127\.0\.0\.1|\[::1\]|localhost):\d+$/.test(url))
+      throw new Error(`not a loopback address: ${url}`);
+    return {
+      url,
+      adminToken,
+      buildMs,
+      startMs: performance.now() - t0,
+      /** Restarts workerd on the same options and persistence; resolves with the (new) origin. */
+      async restart() {
+        await mf.setOptions(options);
+        return (await mf.ready).origin;
+      },
+      async stop() {
+        try {
+          await mf.dispose();
+        } finally {
+          cleanup();
+        }
+      },
+    };
+  } catch (error) {
+    cleanup();
+    throw error;
+  }
+}
