@@ -16,6 +16,7 @@ export default defineConfig({
             ADMIN_TOKEN: "test-admin-token",
             OPENAI_BASE_URL: fakeOpenAi.baseUrl,
             OPENAI_API_KEY: fakeOpenAi.apiKey,
+            TENANT_TOKENS: JSON.stringify({ "tenant-acme-admin-token": "acme" }),
           },
         },
       };

@@ -120,6 +120,7 @@ export class Delegation {
       runId,
       provider: provider.name,
       lineage: [...header.lineage, header.id],
+      ...(header.tenant === undefined ? {} : { tenant: header.tenant }),
       tokenHash: header.tokenHash,
       delegationDepth: depth.value,
       mode: "one-shot",
@@ -360,6 +361,7 @@ export class Delegation {
         mode: "one-shot",
         tokenHash: spec.tokenHash,
         lineage: spec.lineage,
+        ...(spec.tenant === undefined ? {} : { tenant: spec.tenant }),
         options: spec.options,
         oneShot: {
           runId: spec.runId,

@@ -28,6 +28,9 @@ const REGISTRY_MIGRATIONS: readonly string[] = [
      label TEXT
    ) STRICT;
    CREATE INDEX sessions_newest ON sessions (created_at DESC, id DESC);`,
+  // 3: tenancy: each directory entry belongs to one tenant
+  `ALTER TABLE sessions ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';
+   CREATE INDEX sessions_by_tenant ON sessions (tenant, created_at DESC, id DESC);`,
 ];
 
 /**
@@ -75,26 +78,28 @@ export class RegistryObject extends DurableObject<Env> {
   }
 
   /** Records a top-level session in the directory (idempotent). */
-  addSession(entry: DirectoryEntry): void {
+  addSession(tenant: string, entry: DirectoryEntry): void {
     this.ctx.storage.sql.exec(
-      "INSERT INTO sessions (id, created_at, label) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+      "INSERT INTO sessions (id, created_at, label, tenant) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
       entry.id,
       entry.createdAt,
       entry.label ?? null,
+      tenant,
     );
   }
 
   /** Top-level sessions, newest first; `before` is the cursor a previous page returned. */
   sessions(
+    tenant: string,
     limit: number,
     before?: { createdAt: number; id: string },
   ): { sessions: DirectoryEntry[]; next: string | null } {
     const rows = this.ctx.storage.sql
       .exec<{ id: string; created_at: number; label: string | null }>(
         before
-          ? "SELECT id, created_at, label FROM sessions WHERE (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?"
-          : "SELECT id, created_at, label FROM sessions ORDER BY created_at DESC, id DESC LIMIT ?",
-        ...(before ? [before.createdAt, before.id, limit + 1] : [limit + 1]),
+          ? "SELECT id, created_at, label FROM sessions WHERE tenant = ? AND (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?"
+          : "SELECT id, created_at, label FROM sessions WHERE tenant = ? ORDER BY created_at DESC, id DESC LIMIT ?",
+        ...(before ? [tenant, before.createdAt, before.id, limit + 1] : [tenant, limit + 1]),
       )
       .toArray();
     const page = rows

@@ -90,6 +90,7 @@ export class SessionObject extends DurableObject<Env> {
       createdAt: Date.now(),
       tokenHash: input.tokenHash,
       lineage: [],
+      ...(input.tenant === undefined ? {} : { tenant: input.tenant }),
       options: input.options,
       ...(input.label === undefined ? {} : { label: input.label }),
     };

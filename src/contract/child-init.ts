@@ -13,6 +13,7 @@ export interface ChildInit {
   runId: string;
   provider: string;
   lineage: string[];
+  tenant?: string;
   tokenHash: string | null;
   delegationDepth: number;
   mode: "one-shot";

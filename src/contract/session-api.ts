@@ -56,8 +56,9 @@ export interface RegistryApi {
   register(record: ProviderRecord): Promise<Outcome<ProviderInfo>>;
   remove(name: string): Promise<Outcome<{ removed: string }>>;
   events(after: number, limit: number): Promise<RegistryEvent[]>;
-  addSession(entry: DirectoryEntry): Promise<void>;
+  addSession(tenant: string, entry: DirectoryEntry): Promise<void>;
   sessions(
+    tenant: string,
     limit: number,
     before?: { createdAt: number; id: string },
   ): Promise<{ sessions: DirectoryEntry[]; next: string | null }>;
@@ -83,6 +84,7 @@ export interface CreateSession {
   tokenHash: string;
   options: AgentOptions;
   label?: string;
+  tenant?: string;
 }
 
 export interface SendInput {

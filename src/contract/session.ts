@@ -14,6 +14,8 @@ export interface SessionHeader {
   tokenHash: string | null;
   /** Ancestor ids, root first; empty for a top-level session. */
   lineage: string[];
+  /** The tenant that owns this tree; another tenant's admin gets 404 (absent: `default`). */
+  tenant?: string;
   options: AgentOptions;
   /** For a one-shot child: the run it answers and how. */
   oneShot?: { runId: string; provider: string; outputSchema?: Record<string, unknown> };
@@ -48,5 +50,16 @@ export interface SessionView {
   lastSeq: number;
 }
 
-/** Who is calling, as established by the Worker from the bearer token. */
-export type Caller = { kind: "admin" } | { kind: "session"; sessionId: string; tokenHash: string };
+/**
+ * Who is calling, as established by the Worker from the bearer token. An admin acts for one
+ * tenant (`default` for the deployment's `ADMIN_TOKEN`); a session token acts for its session.
+ */
+export type Caller =
+  | { kind: "admin"; tenant?: string }
+  | { kind: "session"; sessionId: string; tokenHash: string };
+
+export const DEFAULT_TENANT = "default";
+
+export function tenantOf(value: { tenant?: string | undefined }): string {
+  return value.tenant ?? DEFAULT_TENANT;
+}

@@ -1,5 +1,5 @@
 import { type Failure, fail } from "../contract/errors";
-import type { Caller, SessionHeader } from "../contract/session";
+import { type Caller, type SessionHeader, tenantOf } from "../contract/session";
 
 /**
  * Who may do what to a session. The admin may do everything. A session token acts as its own
@@ -14,7 +14,9 @@ export function checkAccess(
   need: Need,
 ): Failure | undefined {
   if (header === undefined) return fail("NOT_FOUND", "session not found");
-  if (caller.kind === "admin") return undefined;
+  if (caller.kind === "admin") {
+    return tenantOf(caller) === tenantOf(header) ? undefined : fail("NOT_FOUND", "session not found");
+  }
   const own = caller.sessionId === header.id;
   const ancestor = header.lineage.includes(caller.sessionId);
   if (!own && !ancestor) return fail("NOT_FOUND", "session not found");

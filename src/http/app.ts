@@ -13,6 +13,7 @@ import { addDelegationRoutes } from "./delegation-routes";
 import { queryOf, readBody, validate } from "./body";
 import { failure, json } from "./respond";
 import { registryStub, sessionStub } from "./sessions";
+import { type Caller, DEFAULT_TENANT, tenantOf } from "../contract/session";
 import { isSessionId } from "../contract/ids";
 import { compact } from "../core/compact";
 
@@ -41,23 +42,23 @@ export function buildRouter() {
 
   router.post(
     "/v1/sessions",
-    authed(async (request, env) => {
+    authed(async (request, env, caller) => {
       const body = await readBody(request, CreateSessionBody);
       if (!body.ok) return failure(body);
-      return reply(await createTopLevelSession(env, body.value), 201);
+      return reply(await createTopLevelSession(env, body.value, adminTenant(caller)), 201);
     }, true),
   );
 
   router.get(
     "/v1/sessions",
-    authed(async (request, env) => {
+    authed(async (request, env, caller) => {
       const query = validate(queryOf(request), DirectoryQuery);
       if (!query.ok) return failure(query);
       const { limit, cursor } = query.value;
       const before = cursor === undefined ? undefined : parseCursor(cursor);
       if (cursor !== undefined && before === undefined)
         return failure(fail("INVALID_REQUEST", "cursor: not a cursor from a previous page"));
-      return json(await registryStub(env).sessions(limit, before));
+      return json(await registryStub(env).sessions(adminTenant(caller), limit, before));
     }, true),
   );
 
@@ -130,4 +131,8 @@ function parseCursor(cursor: string): { createdAt: number; id: string } | undefi
   const createdAt = Number(cursor.slice(0, dot));
   const id = cursor.slice(dot + 1);
   return dot > 0 && Number.isSafeInteger(createdAt) && isSessionId(id) ? { createdAt, id } : undefined;
+}
+
+function adminTenant(caller: Caller): string {
+  return caller.kind === "admin" ? tenantOf(caller) : DEFAULT_TENANT;
 }

@@ -23,13 +23,19 @@ export function tokenOf(request: Request): string | undefined {
   return offered.find((p) => p.startsWith(PROTOCOL_PREFIX))?.slice(PROTOCOL_PREFIX.length);
 }
 
-export async function authenticate(
-  request: Request,
-  adminToken: string | undefined,
-): Promise<Caller | Failure> {
+export interface TokenSettings {
+  ADMIN_TOKEN?: string | undefined;
+  /** JSON object mapping further admin tokens to tenant ids, e.g. {"<token>": "acme"}. */
+  TENANT_TOKENS?: string | undefined;
+}
+
+export async function authenticate(request: Request, settings: TokenSettings): Promise<Caller | Failure> {
   const token = tokenOf(request);
   if (!token) return fail("UNAUTHENTICATED", "missing bearer token");
-  if (adminToken && (await sameSecret(token, adminToken))) return { kind: "admin" };
+  if (settings.ADMIN_TOKEN && (await sameSecret(token, settings.ADMIN_TOKEN))) return { kind: "admin" };
+  for (const [tenantToken, tenant] of tenantTokens(settings.TENANT_TOKENS)) {
+    if (await sameSecret(token, tenantToken)) return { kind: "admin", tenant };
+  }
   const dot = token.indexOf(".");
   const sessionId = dot > 0 ? token.slice(0, dot) : "";
   if (!isSessionId(sessionId) || token.length - dot < 16)
@@ -56,4 +62,26 @@ async function sameSecret(a: string, b: string): Promise<boolean> {
   let diff = 0;
   for (let i = 0; i < x.length; i++) diff |= x.charCodeAt(i) ^ y.charCodeAt(i);
   return diff === 0;
+}
+
+let parsedTenants: { raw: string; entries: [string, string][] } | undefined;
+
+/** The tenant admin tokens, parsed once per isolate; a malformed setting grants nothing. */
+function tenantTokens(raw: string | undefined): [string, string][] {
+  if (!raw) return [];
+  if (parsedTenants?.raw === raw) return parsedTenants.entries;
+  let entries: [string, string][] = [];
+  try {
+    const value: unknown = JSON.parse(raw);
+    if (typeof value === "object" && value !== null && !Array.isArray(value)) {
+      entries = Object.entries(value).filter(
+        (e): e is [string, string] =>
+          typeof e[1] === "string" && e[0].length >= 16 && /^[a-z0-9-]{1,64}$/.test(e[1]),
+      );
+    }
+  } catch {
+    console.error("TENANT_TOKENS is not valid JSON; no tenant admin tokens are active");
+  }
+  parsedTenants = { raw, entries };
+  return entries;
 }

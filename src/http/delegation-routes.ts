@@ -55,14 +55,14 @@ export function addDelegationRoutes(router: RouterType<IRequest, [Env, Execution
     if (!body.ok) return failure(body);
     return reply(await registryStub(env).register({ name: name.data, ...compact(body.value) }), 201);
   };
-  router.put("/v1/providers/:name", authed(putProvider, true));
+  router.put("/v1/providers/:name", authed(putProvider, "deployment"));
 
   router.delete(
     "/v1/providers/:name",
     authed(async (request, env) => {
       const removed = await registryStub(env).remove(request.params.name ?? "");
       return removed.ok ? new Response(null, { status: 204 }) : failure(removed);
-    }, true),
+    }, "deployment"),
   );
 
   router.post(

@@ -1,7 +1,7 @@
 import { modelRouteProblem } from "../agent/model-router";
 import { fail, type Outcome } from "../contract/errors";
 import { newSessionId } from "../contract/ids";
-import type { SessionView } from "../contract/session";
+import { DEFAULT_TENANT, type SessionView } from "../contract/session";
 import type { CreateSessionBody } from "../contract/wire";
 import { compact } from "../core/compact";
 import { sha256Hex } from "../core/hash";
@@ -13,6 +13,7 @@ import type { z } from "zod";
 export async function createTopLevelSession(
   env: Env,
   body: z.infer<typeof CreateSessionBody>,
+  tenant: string = DEFAULT_TENANT,
 ): Promise<Outcome<SessionView & { token: string }>> {
   const model = body.model ?? env.DEFAULT_MODEL;
   const problem = modelRouteProblem(model, {
@@ -29,9 +30,10 @@ export async function createTopLevelSession(
     tokenHash: await sha256Hex(token),
     options: { model, ...compact(rest) },
     ...(label === undefined ? {} : { label }),
+    ...(tenant === DEFAULT_TENANT ? {} : { tenant }),
   });
   if (!created.ok) return created;
-  await registryStub(env).addSession({
+  await registryStub(env).addSession(tenant, {
     id,
     createdAt: created.value.createdAt,
     ...(label === undefined ? {} : { label }),
