@@ -458,12 +458,22 @@ export class Delegation {
     const header = this.#deps.header();
     if (!header && envelope.kind === "cancel-run") {
       // The cancel outran the child's creation: leave a tombstone that `init` honours.
-      stores.transact(() => this.#tombstone(envelope.runId, envelope.from));
+      stores.transact(() => {
+        this.#linkOrder(envelope);
+        this.#tombstone(envelope.runId, envelope.from);
+      });
       return ok({ applied: true });
     }
     if (!header || envelope.to !== header.id) return fail("NOT_FOUND", "no such session");
     let interrupted = false;
+    let early = false;
     const applied = stores.transact(() => {
+      const order = this.#linkOrder(envelope);
+      if (order === "early") {
+        early = true;
+        return false;
+      }
+      if (order === "old") return false;
       const fresh =
         stores.sql
           .exec(
@@ -491,9 +501,28 @@ export class Delegation {
       }
       return true;
     });
+    if (early) return fail("OUT_OF_ORDER", "an earlier envelope on this link has not arrived yet");
     if (interrupted) this.#deps.driver().abortInFlight("parent");
     if (applied) this.#deps.kick();
     return ok({ applied });
+  }
+
+  /** Per-link order at the receiver: apply envelope n only after n-1; older ones are duplicates. */
+  #linkOrder(envelope: Envelope): "next" | "early" | "old" {
+    if (envelope.linkSeq === undefined) return "next"; // direct deliveries (reports) carry no link order
+    const { sql } = this.#deps.stores;
+    const row = sql
+      .exec<{ next_seq: number }>("SELECT next_seq FROM links WHERE sender = ?", envelope.from)
+      .toArray()[0];
+    const next = row?.next_seq ?? 1;
+    if (envelope.linkSeq < next) return "old";
+    if (envelope.linkSeq > next) return "early";
+    sql.exec(
+      "INSERT INTO links (sender, next_seq) VALUES (?, ?) ON CONFLICT (sender) DO UPDATE SET next_seq = excluded.next_seq",
+      envelope.from,
+      next + 1,
+    );
+    return "next";
   }
 
   #tombstone(runId: string, parent: string): void {

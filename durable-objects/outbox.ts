@@ -1,4 +1,5 @@
 import type { Envelope } from "../src/contract/envelope";
+import type { OutboxEntry } from "../src/contract/session-api";
 import type { EventLog } from "./event-log";
 
 /**
@@ -32,9 +33,14 @@ export class Outbox {
 
   /** Enqueues once per envelope id: a second enqueue of the same id changes nothing. */
   enqueue(envelope: Envelope, now = Date.now()): boolean {
+    if (this.has(envelope.id)) return false;
     const position = this.sql
       .exec<{ p: number }>("SELECT coalesce(max(position), 0) + 1 AS p FROM outbox")
       .one().p;
+    // per-link sequence: the receiver applies a link's envelopes in this order, whatever the network does
+    const linkSeq =
+      this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE target = ?", envelope.to).one().n +
+      1;
     const inserted = this.sql
       .exec(
         `INSERT INTO outbox (id, position, target, kind, payload, next_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -43,7 +49,7 @@ export class Outbox {
         position,
         envelope.to,
         envelope.kind,
-        JSON.stringify(envelope),
+        JSON.stringify({ ...envelope, linkSeq }),
         now,
       )
       .toArray();
@@ -125,6 +131,32 @@ export class Outbox {
       )
       .one();
     return row.at ?? undefined;
+  }
+
+  /** Every row with its delivery state, newest first (for `GET /v1/sessions/:id/outbox`). */
+  list(limit = 200): OutboxEntry[] {
+    return this.sql
+      .exec<{
+        id: string;
+        target: string;
+        kind: string;
+        attempts: number;
+        last_error: string | null;
+        delivered_at: number | null;
+        dead_at: number | null;
+      }>(
+        "SELECT id, target, kind, attempts, last_error, delivered_at, dead_at FROM outbox ORDER BY position DESC LIMIT ?",
+        limit,
+      )
+      .toArray()
+      .map((r) => ({
+        id: r.id,
+        target: r.target,
+        kind: r.kind,
+        attempts: r.attempts,
+        state: r.dead_at !== null ? "dead" : r.delivered_at !== null ? "delivered" : "pending",
+        ...(r.last_error === null ? {} : { lastError: r.last_error }),
+      }));
   }
 
   deadLetters(): { id: string; target: string; kind: string; attempts: number; lastError: string | null }[] {

@@ -92,6 +92,11 @@ export const SESSION_MIGRATIONS: readonly string[] = [
      value TEXT NOT NULL
    ) STRICT;
    ALTER TABLE children ADD COLUMN epoch_run_id TEXT;`,
+  // 4: receiver-side per-link order of outbox envelopes
+  `CREATE TABLE links (
+     sender TEXT PRIMARY KEY,
+     next_seq INTEGER NOT NULL
+   ) STRICT;`,
 ];
 
 export const SCHEMA_VERSION = SESSION_MIGRATIONS.length;

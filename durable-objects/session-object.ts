@@ -26,7 +26,7 @@ import { fail, ok, type Outcome } from "../src/contract/errors";
 import { newMessageId } from "../src/contract/ids";
 import type { RunView, StartedRun, StartRequest } from "../src/contract/run";
 import type { Caller, SessionHeader, SessionView } from "../src/contract/session";
-import type { CreateSession, EventPage, SendInput } from "../src/contract/session-api";
+import type { CreateSession, EventPage, OutboxEntry, SendInput } from "../src/contract/session-api";
 import { checkAccess, type Need } from "../src/core/access";
 import { faultPoint } from "../src/core/faults";
 import { fingerprint } from "../src/core/hash";
@@ -209,6 +209,12 @@ export class SessionObject extends DurableObject<Env> {
     const header = this.#authorize(caller, "read");
     if (!header.ok) return header;
     return ok({ entries: await this.#descendants() });
+  }
+
+  outbox(caller: Caller): Outcome<{ entries: OutboxEntry[] }> {
+    const header = this.#authorize(caller, "read");
+    if (!header.ok) return header;
+    return ok({ entries: this.#delegation!.outbox.list() });
   }
 
   // ---- RPC surface: other session objects ----

@@ -14,6 +14,8 @@ interface EnvelopeBase {
   id: string;
   from: string;
   to: string;
+  /** Position on the sender->receiver link (outbox envelopes); the receiver applies in this order. */
+  linkSeq?: number;
 }
 
 /** Child -> parent: the one result of a one-shot run. */

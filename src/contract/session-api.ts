@@ -32,7 +32,18 @@ export interface SessionApi {
   drainChildren(caller: Caller, childIds?: string[]): Promise<Outcome<{ drained: string[] }>>;
   listChildren(caller: Caller): Promise<Outcome<{ entries: ChildEntry[] }>>;
   listDescendants(caller: Caller): Promise<Outcome<{ entries: DescendantEntry[] }>>;
+  outbox(caller: Caller): Promise<Outcome<{ entries: OutboxEntry[] }>>;
   fetch(request: Request): Promise<Response>;
+}
+
+/** One message this session sent or is sending to another session (dead letters included). */
+export interface OutboxEntry {
+  id: string;
+  target: string;
+  kind: string;
+  attempts: number;
+  state: "pending" | "delivered" | "dead";
+  lastError?: string;
 }
 
 /** What session objects ask of each other (never reachable over HTTP). */

@@ -124,6 +124,15 @@ export function addDelegationRoutes(router: RouterType<IRequest, [Env, Execution
   );
 
   router.get(
+    "/v1/sessions/:id/outbox",
+    authed(async (request, env, caller) => {
+      const target = ids(request);
+      if (!target) return failure(fail("NOT_FOUND", "session not found"));
+      return reply(await sessionStub(env, target.id).outbox(caller));
+    }),
+  );
+
+  router.get(
     "/v1/sessions/:id/children",
     authed(async (request, env, caller) => {
       const target = ids(request);
