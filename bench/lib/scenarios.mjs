@@ -37,11 +37,13 @@ export async function waitFor(client, id, done, timeoutMs, everyMs = 100) {
  * runs, one after the other,
  * * floor A: POST /bench/floor/write (one Worker -> DO RPC doing one durable write);
  * * accepted: POST /v1/sessions/:id/messages -> 202, plain text, round-robin over `sessions`
- *   sessions; each message starts its echo turn right away;
+ *   sessions, with their session tokens; each message starts its echo turn right away;
+ * * acceptedAdmin: the same with the admin token, which skips the per-token rate limiter;
  * * busy: the same to sessions that are inside a long scripted turn (`think`), so the message
  *   only joins the inbox: the accept path alone (those turns are interrupted at the end);
  * * echo: from sending a text message to receiving its `assistant/message` ("echo: <text>") on
- *   the session's event stream, also noting when its 202 came back.
+ *   the session's event stream, also noting when its 202 came back; round-robin too.
+ * Spreading over sessions also keeps each session token under the API's per-token rate limit.
  */
 export async function latencies(admin, { n, warmup, sessions, budgetMs }) {
   const open = async (label) => {
@@ -49,24 +51,28 @@ export async function latencies(admin, { n, warmup, sessions, budgetMs }) {
     return { id: created.id, client: admin.withToken(created.token) };
   };
   const plain = [];
+  const viaAdmin = [];
   const busy = [];
   for (let i = 0; i < sessions; i++) plain.push(await open(`bench-accept-${i}`));
+  for (let i = 0; i < sessions; i++) viaAdmin.push(await open(`bench-accept-admin-${i}`));
   for (let i = 0; i < sessions; i++) busy.push(await open(`bench-busy-${i}`));
-  const echo = await open("bench-echo");
+  const echo = [];
+  for (let i = 0; i < sessions; i++) echo.push(await open(`bench-echo-${i}`));
 
   const think = JSON.stringify({ script: [{ think: 600_000 }, { say: "done" }] });
   for (const s of busy) {
     await s.client.send(s.id, think);
     await waitForEvent(s.client, s.id, -1, (e) => e.type === "user/message", 10_000);
   }
-  const stream = await echo.client.openStream(echo.id, -1);
-  const samples = { floor: [], accepted: [], busy: [], echo: [], echoAccept: [] };
+  const streams = [];
+  const samples = { floor: [], accepted: [], acceptedAdmin: [], busy: [], echo: [], echoAccept: [] };
   const timed = async (list, fn) => {
     const t0 = performance.now();
     await fn();
     if (list) list.push(performance.now() - t0);
   };
   try {
+    for (const e of echo) streams.push(await e.client.openStream(e.id, -1));
     const deadline = performance.now() + budgetMs;
     for (let i = 0; i < warmup + n && performance.now() < deadline; i++) {
       const keep = i >= warmup;
@@ -75,19 +81,25 @@ export async function latencies(admin, { n, warmup, sessions, budgetMs }) {
       );
       const p = plain[i % sessions];
       await timed(keep && samples.accepted, () => p.client.send(p.id, `hello ${i}`));
+      const a = viaAdmin[i % sessions];
+      await timed(keep && samples.acceptedAdmin, () => admin.send(a.id, `hello ${i}`));
       const b = busy[i % sessions];
       await timed(keep && samples.busy, () => b.client.send(b.id, `queued ${i}`));
+      const e = echo[i % sessions];
       const text = `echo bench ${i}`;
       const t0 = performance.now();
-      await timed(keep && samples.echoAccept, () => echo.client.send(echo.id, text));
-      await stream.next((e) => e.type === "assistant/message" && textOf(e) === `echo: ${text}`, 10_000);
+      await timed(keep && samples.echoAccept, () => e.client.send(e.id, text));
+      await streams[i % sessions].next(
+        (event) => event.type === "assistant/message" && textOf(event) === `echo: ${text}`,
+        10_000,
+      );
       if (keep) samples.echo.push(performance.now() - t0);
     }
   } finally {
-    stream.close();
+    for (const stream of streams) stream.close();
     for (const s of busy) await s.client.call("POST", `/v1/sessions/${s.id}/interrupt`, undefined, 202);
   }
-  for (const s of plain) await waitFor(s.client, s.id, (v) => v.status === "idle", 30_000);
+  for (const s of [...plain, ...viaAdmin]) await waitFor(admin, s.id, (v) => v.status === "idle", 30_000);
   return Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, summarize(v)]));
 }
 
@@ -114,10 +126,11 @@ export async function buildLargeSession(admin, { events, concurrency, budgetMs }
   const deadline = t0 + budgetMs;
   const session = await admin.createSession({ label: "bench-large" });
   const client = admin.withToken(session.token);
+  // the admin token: the session token's rate limit (600 a minute) would throttle the build
   const send = async (i) => {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await client.send(session.id, `message ${i}`, `bench-large-${i}`);
+        return await admin.send(session.id, `message ${i}`, `bench-large-${i}`);
       } catch (error) {
         if (attempt >= 3 || performance.now() >= deadline) throw error;
       }
@@ -128,7 +141,7 @@ export async function buildLargeSession(admin, { events, concurrency, budgetMs }
   const probe = 100;
   await pool(probe, concurrency, deadline, send);
   let view = await waitFor(
-    client,
+    admin,
     session.id,
     (v) => v.status === "idle",
     Math.max(30_000, deadline - performance.now()),
@@ -151,7 +164,7 @@ export async function buildLargeSession(admin, { events, concurrency, budgetMs }
     .slice(1)
     .map((m, q) => Math.round((m.done - marks[q].done) / ((m.at - marks[q].at) / 1000)));
   view = await waitFor(
-    client,
+    admin,
     session.id,
     idle(sent * perMessage),
     Math.max(30_000, deadline - performance.now()),

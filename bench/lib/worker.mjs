@@ -51,18 +51,18 @@ export async function startWorker() {
     const scriptPath = await bundle(fromConfig.main ?? join(ROOT, "src/index.ts"), dir);
     const buildMs = performance.now() - t0;
     const adminToken = `bench-${randomBytes(24).toString("hex")}`;
-    // The bindings the Worker uses, as wrangler.toml declares them. Static assets are left out on
-    // purpose: in front of the Worker they would add an asset lookup to /bench/* but not to /v1/*.
-    const { compatibilityDate, compatibilityFlags, bindings, durableObjects } = fromConfig.workerOptions;
+    // Every binding and setting wrangler.toml declares (Durable Objects, vars, rate limits, ...),
+    // with the bundle as the script. Left out: module rules (one bundled file), the config's
+    // root, and static assets on purpose: in front of the Worker they would add an asset lookup
+    // to /bench/* but not to /v1/*.
+    const { assets: _assets, modulesRules: _rules, rootPath: _root, ...fromToml } = fromConfig.workerOptions;
     const options = convertV4MiniflareOptions({
+      ...fromToml,
       name: "subagents",
-      compatibilityDate,
-      compatibilityFlags,
-      durableObjects,
       modules: true,
       scriptPath,
       rootPath: dir,
-      bindings: { ...bindings, BENCH_ROUTES: "1", ADMIN_TOKEN: adminToken },
+      bindings: { ...fromToml.bindings, BENCH_ROUTES: "1", ADMIN_TOKEN: adminToken },
       host: "127.0.0.1",
       port: 0,
     });
