@@ -1,0 +1,336 @@
+// The dashboard in a real browser (Debian's chromium driven by playwright-core) against
+// `wrangler dev`: sign in, create a session, talk to it, start a continuable child, watch the tree,
+// interrupt and follow up, and check that what the page shows is what the API says.
+//
+// The screenshot goes to test-results/dashboard.png; with UPDATE_SCREENSHOT=1 also to
+// docs/dashboard.png (the committed one the README shows).
+import assert from "node:assert/strict";
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { chromium } from "playwright-core";
+import { bundle } from "../../ui/build.mjs";
+import { allEvents, api } from "./lib/api.mjs";
+import { REPO_ROOT, removeDir, startDevServer, tempDir } from "./lib/dev-server.mjs";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const CHROMIUM_ARGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+const STEP_MS = 20_000;
+const SLOW = JSON.stringify({ script: [{ think: 10_000 }, { say: "slow" }] });
+/** Log events the transcript does not show (bookkeeping), as the dashboard decides. */
+const SILENT = new Set(["turn/start", "agent/inbox/claimed", "subagent/descriptor"]);
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `read` until `check` holds (or throws with the last value after `timeoutMs`). */
+async function eventually(read, check, timeoutMs = STEP_MS, what = "a condition") {
+  const deadline = Date.now() + timeoutMs;
+  let last;
+  for (;;) {
+    last = await read();
+    if (check(last)) return last;
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
+    await sleep(150);
+  }
+}
+
+/** The dashboard's state for a descendant row (running / waiting / idle / settled). */
+function shownStatus(entry) {
+  if (entry.kind === "diagnostic") return "unavailable";
+  if (entry.status === "running" || entry.status === "waiting") return entry.status;
+  return entry.activity === "inactive" ? "settled" : "idle";
+}
+
+/** The event types a session's transcript should show, from the API's log. */
+function expectedEntries(events) {
+  return events
+    .filter((e) => !SILENT.has(e.type))
+    .filter((e) => !(e.type === "agent/inbox/inserted" && e.data.source.kind === "user"))
+    .map((e) => `${e.seq}:${e.type}`);
+}
+
+async function shownEntries(page, id) {
+  return page
+    .locator(`[data-transcript-for="${id}"] [data-event-type]`)
+    .evaluateAll((els) => els.map((el) => `${el.dataset.seq}:${el.dataset.eventType}`));
+}
+
+async function treeStatuses(page) {
+  return page
+    .locator("#tree [data-session-id]")
+    .evaluateAll((els) => Object.fromEntries(els.map((el) => [el.dataset.sessionId, el.dataset.status])));
+}
+
+describe("the dashboard in a real browser", { timeout: 300_000 }, () => {
+  let server;
+  let dir;
+  let profile;
+  let context;
+  let page;
+  let sessionId;
+  let childId;
+
+  before(async () => {
+    assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium`);
+    dir = tempDir();
+    profile = tempDir("subagents-chromium-");
+    server = await startDevServer({ persistTo: dir });
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: CHROMIUM_ARGS,
+      viewport: { width: 1280, height: 860 },
+    });
+    page = context.pages()[0] ?? (await context.newPage());
+    page.setDefaultTimeout(STEP_MS);
+  });
+
+  after(async () => {
+    await context?.close().catch(() => {});
+    await server?.stop();
+    if (dir) removeDir(dir);
+    if (profile) removeDir(profile);
+  });
+
+  it("serves the committed bundle, which matches its sources, and not the sources themselves", async () => {
+    assert.equal(
+      readFileSync(join(REPO_ROOT, "ui/app.js"), "utf8"),
+      await bundle(),
+      "run `node ui/build.mjs`",
+    );
+    for (const path of ["/src/main.ts", "/build.mjs", "/tsconfig.json"]) {
+      const res = await fetch(`${server.url}${path}`);
+      assert.equal(res.status, 404, path);
+    }
+  });
+
+  it("refuses a wrong token with the server's error and stays on the sign-in form", async () => {
+    await page.goto(server.url);
+    await page.fill('input[name="token"]', "not-the-token");
+    await page.press('input[name="token"]', "Enter");
+    await page.waitForSelector('#error[data-error-code="UNAUTHENTICATED"]');
+    assert.match(await page.textContent("#error"), /UNAUTHENTICATED \(401\)/);
+    assert.equal(await page.isVisible('input[name="token"]'), true);
+    assert.equal(await page.evaluate(() => sessionStorage.length), 0);
+  });
+
+  it("signs in with the admin token on Enter and keeps it only in this tab's sessionStorage", async () => {
+    await page.fill('input[name="token"]', server.token);
+    await page.press('input[name="token"]', "Enter");
+    await page.waitForSelector("#dashboard:not([hidden])");
+    const stored = await page.evaluate(() => ({
+      session: Object.values(sessionStorage),
+      local: localStorage.length,
+      cookie: document.cookie,
+    }));
+    assert.deepEqual(stored, { session: [server.token], local: 0, cookie: "" });
+    assert.ok(!page.url().includes(server.token), "the token is not in the URL");
+    assert.deepEqual(await context.cookies(), []);
+  });
+
+  it("creates a session, sends a message and shows the answer", async () => {
+    await page.fill('#new-session input[name="label"]', "browser demo");
+    await page.click('[data-action="create-session"]');
+    const transcript = page.locator("[data-transcript-for]");
+    await transcript.waitFor();
+    sessionId = await transcript.getAttribute("data-transcript-for");
+    const listed = await api(server, "GET", "/v1/sessions?limit=50");
+    assert.ok(listed.body.sessions.some((s) => s.id === sessionId && s.label === "browser demo"));
+    await page.waitForSelector(`#session-list [data-session-id="${sessionId}"][data-status="idle"]`);
+
+    await page.fill('textarea[name="content"]', "hello from the browser");
+    await page.press('textarea[name="content"]', "Enter");
+    const answer = page.locator(`[data-transcript-for="${sessionId}"] [data-event-type="assistant/message"]`);
+    await answer.waitFor();
+    assert.match(await answer.textContent(), /echo: hello from the browser/);
+    assert.equal(
+      await page.locator(`[data-transcript-for="${sessionId}"] [data-event-type="user/message"]`).count(),
+      1,
+    );
+  });
+
+  it("starts a continuable child and the tree shows it running, as the API says", async () => {
+    await page.click("details.start > summary");
+    await page.selectOption('form[data-form="start"] select[name="provider"]', "spawn");
+    await page.selectOption('form[data-form="start"] select[name="mode"]', "continuable");
+    await page.fill('form[data-form="start"] input[name="label"]', "slow worker");
+    await page.fill('form[data-form="start"] textarea[name="prompt"]', SLOW);
+    await page.click('[data-action="start-child"]');
+
+    const entries = await eventually(
+      async () => (await api(server, "GET", `/v1/sessions/${sessionId}/descendants`)).body.entries,
+      (es) => es.length === 1,
+      STEP_MS,
+      "the child in the API's listing",
+    );
+    childId = entries[0].id;
+    assert.deepEqual(
+      {
+        mode: entries[0].mode,
+        label: entries[0].label,
+        provider: entries[0].provider,
+        depth: entries[0].depth,
+      },
+      { mode: "continuable", label: "slow worker", provider: "spawn", depth: 1 },
+    );
+    const node = page.locator(`#tree [data-session-id="${childId}"]`);
+    await page.waitForSelector(`#tree [data-session-id="${childId}"][data-status="running"]`);
+    assert.equal(await node.getAttribute("data-mode"), "continuable");
+    assert.equal(await node.getAttribute("data-provider"), "spawn");
+    assert.equal(await node.getAttribute("data-depth"), "1");
+    assert.match(await node.textContent(), /slow worker/);
+    const api1 = (await api(server, "GET", `/v1/sessions/${sessionId}/descendants`)).body.entries[0];
+    assert.equal(shownStatus(api1), "running", "the API agrees the child is running");
+    await page.waitForSelector(`#tree [data-session-id="${sessionId}"][data-status="waiting"]`);
+    assert.equal((await api(server, "GET", `/v1/sessions/${sessionId}`)).body.status, "waiting");
+  });
+
+  it("interrupts the child from its page and the tree shows it settled, as the API says", async () => {
+    await page.click(`#tree [data-session-id="${childId}"] button`);
+    await page.waitForSelector(`[data-transcript-for="${childId}"] [data-event-type="user/message"]`);
+    await page.click('[data-action="interrupt"]');
+    await page.waitForSelector(`#tree [data-session-id="${childId}"][data-status="settled"]`);
+    await page.waitForSelector(
+      `[data-transcript-for="${childId}"] [data-event-type="turn/end"].reason-aborted`,
+    );
+    const entry = (await api(server, "GET", `/v1/sessions/${sessionId}/descendants`)).body.entries[0];
+    assert.equal(shownStatus(entry), "settled");
+    assert.equal(entry.activity, "inactive");
+  });
+
+  it("follows up the settled child and shows its answer in the child's transcript", async () => {
+    await page.fill('textarea[name="content"]', "once more");
+    await page.click('[data-action="follow-up"]');
+    const answer = page.locator(`[data-transcript-for="${childId}"] [data-event-type="assistant/message"]`);
+    await answer.waitFor();
+    assert.match(await answer.textContent(), /echo: once more/);
+    const log = await allEvents(server, childId);
+    assert.ok(log.some((e) => e.type === "user/message" && e.data.content[0].text === "once more"));
+  });
+
+  it("shows the parent's lifecycle edges and settlement notices, entry for entry as in the log", async () => {
+    await page.click(`#tree [data-session-id="${sessionId}"] button`);
+    await page.waitForSelector(`[data-transcript-for="${sessionId}"] [data-source="subagent-settled"]`);
+    await page.waitForSelector(`#tree [data-session-id="${sessionId}"][data-status="idle"]`);
+    const expected = await eventually(
+      async () => expectedEntries(await allEvents(server, sessionId)),
+      (es) => es.filter((e) => e.endsWith("turn/end")).length >= 3,
+      STEP_MS,
+      "the parent's turns after two settlements",
+    );
+    await eventually(
+      () => shownEntries(page, sessionId),
+      (shown) => JSON.stringify(shown) === JSON.stringify(expected),
+      STEP_MS,
+      `the transcript to show ${JSON.stringify(expected)}`,
+    );
+    for (const type of ["subagent/start", "subagent/end"]) {
+      assert.ok(
+        await page.locator(`[data-transcript-for="${sessionId}"] [data-event-type="${type}"]`).count(),
+      );
+    }
+    const entries = (await api(server, "GET", `/v1/sessions/${sessionId}/descendants`)).body.entries;
+    const root = (await api(server, "GET", `/v1/sessions/${sessionId}`)).body;
+    const apiView = {
+      [sessionId]: root.status,
+      ...Object.fromEntries(entries.map((e) => [e.id, shownStatus(e)])),
+    };
+    await eventually(
+      () => treeStatuses(page),
+      (shown) => JSON.stringify(shown) === JSON.stringify(apiView),
+      STEP_MS,
+      `the tree to match the API ${JSON.stringify(apiView)}`,
+    );
+  });
+
+  it("takes a screenshot of the whole story", async () => {
+    // one more child that reports, so the picture shows every kind of entry
+    const reporting = JSON.stringify({
+      script: [{ call: [{ tool: "report", args: { output: "half way" } }] }, { say: "42" }],
+    });
+    await page.fill('form[data-form="start"] input[name="label"]', "reporter");
+    await page.fill('form[data-form="start"] textarea[name="prompt"]', reporting);
+    await page.click('[data-action="start-child"]');
+    await page.waitForSelector(`[data-transcript-for="${sessionId}"] [data-source="subagent-report"]`);
+    await eventually(
+      () => treeStatuses(page),
+      (s) => Object.keys(s).length === 3 && Object.values(s).every((v) => v === "idle" || v === "settled"),
+      STEP_MS,
+      "the reporter to settle",
+    );
+    // and one still at work, so the tree shows every state
+    await page.fill('form[data-form="start"] input[name="label"]', "long task");
+    await page.fill('form[data-form="start"] textarea[name="prompt"]', SLOW);
+    await page.click('[data-action="start-child"]');
+    const shown = await eventually(
+      () => treeStatuses(page),
+      (s) => Object.values(s).includes("running") && s[sessionId] === "waiting",
+      STEP_MS,
+      "a running child under a waiting root",
+    );
+    assert.deepEqual(Object.values(shown).sort(), ["running", "settled", "settled", "waiting"]);
+    // the picture: the start form folded, no toast, the transcript from the report on
+    await page.click("details.start > summary");
+    await page.evaluate(() => {
+      document.getElementById("note").hidden = true;
+      const transcript = document.querySelector("[data-transcript-for]");
+      const starts = transcript.querySelectorAll('[data-event-type="subagent/start"]');
+      const last = starts[starts.length - 2];
+      transcript.scrollTop = last.offsetTop - transcript.offsetTop - 8;
+      window.scrollTo(0, 0);
+    });
+    await page.waitForTimeout(300);
+    mkdirSync(join(REPO_ROOT, "test-results"), { recursive: true });
+    const shot = join(REPO_ROOT, "test-results", "dashboard.png");
+    await page.screenshot({ path: shot });
+    if (process.env.UPDATE_SCREENSHOT === "1") copyFileSync(shot, join(REPO_ROOT, "docs", "dashboard.png"));
+  });
+
+  it("fits a phone screen without sideways scrolling", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.waitForTimeout(200);
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(width <= 390, `the page is ${width}px wide on a 390px screen`);
+    assert.equal(await page.isVisible(`#tree [data-session-id="${childId}"]`), true);
+    await page.setViewportSize({ width: 1280, height: 860 });
+  });
+
+  it("a session token signs in straight to its own session, in a new tab that knows no token", async () => {
+    const created = await api(server, "POST", "/v1/sessions", { body: { label: "token user" } });
+    assert.equal(created.status, 201);
+    const tab = await context.newPage();
+    try {
+      await tab.goto(server.url);
+      await tab.waitForSelector('input[name="token"]'); // sessionStorage is per tab: signed out here
+      await tab.fill('input[name="token"]', created.body.token);
+      await tab.press('input[name="token"]', "Enter");
+      await tab.waitForSelector(`[data-transcript-for="${created.body.id}"]`);
+      await tab.waitForSelector(`#tree [data-session-id="${created.body.id}"][data-status="idle"]`);
+      assert.equal(await tab.isVisible("#sessions-panel"), false, "no directory for a session token");
+      await tab.fill('textarea[name="content"]', "hi");
+      await tab.press('textarea[name="content"]', "Enter");
+      await tab.waitForSelector(
+        `[data-transcript-for="${created.body.id}"] [data-event-type="assistant/message"]`,
+      );
+      await tab.reload();
+      await tab.waitForSelector(
+        `[data-transcript-for="${created.body.id}"] [data-event-type="assistant/message"]`,
+      );
+      await tab.click("#sign-out");
+      await tab.waitForSelector('input[name="token"]');
+      assert.equal(await tab.evaluate(() => sessionStorage.length), 0);
+    } finally {
+      await tab.close();
+    }
+  });
+});

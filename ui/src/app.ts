@@ -1,0 +1,281 @@
+import {
+  type EventStream,
+  type ProviderInfo,
+  type SessionEvent,
+  type SessionView,
+  type StreamState,
+  SubagentsClient,
+} from "../../src/client";
+import { Controls } from "./controls";
+import { $, h, replace } from "./dom";
+import { shortId, when } from "./format";
+import { attempt, clearError, showError } from "./notice";
+import { SessionList } from "./sessions";
+import { forgetToken, saveToken } from "./token-store";
+import { TranscriptView } from "./transcript";
+import { type TreeNode, TreeView } from "./tree";
+
+/**
+ * The dashboard: who is signed in, which top-level session's tree is shown and which session is
+ * selected (kept in the URL fragment: ids only, never the token), and what keeps the views live:
+ * the selected session's event stream, a stream on the tree's root, and a light poll for deeper
+ * changes the root's log does not show.
+ */
+
+const REFRESH_EVENTS = new Set([
+  "subagent/start",
+  "subagent/end",
+  "turn/start",
+  "turn/end",
+  "agent/inbox/inserted",
+]);
+
+export class Dashboard {
+  client: SubagentsClient | undefined;
+  #providers: ProviderInfo[] = [];
+  #selected: string | undefined;
+  #view: SessionView | undefined;
+  #rootWatch: EventStream | undefined;
+  #refreshTimer: ReturnType<typeof setTimeout> | undefined;
+  #pollTimer: ReturnType<typeof setTimeout> | undefined;
+  #listTimer: ReturnType<typeof setInterval> | undefined;
+  readonly tree: TreeView;
+  readonly list: SessionList;
+  readonly transcript: TranscriptView;
+  readonly controls: Controls;
+
+  constructor() {
+    this.tree = new TreeView($("#tree"), (id) => this.#pick(id));
+    this.list = new SessionList($("#session-list"), $("#more-sessions"), $("#new-session"), (id) =>
+      this.#pick(id, id),
+    );
+    this.transcript = new TranscriptView($("#transcript"), $("#working"), {
+      select: (id) => this.select(id),
+      labelOf: (id) => this.tree.node(id)?.label,
+      onEvent: (_id, event) => this.#onEvent(event),
+      onState: (state) => this.#live(state),
+    });
+    this.controls = new Controls($("#controls"), {
+      client: () => this.client,
+      selected: () => this.#selectedNode(),
+      providers: () => this.#providers,
+      changed: () => this.scheduleRefresh(0),
+    });
+    window.addEventListener("hashchange", () => this.#fromHash());
+  }
+
+  /** Checks the token against the API; on success keeps it (this tab only) and opens the dashboard. */
+  async signIn(token: string): Promise<boolean> {
+    const client = new SubagentsClient({ baseUrl: location.origin, token });
+    const own = client.tokenSession;
+    try {
+      if (own) await client.getSession(own);
+      else await client.listSessions({ limit: 1 });
+    } catch (error) {
+      showError(error, "sign-in");
+      forgetToken();
+      document.body.dataset.ready = "true";
+      return false;
+    }
+    saveToken(token);
+    clearError();
+    this.client = client;
+    this.list.client = own ? undefined : client;
+    document.body.dataset.role = own ? "session" : "admin";
+    $("#who").textContent = own ? `session ${shortId(own)}` : "admin";
+    $("#signin").hidden = true;
+    $("#dashboard").hidden = false;
+    $("#sign-out").hidden = false;
+    $("#sessions-panel").hidden = !!own;
+    this.#providers = await client.listProviders().catch(() => []);
+    if (!own) {
+      await attempt("loading sessions", () => this.list.reload());
+      this.#listTimer = setInterval(() => {
+        if (document.visibilityState === "visible") void this.list.refreshStatuses().catch(() => {});
+      }, 5000);
+    }
+    if (!this.#fromHash()) {
+      if (own) this.select(own, own);
+      else this.#showEmpty();
+    }
+    this.#poll();
+    document.body.dataset.ready = "true";
+    return true;
+  }
+
+  signOut(): void {
+    forgetToken();
+    this.client = undefined;
+    this.#selected = undefined;
+    this.transcript.close();
+    this.#rootWatch?.close();
+    this.#rootWatch = undefined;
+    this.tree.setRoot(undefined);
+    this.list.clear();
+    for (const t of [this.#refreshTimer, this.#pollTimer]) if (t) clearTimeout(t);
+    if (this.#listTimer) clearInterval(this.#listTimer);
+    history.replaceState(null, "", location.pathname);
+    delete document.body.dataset.role;
+    $("#dashboard").hidden = true;
+    $("#sign-out").hidden = true;
+    $("#signin").hidden = false;
+    $("#who").textContent = "";
+    clearError();
+  }
+
+  /** Shows session `id`; `root` names the top-level session whose tree holds it (default: the current). */
+  select(id: string, root?: string): void {
+    const client = this.client;
+    if (!client) return;
+    const own = client.tokenSession;
+    const rootId = root ?? this.tree.rootId ?? own ?? id;
+    if (rootId !== this.tree.rootId) this.#watchRoot(client, rootId);
+    this.tree.setRoot(rootId);
+    this.#selected = id;
+    this.#view = undefined;
+    this.tree.select(id);
+    this.list.select(rootId);
+    const hash = `#root=${rootId}&session=${id}`;
+    if (location.hash !== hash) history.replaceState(null, "", hash);
+    $("#session-panel").hidden = false;
+    $("#empty").hidden = true;
+    this.transcript.show(client, id);
+    this.#header();
+    this.controls.render();
+    void client.getSession(id).then(
+      (view) => {
+        if (this.#selected !== id) return;
+        this.#view = view;
+        this.#header();
+      },
+      (error: unknown) => showError(error, `session ${shortId(id)}`),
+    );
+    this.scheduleRefresh(0);
+  }
+
+  /** A person picked a session: on a narrow screen, bring its transcript into view. */
+  #pick(id: string, root?: string): void {
+    this.select(id, root);
+    if (window.matchMedia("(max-width: 760px)").matches)
+      $("#session-panel").scrollIntoView({ block: "start" });
+  }
+
+  /** Re-reads the tree (debounced); the list and the header follow. */
+  scheduleRefresh(delayMs = 150): void {
+    if (this.#refreshTimer) clearTimeout(this.#refreshTimer);
+    this.#refreshTimer = setTimeout(() => void this.#refresh(), delayMs);
+  }
+
+  async #refresh(): Promise<void> {
+    const client = this.client;
+    if (!client || !this.tree.rootId) return;
+    try {
+      await this.tree.refresh(client);
+    } catch (error) {
+      showError(error, "reading the tree");
+      return;
+    }
+    this.tree.select(this.#selected);
+    this.transcript.relabel();
+    const root = this.tree.node(this.tree.rootId);
+    if (root) this.list.setStatus(root.id, root.status);
+    this.#header();
+    this.controls.render();
+  }
+
+  #poll(): void {
+    const again = () => {
+      this.#pollTimer = setTimeout(() => this.#poll(), this.tree.busy() ? 1500 : 5000);
+    };
+    if (this.client && document.visibilityState === "visible") void this.#refresh().finally(again);
+    else again();
+  }
+
+  #onEvent(event: SessionEvent): void {
+    if (REFRESH_EVENTS.has(event.type)) this.scheduleRefresh();
+  }
+
+  /** Live updates of the tree's root, for tree changes while another session is selected. */
+  #watchRoot(client: SubagentsClient, rootId: string): void {
+    this.#rootWatch?.close();
+    this.#rootWatch = undefined;
+    void (async () => {
+      try {
+        const { lastSeq } = await client.getSession(rootId);
+        if (this.tree.rootId !== rootId || this.client !== client) return;
+        const stream = client.stream(rootId, { after: lastSeq });
+        this.#rootWatch = stream;
+        for await (const event of stream) if (REFRESH_EVENTS.has(event.type)) this.scheduleRefresh();
+      } catch {
+        // the poll still keeps the tree current
+      }
+    })();
+  }
+
+  #selectedNode(): TreeNode | undefined {
+    const id = this.#selected;
+    if (!id) return undefined;
+    const node = this.tree.node(id);
+    if (node) return node;
+    if (id === this.tree.rootId) return { id, parentId: null, depth: 0, status: "idle" };
+    return this.#view
+      ? {
+          id,
+          parentId: this.#view.parentSession,
+          depth: this.#view.delegationDepth,
+          status: this.#view.status,
+        }
+      : undefined;
+  }
+
+  #header(): void {
+    const node = this.#selectedNode();
+    const view = this.#view;
+    if (!node) return;
+    const status = node.status;
+    replace(
+      $("#session-title"),
+      node.label ?? view?.label ?? (node.parentId ? "child session" : "session"),
+      h("span", { class: `badge status status-${status}` }, status),
+    );
+    const parent = node.parentId;
+    replace(
+      $("#session-meta"),
+      h("span", {}, h("code", { class: "full-id" }, node.id)),
+      node.mode ? h("span", {}, node.mode) : h("span", {}, "top-level"),
+      node.provider ? h("span", {}, `provider ${node.provider}`) : null,
+      h("span", {}, `depth ${node.depth}`),
+      view ? h("span", {}, `model ${view.model}`) : null,
+      view ? h("span", {}, `created ${when(view.createdAt)}`) : null,
+      parent
+        ? h(
+            "button",
+            { type: "button", class: "link", onclick: () => this.select(parent) },
+            `parent ${shortId(parent)}`,
+          )
+        : null,
+    );
+  }
+
+  #live(state: StreamState): void {
+    const el = $("#live");
+    el.dataset.state = state;
+    el.textContent = state === "open" ? "live" : state === "closed" ? "offline" : `${state}…`;
+  }
+
+  #showEmpty(): void {
+    $("#session-panel").hidden = true;
+    $("#empty").hidden = false;
+  }
+
+  /** Restores the selection from `#root=<id>&session=<id>`; answers whether there was one. */
+  #fromHash(): boolean {
+    if (!this.client) return false;
+    const params = new URLSearchParams(location.hash.slice(1));
+    const session = params.get("session");
+    if (!session) return false;
+    if (session === this.#selected && params.get("root") === this.tree.rootId) return true;
+    this.select(session, params.get("root") ?? session);
+    return true;
+  }
+}

@@ -1,0 +1,45 @@
+import type { ContentBlock, DescendantEntry, SessionView } from "../../src/client";
+
+/** Small formatting helpers shared by the views. */
+
+export function shortId(id: string): string {
+  return id.slice(0, 8);
+}
+
+export function clock(at: number): string {
+  return new Date(at).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
+}
+
+export function when(at: number): string {
+  const d = new Date(at);
+  return `${d.toLocaleDateString([], { month: "short", day: "numeric" })} ${clock(at)}`;
+}
+
+export function text(blocks: readonly ContentBlock[] | undefined): string {
+  return (blocks ?? []).map((b) => (typeof b.text === "string" ? b.text : "")).join("");
+}
+
+export function json(value: unknown): string {
+  try {
+    return JSON.stringify(value, null, 2) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/** What the dashboard shows as a session's state: running / waiting / idle / settled. */
+export type DisplayStatus = "running" | "waiting" | "idle" | "settled" | "unavailable";
+
+/**
+ * A child's state from its listing row: its own turn running, waiting on its children, or (with no
+ * open epoch, i.e. activity "inactive") settled; a top-level session is never settled.
+ */
+export function childStatus(entry: DescendantEntry): DisplayStatus {
+  if (entry.kind === "diagnostic") return "unavailable";
+  if (entry.status === "running" || entry.status === "waiting") return entry.status;
+  return entry.activity === "inactive" ? "settled" : "idle";
+}
+
+export function sessionStatus(view: SessionView): DisplayStatus {
+  return view.status;
+}

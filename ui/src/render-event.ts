@@ -1,0 +1,201 @@
+import type { EventData, MessageSource, SessionEvent } from "../../src/client";
+import { type Child, h } from "./dom";
+import { clock, json, shortId, text } from "./format";
+
+/**
+ * One transcript entry per log event that a person reads: messages by who sent them (the user, a
+ * coordinator's relay, a subagent's report, a settlement notice), assistant answers with their tool
+ * calls, tool results, child lifecycle edges and turn ends. Bookkeeping events render nothing.
+ */
+
+export interface RenderContext {
+  /** Selects another session (a child named in a lifecycle edge). */
+  select(id: string): void;
+  labelOf(id: string): string | undefined;
+}
+
+const SILENT = new Set(["turn/start", "agent/inbox/claimed", "subagent/descriptor"]);
+
+type Data<T extends keyof EventData> = EventData[T];
+
+export function renderEvent(event: SessionEvent, ctx: RenderContext): HTMLElement | null {
+  if (SILENT.has(event.type)) return null;
+  const data = event.data as unknown;
+  switch (event.type) {
+    case "user/message":
+      return userMessage(event, data as Data<"user/message">, ctx);
+    case "assistant/message":
+      return assistantMessage(event, data as Data<"assistant/message">);
+    case "tool/result":
+      return toolResult(event, data as Data<"tool/result">);
+    case "agent/inbox/inserted":
+      return inboxInserted(event, data as Data<"agent/inbox/inserted">, ctx);
+    case "subagent/start":
+      return subagentStart(event, data as Data<"subagent/start">, ctx);
+    case "subagent/end":
+      return subagentEnd(event, data as Data<"subagent/end">, ctx);
+    case "turn/end":
+      return turnEnd(event, data as Data<"turn/end">);
+    case "agent/inbox/discarded": {
+      const d = data as Data<"agent/inbox/discarded">;
+      return entry(event, "marker", "discarded", [`a queued message was discarded: ${d.reason}`]);
+    }
+    case "session/end-seed":
+      return entry(event, "marker", "context", ["inherited context ends here"]);
+    case "outbox/dead-letter": {
+      const d = data as Data<"outbox/dead-letter">;
+      return entry(event, "warning", "undelivered", [
+        `a ${d.kind} to ${shortId(d.target)} failed after ${d.attempts} attempts: ${d.error}`,
+      ]);
+    }
+    default:
+      return entry(event, "marker", event.type, [h("code", {}, json(data).slice(0, 300))]);
+  }
+}
+
+function entry(
+  event: SessionEvent,
+  kind: string,
+  title: Child | Child[],
+  body: Child[],
+  extra = {},
+): HTMLElement {
+  return h(
+    "article",
+    { class: `entry ${kind}`, "data-event-type": event.type, "data-seq": event.seq, ...extra },
+    h(
+      "header",
+      {},
+      h("span", { class: "who" }, title),
+      h("time", { title: `seq ${event.seq}` }, clock(event.at)),
+    ),
+    h("div", { class: "body" }, ...body),
+  );
+}
+
+function sessionLink(id: string, ctx: RenderContext): HTMLElement {
+  const label = ctx.labelOf(id);
+  return h(
+    "button",
+    { type: "button", class: "link session-link", "data-child-id": id, onclick: () => ctx.select(id) },
+    label ? `${label} (${shortId(id)})` : shortId(id),
+  );
+}
+
+function sourceTitle(source: MessageSource, ctx: RenderContext): { kind: string; title: Child[] } {
+  switch (source.kind) {
+    case "user":
+      return { kind: "user", title: ["User"] };
+    case "coordinator":
+      return {
+        kind: "coordinator",
+        title: ["Coordinator relay from ", sessionLink(source.senderSessionId, ctx)],
+      };
+    case "subagent-report":
+      return { kind: "report", title: ["Report from subagent ", sessionLink(source.senderSessionId, ctx)] };
+    case "subagent-settled":
+      return {
+        kind: "settled",
+        title: ["Settlement notice from ", sessionLink(source.senderSessionId, ctx)],
+      };
+    default:
+      return { kind: "user", title: [String((source as { kind?: unknown }).kind ?? "message")] };
+  }
+}
+
+function userMessage(event: SessionEvent, d: Data<"user/message">, ctx: RenderContext): HTMLElement {
+  const { kind, title } = sourceTitle(d.source, ctx);
+  const el = entry(
+    event,
+    `message ${kind}`,
+    h("span", {}, ...title),
+    [h("p", { class: "text" }, text(d.content))],
+    {
+      "data-source": d.source.kind,
+    },
+  );
+  return el;
+}
+
+function assistantMessage(event: SessionEvent, d: Data<"assistant/message">): HTMLElement {
+  const said = text(d.content);
+  const calls = (d.toolCalls ?? []).map((call) =>
+    h(
+      "div",
+      { class: "tool-call", "data-tool": call.name },
+      h("span", { class: "tool-name" }, `→ ${call.name}`),
+      h("pre", {}, json(call.args)),
+    ),
+  );
+  const stop = d.stopReason === "end" || d.stopReason === "tool-use" ? null : ` (${d.stopReason})`;
+  return entry(
+    event,
+    "message assistant",
+    ["Assistant", stop],
+    [said ? h("p", { class: "text" }, said) : null, ...calls],
+  );
+}
+
+function toolResult(event: SessionEvent, d: Data<"tool/result">): HTMLElement {
+  return entry(
+    event,
+    `tool-result${d.isError ? " error" : ""}`,
+    [`Tool result: ${d.name}`, d.isError ? " (error)" : null],
+    [h("pre", {}, text(d.content)), d.structured === undefined ? null : h("pre", {}, json(d.structured))],
+  );
+}
+
+function inboxInserted(
+  event: SessionEvent,
+  d: Data<"agent/inbox/inserted">,
+  ctx: RenderContext,
+): HTMLElement | null {
+  if (d.source.kind === "user") return null; // the user/message that follows shows it
+  const { kind, title } = sourceTitle(d.source, ctx);
+  const lane = d.lane === "next-step" ? "next step" : "next turn";
+  return entry(
+    event,
+    `queued ${kind}`,
+    ["Queued: ", ...title],
+    [h("span", { class: "muted" }, `delivered at the ${lane}${d.waking ? "; wakes the session" : ""}`)],
+  );
+}
+
+function subagentStart(event: SessionEvent, d: Data<"subagent/start">, ctx: RenderContext): HTMLElement {
+  return entry(
+    event,
+    "lifecycle start",
+    ["Subagent started"],
+    [
+      h(
+        "p",
+        {},
+        sessionLink(d.id, ctx),
+        ` via ${d.provider}${d.local ? "" : " (remote)"} · run ${shortId(d.runId)}`,
+      ),
+    ],
+  );
+}
+
+function subagentEnd(event: SessionEvent, d: Data<"subagent/end">, ctx: RenderContext): HTMLElement {
+  const last = text(d.lastAssistantMessage);
+  return entry(
+    event,
+    `lifecycle end stop-${d.stopReason}`,
+    ["Subagent ended: ", d.stopReason],
+    [
+      h("p", {}, sessionLink(d.id, ctx), ` via ${d.provider} · run ${shortId(d.runId)}`),
+      last ? h("p", { class: "text quote" }, last) : null,
+    ],
+  );
+}
+
+function turnEnd(event: SessionEvent, d: Data<"turn/end">): HTMLElement {
+  const detail = [d.cause ? `cause: ${d.cause}` : "", d.error ?? ""].filter(Boolean).join(" · ");
+  return entry(
+    event,
+    `marker turn-end reason-${d.reason}`,
+    [`Turn ${d.turn} ${d.reason}`],
+    [detail ? h("span", { class: "muted" }, detail) : null],
+  );
+}

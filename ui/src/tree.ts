@@ -1,0 +1,157 @@
+import type { SubagentsClient } from "../../src/client";
+import { h, replace } from "./dom";
+import { childStatus, type DisplayStatus, shortId } from "./format";
+
+/**
+ * The live tree of a top-level session: the root (GET /v1/sessions/:id) and its descendants
+ * (GET /v1/sessions/:id/descendants, stable pre-order), one row per session with its state, mode,
+ * label, depth and provider. Refreshes are serialized; one asked for during another runs after it.
+ */
+
+export interface TreeNode {
+  id: string;
+  parentId: string | null;
+  depth: number;
+  status: DisplayStatus;
+  mode?: string;
+  label?: string;
+  provider?: string;
+  reason?: string;
+}
+
+export class TreeView {
+  readonly #container: HTMLElement;
+  readonly #onSelect: (id: string) => void;
+  #nodes = new Map<string, TreeNode>();
+  #rootId: string | undefined;
+  #selected: string | undefined;
+  #running: Promise<void> | undefined;
+  #again = false;
+
+  constructor(container: HTMLElement, onSelect: (id: string) => void) {
+    this.#container = container;
+    this.#onSelect = onSelect;
+  }
+
+  get rootId(): string | undefined {
+    return this.#rootId;
+  }
+
+  node(id: string): TreeNode | undefined {
+    return this.#nodes.get(id);
+  }
+
+  /** Whether anything in the tree still works (so polling is worth it). */
+  busy(): boolean {
+    for (const n of this.#nodes.values()) if (n.status === "running" || n.status === "waiting") return true;
+    return false;
+  }
+
+  setRoot(rootId: string | undefined): void {
+    if (rootId === this.#rootId) return;
+    this.#rootId = rootId;
+    this.#nodes = new Map();
+    this.#container.replaceChildren();
+  }
+
+  select(id: string | undefined): void {
+    this.#selected = id;
+    for (const el of this.#container.querySelectorAll<HTMLElement>("[data-session-id]"))
+      el.setAttribute("aria-current", String(el.dataset.sessionId === id));
+  }
+
+  /** Re-reads the tree from the API (coalescing overlapping calls). */
+  refresh(client: SubagentsClient): Promise<void> {
+    if (this.#running) {
+      this.#again = true;
+      return this.#running;
+    }
+    this.#running = (async () => {
+      try {
+        do {
+          this.#again = false;
+          await this.#load(client);
+        } while (this.#again);
+      } finally {
+        this.#running = undefined;
+      }
+    })();
+    return this.#running;
+  }
+
+  async #load(client: SubagentsClient): Promise<void> {
+    const rootId = this.#rootId;
+    if (!rootId) return;
+    const [root, entries] = await Promise.all([client.getSession(rootId), client.descendants(rootId)]);
+    if (rootId !== this.#rootId) return;
+    const nodes: TreeNode[] = [
+      {
+        id: root.id,
+        parentId: null,
+        depth: 0,
+        status: root.status,
+        ...(root.label === undefined ? {} : { label: root.label }),
+      },
+    ];
+    for (const e of entries) {
+      if (e.kind === "diagnostic") {
+        nodes.push({
+          id: e.id,
+          parentId: e.parentId,
+          depth: e.depth,
+          status: childStatus(e),
+          reason: e.reason,
+        });
+        continue;
+      }
+      nodes.push({
+        id: e.id,
+        parentId: e.parentId,
+        depth: e.depth,
+        status: childStatus(e),
+        mode: e.mode,
+        provider: e.provider,
+        ...(e.label === undefined ? {} : { label: e.label }),
+      });
+    }
+    this.#nodes = new Map(nodes.map((n) => [n.id, n]));
+    this.#render(nodes);
+  }
+
+  #render(nodes: TreeNode[]): void {
+    replace(
+      this.#container,
+      nodes.map((n) =>
+        h(
+          "li",
+          {
+            class: `node status-${n.status}`,
+            "aria-current": String(n.id === this.#selected),
+            "data-session-id": n.id,
+            "data-status": n.status,
+            "data-depth": n.depth,
+            "data-mode": n.mode ?? "top-level",
+            "data-provider": n.provider,
+            "data-parent-id": n.parentId ?? undefined,
+            style: `--depth: ${n.depth}`,
+          },
+          h(
+            "button",
+            { type: "button", class: "node-button", onclick: () => this.#onSelect(n.id) },
+            h("span", { class: "dot", "aria-hidden": "true" }),
+            h("span", { class: "node-label" }, n.label ?? (n.depth === 0 ? "session" : "child")),
+            h("span", { class: "node-id" }, shortId(n.id)),
+            h("span", { class: "badge status" }, n.status),
+            h(
+              "span",
+              { class: "node-meta" },
+              n.depth === 0
+                ? "top-level"
+                : [n.mode ?? n.reason ?? "?", n.provider ? ` · ${n.provider}` : "", ` · depth ${n.depth}`],
+            ),
+          ),
+        ),
+      ),
+    );
+  }
+}
