@@ -519,6 +519,15 @@ var SubagentsClient = class {
     );
     return body.entries;
   }
+  /** `GET /v1/sessions/:id/outbox`: what this session sent or is sending to others, dead letters included. */
+  async outbox(sessionId, options) {
+    const body = await this.#http.request(
+      "GET",
+      `/v1/sessions/${id(sessionId)}/outbox`,
+      options
+    );
+    return body.entries;
+  }
 };
 var UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 function sessionOfToken(token) {

@@ -10,6 +10,7 @@ import type {
   DirectoryEntry,
   EventPage,
   Health,
+  OutboxEntry,
   ProviderEventPage,
   ProviderInfo,
   RegisterProviderRequest,
@@ -295,6 +296,16 @@ export class SubagentsClient {
     const body = await this.#http.request<{ entries: DescendantEntry[] }>(
       "GET",
       `/v1/sessions/${id(sessionId)}/descendants`,
+      options,
+    );
+    return body.entries;
+  }
+
+  /** `GET /v1/sessions/:id/outbox`: what this session sent or is sending to others, dead letters included. */
+  async outbox(sessionId: string, options?: CallOptions): Promise<OutboxEntry[]> {
+    const body = await this.#http.request<{ entries: OutboxEntry[] }>(
+      "GET",
+      `/v1/sessions/${id(sessionId)}/outbox`,
       options,
     );
     return body.entries;

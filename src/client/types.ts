@@ -246,6 +246,16 @@ export type ChildEntry =
 /** A descendant row in stable pre-order, with its parent and its depth below the listed session. */
 export type DescendantEntry = ChildEntry & { parentId: string; depth: number };
 
+/** A message this session sent or is sending to another session (dead letters included). */
+export interface OutboxEntry {
+  id: string;
+  target: string;
+  kind: string;
+  attempts: number;
+  state: "pending" | "delivered" | "dead";
+  lastError?: string;
+}
+
 export interface Health {
   ok: true;
   version: string;

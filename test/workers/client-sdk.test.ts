@@ -14,7 +14,7 @@ import type { ContinuableStartSchema } from "../../src/contract/continuable";
 import { ERROR_STATUS as CONTRACT_ERROR_STATUS } from "../../src/contract/errors";
 import type { SessionEvent as ContractEvent } from "../../src/contract/events";
 import type { RunView as ContractRunView, StartRequestSchema } from "../../src/contract/run";
-import type { DirectoryEntry, RegistryEvent } from "../../src/contract/session-api";
+import type { DirectoryEntry, OutboxEntry, RegistryEvent } from "../../src/contract/session-api";
 import type { SessionView as ContractSessionView } from "../../src/contract/session";
 import type { CreateSessionBody } from "../../src/contract/wire";
 import type { DescendantEntry as ContractDescendant } from "../../src/core/listing";
@@ -32,6 +32,7 @@ type WireTypesMatch = [
   Assert<Extends<ContractProvider, Client.ProviderInfo>>,
   Assert<Extends<DirectoryEntry, Client.DirectoryEntry>>,
   Assert<Extends<RegistryEvent, Client.ProviderEvent>>,
+  Assert<Extends<OutboxEntry, Client.OutboxEntry>>,
   Assert<Extends<Client.CreateSessionRequest, z.input<typeof CreateSessionBody>>>,
   Assert<Extends<Client.StartOneShotRequest, z.input<typeof StartRequestSchema>>>,
   Assert<Extends<Client.StartContinuableRequest, z.input<typeof ContinuableStartSchema>>>,
@@ -166,8 +167,8 @@ async function failure(promise: Promise<unknown>): Promise<SubagentError> {
 
 describe("the client SDK against the Worker", () => {
   it("knows every error code of the contract with the same status", () => {
-    const typesMatch: WireTypesMatch["length"] = 10; // the tuple above compiles: the wire types match
-    expect(typesMatch).toBe(10);
+    const typesMatch: WireTypesMatch["length"] = 11; // the tuple above compiles: the wire types match
+    expect(typesMatch).toBe(11);
     for (const [code, status] of Object.entries(CONTRACT_ERROR_STATUS))
       expect([code, (ERROR_STATUS as Record<string, number>)[code]]).toEqual([code, status]);
   });
@@ -294,6 +295,8 @@ describe("the client SDK against the Worker", () => {
     );
     expect(childLog.some((e) => e.type === "user/message")).toBe(true);
     expect(await own.drain(parent.id)).toEqual(expect.any(Array));
+    const sent = await own.outbox(childId);
+    expect(sent.every((e) => e.target === parent.id && typeof e.state === "string")).toBe(true);
   });
 
   it("streams a session's events, reconnecting without gap or duplicate after drops", async () => {
