@@ -1,19 +1,10 @@
 import { DurableObject } from "cloudflare:workers";
 import { builtinTools } from "../src/agent/builtin-tools";
-import {
-  structuredOutputTool,
-  subagentTool,
-  subagentToolName,
-  taskKillTool,
-  taskOutputTool,
-} from "../src/agent/delegation-tools";
-import { interruptAgentTool, listAgentsTool, reportTool, sendMessageTool } from "../src/agent/control-tools";
-import type { RunOrigin, SessionHost } from "../src/agent/host";
+import type { SessionHost } from "../src/agent/host";
 import { type ModelSettings, modelFor } from "../src/agent/model-router";
-import type { Tool, ToolRegistry } from "../src/agent/tools";
 import { TurnDriver } from "../src/agent/turn-driver";
 import type { ChildInit } from "../src/contract/child-init";
-import { toBlocks } from "../src/contract/content";
+import { toBlocks, type WireContent } from "../src/contract/content";
 import type {
   ContinuableInit,
   ContinuableStart,
@@ -21,7 +12,6 @@ import type {
   InterruptAuthority,
 } from "../src/contract/continuable";
 import type { Envelope } from "../src/contract/envelope";
-import type { WireContent } from "../src/contract/content";
 import { fail, ok, type Outcome } from "../src/contract/errors";
 import { newMessageId } from "../src/contract/ids";
 import type { RunView, StartedRun, StartRequest } from "../src/contract/run";
@@ -30,41 +20,50 @@ import type { CreateSession, EventPage, OutboxEntry, SendInput } from "../src/co
 import { checkAccess, type Need } from "../src/core/access";
 import { faultPoint } from "../src/core/faults";
 import { fingerprint } from "../src/core/hash";
-import { DEFAULT_PROVIDERS, describeProvider, type ProviderInfo } from "../src/providers/catalog";
+import type { ChildEntry, DescendantEntry } from "../src/core/listing";
 import { failure } from "../src/http/respond";
 import { registryStub, sessionStub } from "../src/http/sessions";
-import { type ChildEntry, type DescendantEntry, preOrder } from "../src/core/listing";
-import { foldDescriptor } from "../src/core/descriptor";
-import { Continuation } from "./continuation";
-import { Delegation } from "./delegation";
+import { ContinuableChild } from "./continuable-child";
+import { ContinuableParent } from "./continuable-parent";
+import { Delivery } from "./delivery";
 import { EventStream } from "./event-stream";
+import { childEntriesOf, descendantsOf, entryOf } from "./listing";
+import { OneShotChild } from "./one-shot-child";
+import { OneShotRuns } from "./one-shot-runs";
 import { migrate, schemaExists } from "./schema";
+import type { SessionContext } from "./session-context";
 import { SessionStores } from "./session-stores";
+import { SessionTools } from "./session-tools";
 
 /** If the in-process driver dies with its instance, the alarm picks the work up after this long. */
 const SAFETY_NET_MS = 5_000;
 /** After this many platform retries of a failing alarm, the alarm re-arms itself instead of throwing. */
 const ALARM_RETRIES_BEFORE_SELF_REARM = 4;
 const SELF_REARM_MS = 30_000;
-/** How long the provider list behind the `subagent` tools may be reused (starts always re-check). */
-const PROVIDER_LIST_TTL_MS = 2_000;
+
+/** The session's parts, built once its schema exists. */
+interface Parts {
+  stores: SessionStores;
+  ctx: SessionContext;
+  driver: TurnDriver<SessionHost>;
+  stream: EventStream;
+  runs: OneShotRuns;
+  oneShot: OneShotChild;
+  children: ContinuableParent;
+  self: ContinuableChild;
+  delivery: Delivery;
+}
 
 /**
- * One session: its header, append-only log, inbox, turn loop, runs and outbox, in its own SQLite
- * database. A thin shell: storage lives in the stores, decisions in `src/` and `Delegation`.
- * Accepted work starts in-process right away (no alarm round trip); the alarm is the safety net
- * and the retry clock. Nothing a turn needs lives only in memory.
+ * One session: header, append-only log, inbox, turn loop, runs, children and outbox, in its own
+ * SQLite database. A thin shell: it authorizes RPC calls and wires the parts together; storage
+ * lives in the stores, decisions in `src/` and in the parts. Accepted work starts in-process at
+ * once (no alarm round trip); the alarm is the safety net and the retry clock.
  */
 export class SessionObject extends DurableObject<Env> {
-  #stores: SessionStores | undefined;
-  #driver: TurnDriver<SessionHost> | undefined;
-  #delegation: Delegation | undefined;
-  #continuation: Continuation | undefined;
-  #stream: EventStream | undefined;
+  #parts: Parts | undefined;
   #running: Promise<void> | null = null;
   #wake = false;
-  #providers: { at: number; list: ProviderInfo[] } | undefined;
-  readonly #tools: ToolRegistry<SessionHost> = builtinTools();
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -77,10 +76,10 @@ export class SessionObject extends DurableObject<Env> {
     }
   }
 
-  // ---- RPC surface: the registry Worker ----
+  // ---- RPC surface: the registry Worker (every call carries the authenticated caller) ----
 
   create(input: CreateSession): Outcome<SessionView> {
-    const stores = this.#open();
+    const { stores } = this.#open();
     if (stores.header.get()) return fail("DUPLICATE_CHILD", `session ${input.id} already exists`);
     const header: SessionHeader = {
       id: input.id,
@@ -106,7 +105,7 @@ export class SessionObject extends DurableObject<Env> {
   send(caller: Caller, input: SendInput): Outcome<{ messageId: string }> {
     const header = this.#authorize(caller, "act");
     if (!header.ok) return header;
-    const stores = this.#stores!;
+    const { stores } = this.#parts!;
     const content = toBlocks(input.content);
     const admitted = stores.transact(() => {
       const result = stores.inbox.admit({
@@ -131,7 +130,7 @@ export class SessionObject extends DurableObject<Env> {
   events(caller: Caller, query: { after: number; limit: number }): Outcome<EventPage> {
     const header = this.#authorize(caller, "read");
     if (!header.ok) return header;
-    const { log } = this.#stores!;
+    const { log } = this.#parts!.stores;
     const events = log.page(query.after, query.limit);
     const last = events[events.length - 1];
     const more = last !== undefined && last.seq < log.nextSeq() - 1;
@@ -141,7 +140,7 @@ export class SessionObject extends DurableObject<Env> {
   interrupt(caller: Caller): Outcome<{ accepted: true }> {
     const header = this.#authorize(caller, "act");
     if (!header.ok) return header;
-    this.#driver!.interrupt("user");
+    this.#parts!.driver.interrupt("user");
     this.#kickSoon(); // foreground children of the aborted turn get their cancel
     return ok({ accepted: true });
   }
@@ -149,7 +148,7 @@ export class SessionObject extends DurableObject<Env> {
   async startRun(caller: Caller, request: StartRequest): Promise<Outcome<StartedRun>> {
     const header = this.#authorize(caller, "act");
     if (!header.ok) return header;
-    const started = await this.#delegation!.start(request);
+    const started = await this.#parts!.runs.start(request);
     return started.ok
       ? ok({ runId: started.value.runId, id: started.value.id, local: started.value.local })
       : started;
@@ -158,14 +157,14 @@ export class SessionObject extends DurableObject<Env> {
   async runStatus(caller: Caller, runId: string, waitMs: number): Promise<Outcome<RunView>> {
     const header = this.#authorize(caller, "read");
     if (!header.ok) return header;
-    const run = await this.#delegation!.waitFor(runId, waitMs);
-    return run ? ok(this.#delegation!.view(run)) : fail("NOT_FOUND", `no run ${runId}`);
+    const { runs } = this.#parts!;
+    const run = await runs.waitFor(runId, waitMs);
+    return run ? ok(runs.view(run)) : fail("NOT_FOUND", `no run ${runId}`);
   }
 
   disposeRun(caller: Caller, runId: string): Outcome<{ accepted: true }> {
     const header = this.#authorize(caller, "act");
-    if (!header.ok) return header;
-    return this.#delegation!.dispose(runId);
+    return header.ok ? this.#parts!.runs.dispose(runId) : header;
   }
 
   async startContinuable(
@@ -173,8 +172,7 @@ export class SessionObject extends DurableObject<Env> {
     spec: ContinuableStart,
   ): Promise<Outcome<{ childId: string; messageId: string }>> {
     const header = this.#authorize(caller, "act");
-    if (!header.ok) return header;
-    return this.#continuation!.start(spec);
+    return header.ok ? this.#parts!.children.start(spec) : header;
   }
 
   async followupChild(
@@ -183,141 +181,76 @@ export class SessionObject extends DurableObject<Env> {
     content: WireContent,
   ): Promise<Outcome<{ messageId: string }>> {
     const header = this.#authorize(caller, "act");
-    if (!header.ok) return header;
-    return this.#continuation!.followup(childId, content, { kind: "user" });
+    return header.ok ? this.#parts!.children.followup(childId, content, { kind: "user" }) : header;
   }
 
   async interruptChild(caller: Caller, childId: string): Promise<Outcome<{ accepted: true }>> {
     const header = this.#authorize(caller, "act");
     if (!header.ok) return header;
-    return this.#continuation!.interruptChild(childId, { kind: "user", parentSessionId: header.value.id });
+    return this.#parts!.children.interrupt(childId, { kind: "user", parentSessionId: header.value.id });
   }
 
   async drainChildren(caller: Caller, childIds?: string[]): Promise<Outcome<{ drained: string[] }>> {
     const header = this.#authorize(caller, "act");
-    if (!header.ok) return header;
-    return this.#continuation!.drain(childIds);
+    return header.ok ? this.#parts!.children.drain(childIds) : header;
   }
 
   async listChildren(caller: Caller): Promise<Outcome<{ entries: ChildEntry[] }>> {
     const header = this.#authorize(caller, "read");
-    if (!header.ok) return header;
-    return ok({ entries: await this.childEntries() });
+    return header.ok ? ok({ entries: await childEntriesOf(this.#parts!.ctx) }) : header;
   }
 
   async listDescendants(caller: Caller): Promise<Outcome<{ entries: DescendantEntry[] }>> {
     const header = this.#authorize(caller, "read");
-    if (!header.ok) return header;
-    return ok({ entries: await this.#descendants() });
+    return header.ok ? ok({ entries: await descendantsOf(this.#parts!.ctx) }) : header;
   }
 
   outbox(caller: Caller): Outcome<{ entries: OutboxEntry[] }> {
     const header = this.#authorize(caller, "read");
-    if (!header.ok) return header;
-    return ok({ entries: this.#delegation!.outbox.list() });
+    return header.ok ? ok({ entries: this.#parts!.stores.outbox.list() }) : header;
   }
 
-  // ---- RPC surface: other session objects ----
-
-  async initContinuable(spec: ContinuableInit): Promise<Outcome<{ id: string; messageId: string }>> {
-    this.#open();
-    return this.#continuation!.init(spec);
-  }
-
-  followup(input: FollowupInput): Outcome<{ messageId: string; resumed: boolean }> {
-    if (!this.#stores)
-      return fail("NOT_RESUMABLE", "subagent is unavailable (unknown id); do not retry send_message with it");
-    return this.#continuation!.receiveFollowup(input);
-  }
-
-  interruptBy(authority: InterruptAuthority): Outcome<{ accepted: true }> {
-    if (!this.#stores) return ok({ accepted: true });
-    return this.#continuation!.interruptBy(authority);
-  }
-
-  async drainFrom(parentId: string): Promise<Outcome<{ drained: string[] }>> {
-    if (!this.#stores) return ok({ drained: [] });
-    return this.#continuation!.drainFrom(parentId);
-  }
-
-  entry(expectedParent: string): ChildEntry | null {
-    const header = this.#header();
-    const createdAt = header?.createdAt ?? 0;
-    if (!header) return { kind: "diagnostic", id: "", reason: "unavailable", createdAt };
-    if (header.parentSession !== expectedParent)
-      return { kind: "diagnostic", id: header.id, reason: "corrupt", createdAt };
-    let identity: ReturnType<typeof foldDescriptor>;
-    try {
-      // the listing projection folds descriptors last-wins over the whole log
-      identity = foldDescriptor(
-        this.#stores!.log.ofTypes(["subagent/descriptor"])
-          .map((e) => e.data)
-          .slice(-1),
-      );
-    } catch {
-      return { kind: "diagnostic", id: header.id, reason: "corrupt", createdAt };
-    }
-    if (!identity) return null;
-    const status = this.#status();
-    const live =
-      header.mode === "continuable" ? this.#continuation!.activation() !== undefined : status !== "idle";
-    return {
-      kind: "child",
-      id: header.id,
-      activity: live ? "running" : "inactive",
-      hasChildren: this.#delegation!.children.all().length > 0,
-      mode: identity.mode,
-      ...(identity.label === undefined ? {} : { label: identity.label }),
-      status,
-      provider: identity.provider,
-      createdAt,
-    };
-  }
-
-  async childEntries(): Promise<ChildEntry[]> {
-    const self = this.#id();
-    const rows = this.#delegation!.children.all();
-    const entries: (ChildEntry | null)[] = new Array(rows.length).fill(null);
-    let next = 0;
-    const worker = async (): Promise<void> => {
-      for (let i = next++; i < rows.length; i = next++) {
-        const row = rows[i]!;
-        try {
-          const entry = await sessionStub(this.env, row.childId).entry(self);
-          entries[i] = entry && { ...entry, id: row.childId, createdAt: row.createdAt };
-        } catch {
-          entries[i] = {
-            kind: "diagnostic",
-            id: row.childId,
-            reason: "unavailable",
-            createdAt: row.createdAt,
-          };
-        }
-      }
-    };
-    await Promise.all([worker(), worker(), worker(), worker()]); // bounded concurrency
-    return entries.filter((e): e is ChildEntry => e !== null);
-  }
-
-  async #descendants(): Promise<DescendantEntry[]> {
-    const self = this.#id();
-    return preOrder(
-      self,
-      (id) => (id === self ? this.childEntries() : sessionStub(this.env, id).childEntries()),
-      (entry) => entry.kind === "diagnostic" || entry.hasChildren,
-    );
-  }
+  // ---- RPC surface: other session objects (never reachable over HTTP) ----
 
   async init(spec: ChildInit): Promise<Outcome<{ id: string }>> {
-    this.#open();
-    return this.#delegation!.init(spec);
+    return this.#open().oneShot.init(spec);
+  }
+
+  async initContinuable(spec: ContinuableInit): Promise<Outcome<{ id: string; messageId: string }>> {
+    return this.#open().self.init(spec);
   }
 
   async deliver(envelope: Envelope): Promise<Outcome<{ applied: boolean }>> {
     // a cancel may outrun the child's creation (it leaves a tombstone); anything else needs a session
-    if (!this.#stores && envelope.kind !== "cancel-run") return fail("NOT_FOUND", "no such session");
-    this.#open();
-    return this.#delegation!.deliver(envelope);
+    if (!this.#parts && envelope.kind !== "cancel-run") return fail("NOT_FOUND", "no such session");
+    return this.#open().delivery.deliver(envelope);
+  }
+
+  followup(input: FollowupInput): Outcome<{ messageId: string; resumed: boolean }> {
+    if (!this.#parts)
+      return fail("NOT_RESUMABLE", "subagent is unavailable (unknown id); do not retry send_message with it");
+    return this.#parts.self.receiveFollowup(input);
+  }
+
+  interruptBy(authority: InterruptAuthority): Outcome<{ accepted: true }> {
+    return this.#parts ? this.#parts.self.interruptBy(authority) : ok({ accepted: true });
+  }
+
+  async drainFrom(parentId: string): Promise<Outcome<{ drained: string[] }>> {
+    return this.#parts ? this.#parts.self.drainFrom(parentId) : ok({ drained: [] });
+  }
+
+  entry(expectedParent: string): ChildEntry | null {
+    if (!this.#parts) return { kind: "diagnostic", id: "", reason: "unavailable", createdAt: 0 };
+    const header = this.#parts.ctx.header();
+    const status = this.#status();
+    const live =
+      header?.mode === "continuable" ? this.#parts.self.activation() !== undefined : status !== "idle";
+    return entryOf(this.#parts.ctx, expectedParent, { status, live });
+  }
+
+  async childEntries(): Promise<ChildEntry[]> {
+    return this.#parts ? childEntriesOf(this.#parts.ctx) : [];
   }
 
   // ---- platform entry points ----
@@ -328,12 +261,13 @@ export class SessionObject extends DurableObject<Env> {
     const header = caller ? this.#authorize(caller, "read") : fail("UNAUTHENTICATED", "no caller");
     if (!header.ok) return failure(header);
     const after = Number(new URL(request.url).searchParams.get("after") ?? "-1");
+    const { stream, stores } = this.#parts!;
     // a cursor past the end would silently skip the events that fill the gap
-    return this.#stream!.open(Math.min(after, this.#stores!.log.nextSeq() - 1));
+    return stream.open(Math.min(after, stores.log.nextSeq() - 1));
   }
 
   override async alarm(info?: AlarmInvocationInfo): Promise<void> {
-    if (!this.#stores) return; // never created: nothing can be owed
+    if (!this.#parts) return; // never created: nothing can be owed
     try {
       await faultPoint(this.#id(), "in-alarm");
       await this.#kick();
@@ -354,144 +288,108 @@ export class SessionObject extends DurableObject<Env> {
     socket.close(code === 1005 || code === 1006 ? 1000 : code, "closed");
   }
 
-  // ---- internals ----
+  // ---- wiring ----
 
   #id(): string {
-    return this.#header()?.id ?? "";
+    return this.#parts?.stores.header.get()?.id ?? "";
   }
 
-  #open(): SessionStores {
-    if (this.#stores) return this.#stores;
+  #open(): Parts {
+    if (this.#parts) return this.#parts;
     migrate(this.ctx.storage);
     const stores = new SessionStores(this.ctx.storage);
-    this.#stream = new EventStream(this.ctx, stores.log);
-    stores.stream = this.#stream;
-    this.#stores = stores;
-    const host = this.#host();
-    this.#driver = new TurnDriver<SessionHost>({
+    const stream = new EventStream(this.ctx, stores.log);
+    stores.stream = stream;
+    const registry = builtinTools();
+    const tools = new SessionTools(registry, () => registryStub(this.env).list());
+    const header = (): SessionHeader | undefined => stores.header.get();
+    const ctx: SessionContext = {
+      stores,
+      header,
+      driver: () => driver,
+      tools: registry,
+      session: (id) => sessionStub(this.env, id),
+      provider: (name) => registryStub(this.env).resolve(name),
+      modelSettings: () => this.#modelSettings(),
+      limits: { depthCap: this.env.MAX_DEPTH_CAP, childCap: this.env.MAX_CHILDREN_PER_SESSION },
+      kick: () => this.#kickSoon(),
+    };
+    const runs = new OneShotRuns(ctx);
+    const oneShot = new OneShotChild(ctx);
+    const children = new ContinuableParent(ctx);
+    const self = new ContinuableChild(ctx, children, runs);
+    const host = this.#host(ctx, runs, children, self);
+    const model = (): string => header()?.options.model ?? this.env.DEFAULT_MODEL;
+    const driver: TurnDriver<SessionHost> = new TurnDriver<SessionHost>({
       stores,
       get sessionId() {
-        return host.sessionId;
+        return header()?.id ?? "";
       },
-      modelRoute: () => this.#header()?.options.model ?? this.env.DEFAULT_MODEL,
-      model: () => modelFor(this.#header()?.options.model ?? this.env.DEFAULT_MODEL, this.#modelSettings()),
-      system: () => this.#header()?.options.persona,
-      tools: () => this.#visibleTools(),
-      registry: this.#tools,
+      modelRoute: model,
+      model: () => modelFor(model(), this.#modelSettings()),
+      system: () => header()?.options.persona,
+      tools: () => tools.visible(header()),
+      registry,
       host,
-      inFlight: (keys) => this.#delegation!.runs.inFlight(keys),
-      onTurnEnd: (turn) => this.#delegation!.onTurnEnd(turn),
-    });
-    this.#delegation = new Delegation({
-      stores,
-      header: () => this.#header(),
-      driver: () => this.#driver!,
-      tools: this.#tools,
-      session: (id) => sessionStub(this.env, id),
-      provider: (name) => registryStub(this.env).resolve(name),
-      modelSettings: () => this.#modelSettings(),
-      depthCap: this.env.MAX_DEPTH_CAP,
-      childCap: this.env.MAX_CHILDREN_PER_SESSION,
-      kick: () => this.#kickSoon(),
-      receive: (envelope) => {
-        if (envelope.kind === "report") this.#continuation!.applyReport(envelope);
-        else this.#continuation!.applySettled(envelope);
+      inFlight: (keys) => stores.runs.inFlight(keys),
+      onTurnEnd: (turn) => {
+        runs.cancelForegroundOf(turn); // foreground children of an ended turn end with it
+        const current = header();
+        if (current?.oneShot) oneShot.onTurnEnd(current);
       },
     });
-    this.#continuation = new Continuation({
-      stores,
-      header: () => this.#header(),
-      driver: () => this.#driver!,
-      delegation: this.#delegation,
-      tools: this.#tools,
-      session: (id) => sessionStub(this.env, id),
-      provider: (name) => registryStub(this.env).resolve(name),
-      modelSettings: () => this.#modelSettings(),
-      depthCap: this.env.MAX_DEPTH_CAP,
-      kick: () => this.#kickSoon(),
+    const delivery = new Delivery(ctx, (envelope, current) => {
+      switch (envelope.kind) {
+        case "run-result":
+          runs.applyResult(envelope);
+          return false;
+        case "cancel-run":
+          return oneShot.cancel(envelope, current);
+        case "report":
+          children.applyReport(envelope);
+          return false;
+        case "settled":
+          children.applySettled(envelope);
+          return false;
+      }
     });
-    return stores;
+    this.#parts = { stores, ctx, driver, stream, runs, oneShot, children, self, delivery };
+    return this.#parts;
   }
 
-  /** What tools may ask of this session; private internals stay off the RPC surface. */
-  #host(): SessionHost {
-    const self = this;
+  /** What tools may ask of this session; the object's internals stay off the RPC surface. */
+  #host(
+    ctx: SessionContext,
+    runs: OneShotRuns,
+    children: ContinuableParent,
+    self: ContinuableChild,
+  ): SessionHost {
+    const id = (): string => ctx.header()?.id ?? "";
     return {
       get sessionId() {
-        return self.#id();
+        return id();
       },
-      startRun: (request: StartRequest, origin: RunOrigin) => self.#delegation!.start(request, origin),
-      task: (taskId: string) => {
-        const run = self.#delegation!.runs.byTaskId(taskId);
-        return run ? self.#delegation!.view(run) : undefined;
+      startRun: (request, origin) => runs.start(request, origin),
+      task: (taskId) => {
+        const run = ctx.stores.runs.byTaskId(taskId);
+        return run ? runs.view(run) : undefined;
       },
-      killTask: (taskId: string) => {
-        const run = self.#delegation!.runs.byTaskId(taskId);
-        return run ? self.#delegation!.dispose(run.runId) : fail("NOT_FOUND", `unknown task ${taskId}`);
+      killTask: (taskId) => {
+        const run = ctx.stores.runs.byTaskId(taskId);
+        return run ? runs.dispose(run.runId) : fail("NOT_FOUND", `unknown task ${taskId}`);
       },
-      startContinuable: (request) => self.#continuation!.start(request),
+      startContinuable: (request) => children.start(request),
       followup: (childId, text) =>
-        self.#continuation!.followup(childId, text, {
-          kind: "coordinator",
-          form: "relay",
-          senderSessionId: self.#id(),
-        }),
-      interruptAgent: (targetId) =>
-        self.#continuation!.interruptChild(targetId, { kind: "ancestor", ancestorId: self.#id() }),
+        children.followup(childId, text, { kind: "coordinator", form: "relay", senderSessionId: id() }),
+      interruptAgent: (targetId) => children.interrupt(targetId, { kind: "ancestor", ancestorId: id() }),
       listAgents: async (scope) =>
-        ok(scope === "children" ? await self.childEntries() : await self.#descendants()),
-      report: (text) =>
-        self.#continuation!.report(text, self.#header()?.options.reportDelivery ?? "next-step"),
+        ok(scope === "children" ? await childEntriesOf(ctx) : await descendantsOf(ctx)),
+      report: (text) => self.report(text, ctx.header()?.options.reportDelivery ?? "next-step"),
     };
   }
 
-  async #visibleTools(): Promise<Tool<unknown, SessionHost>[]> {
-    const header = this.#header();
-    if (!header) return [];
-    const providers = await this.#providerList();
-    const allowed = header.options.providers;
-    const mode = header.options.backgroundMode ?? "continuable";
-    const delegation = providers
-      .filter((p) => allowed === undefined || allowed.includes(p.name))
-      .map((p, i) => subagentTool(p, subagentToolName(p.name, i), mode) as Tool<unknown, SessionHost>);
-    const control = [
-      sendMessageTool,
-      interruptAgentTool,
-      listAgentsTool,
-      taskOutputTool,
-      taskKillTool,
-    ] as Tool<unknown, SessionHost>[];
-    const filter = header.options.toolFilter;
-    const visible = [...this.#tools.visible(undefined), ...delegation, ...control].filter(
-      (t) =>
-        (filter?.allow === undefined || filter.allow.includes(t.name)) && !filter?.deny?.includes(t.name),
-    );
-    // the capture tool and the report tool survive any filter: they are how a child answers
-    const schema = header.oneShot?.outputSchema;
-    if (schema) visible.push(structuredOutputTool(schema));
-    if (header.mode === "continuable") visible.push(reportTool as Tool<unknown, SessionHost>);
-    return visible;
-  }
-
-  async #providerList(): Promise<ProviderInfo[]> {
-    if (this.#providers && Date.now() - this.#providers.at < PROVIDER_LIST_TTL_MS)
-      return this.#providers.list;
-    try {
-      const list = await registryStub(this.env).list();
-      this.#providers = { at: Date.now(), list };
-      return list;
-    } catch {
-      // the registry is unreachable: offer the last known tools; a start re-checks the registry
-      return this.#providers?.list ?? DEFAULT_PROVIDERS.map(describeProvider);
-    }
-  }
-
-  #header(): SessionHeader | undefined {
-    return this.#stores?.header.get();
-  }
-
   #authorize(caller: Caller, need: Need): Outcome<SessionHeader> {
-    const header = this.#header();
+    const header = this.#parts?.stores.header.get();
     const denied = checkAccess(header, caller, need);
     return denied ?? ok(header!);
   }
@@ -513,7 +411,7 @@ export class SessionObject extends DurableObject<Env> {
       createdAt: header.createdAt,
       status: this.#status(),
       model: header.options.model,
-      lastSeq: this.#stores!.log.nextSeq() - 1,
+      lastSeq: this.#parts!.stores.log.nextSeq() - 1,
     };
     if (header.seedLength !== undefined) view.seedLength = header.seedLength;
     if (header.mode !== undefined) view.mode = header.mode;
@@ -521,23 +419,16 @@ export class SessionObject extends DurableObject<Env> {
     return view;
   }
 
-  /** running: work is open or owed; waiting: children it owns still run; idle otherwise. */
+  /** running: a turn is open or work is owed; waiting: children it owns still run; idle otherwise. */
   #status(): "running" | "waiting" | "idle" {
-    if (this.#busy()) return "running";
-    const owned =
-      this.#delegation!.children.ownedContinuable().length + this.#delegation!.runs.unsettledCount();
-    return owned > 0 ? "waiting" : "idle";
+    const { stores, driver } = this.#parts!;
+    if (stores.loop.get().openTurn !== null || driver.owesStep()) return "running";
+    return stores.children.ownedContinuable().length + stores.runs.unsettledCount() > 0 ? "waiting" : "idle";
   }
 
-  /** Running: a turn is open or waking work is pending (and not parked by an interrupt). */
-  #busy(): boolean {
-    return this.#stores!.loop.get().openTurn !== null || this.#driver!.owesStep();
-  }
+  // ---- the drive loop ----
 
-  /**
-   * Starts the driver without waiting for it. A failure here is not lost work: the safety-net
-   * alarm armed at the start of every drive runs it again.
-   */
+  /** Starts the driver without waiting. A failure is not lost work: the safety-net alarm retries. */
   #kickSoon(): void {
     this.#kick().catch((error: unknown) => {
       console.error(
@@ -559,33 +450,37 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   async #drive(): Promise<void> {
-    const driver = this.#driver!;
-    const delegation = this.#delegation!;
+    const { driver, delivery, runs, self } = this.#parts!;
     await this.ctx.storage.setAlarm(Date.now() + SAFETY_NET_MS);
     await faultPoint(this.#id(), "after-accept");
     for (;;) {
       this.#wake = false;
       if (await driver.step()) continue;
-      if (await delegation.drainOutbox()) continue;
-      if (await delegation.repairStarts()) continue;
-      if (this.#continuation!.settleIfDone()) continue;
+      if (await delivery.drainOutbox()) continue;
+      if (await runs.repairStarts()) continue;
+      if (self.settleIfDone()) continue;
       await this.#schedule();
       if (!this.#wake) return;
     }
   }
 
-  /** Re-arms the one alarm to the earliest owed item (step, outbox retry, start repair), or clears it. */
+  /** When the one alarm must fire next: now for an owed step or start repair, else the outbox's next retry. */
+  #nextDue(): number | undefined {
+    const { driver, runs, stores } = this.#parts!;
+    return driver.owesStep() || runs.repairOwed() ? Date.now() : stores.outbox.nextDue();
+  }
+
+  /** Re-arms the alarm to the earliest owed item, or clears it. Called last. */
   async #schedule(): Promise<void> {
-    const now = Date.now();
-    const outbox = this.#delegation!.nextDue();
-    const due = this.#driver!.owesStep() ? now : outbox;
+    const due = this.#nextDue();
     if (due === undefined) await this.ctx.storage.deleteAlarm();
-    else await this.ctx.storage.setAlarm(Math.max(due, now + 1));
+    else await this.ctx.storage.setAlarm(Math.max(due, Date.now() + 1));
   }
 
   /** Boot-time repair: owed work with no alarm armed would never wake up. */
   async #repair(): Promise<void> {
-    const owed = this.#driver!.owesStep() || this.#delegation!.nextDue() !== undefined;
-    if (owed && (await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(Date.now() + 1);
+    if (this.#nextDue() !== undefined && (await this.ctx.storage.getAlarm()) === null) {
+      await this.ctx.storage.setAlarm(Date.now() + 1);
+    }
   }
 }

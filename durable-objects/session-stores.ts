@@ -1,9 +1,13 @@
+import type { DriverStores } from "../src/agent/turn-driver";
 import type { SessionHeader } from "../src/contract/session";
 import { INITIAL_LOOP, type LoopState } from "../src/core/turn-plan";
-import type { DriverStores } from "../src/agent/turn-driver";
+import { Epochs } from "./epochs";
 import { EventLog } from "./event-log";
 import type { EventStream } from "./event-stream";
+import { Flags } from "./flags";
 import { Inbox } from "./inbox";
+import { Outbox } from "./outbox";
+import { Children, Runs } from "./runs";
 import { SingleRow } from "./single-row";
 
 /**
@@ -15,6 +19,11 @@ export class SessionStores implements DriverStores {
   readonly log: EventLog;
   readonly inbox: Inbox;
   readonly header: SingleRow<SessionHeader>;
+  readonly runs: Runs;
+  readonly children: Children;
+  readonly outbox: Outbox;
+  readonly epochs: Epochs;
+  readonly flags: Flags;
   readonly #loopRow: SingleRow<LoopState>;
   readonly loop = {
     get: (): LoopState => this.#loopRow.get() ?? INITIAL_LOOP,
@@ -27,6 +36,11 @@ export class SessionStores implements DriverStores {
     this.log = new EventLog(this.sql);
     this.inbox = new Inbox(this.sql, this.log);
     this.header = new SingleRow<SessionHeader>(this.sql, "header");
+    this.runs = new Runs(this.sql);
+    this.children = new Children(this.sql);
+    this.outbox = new Outbox(this.sql, this.log);
+    this.epochs = new Epochs(this.sql);
+    this.flags = new Flags(this.sql);
     this.#loopRow = new SingleRow<LoopState>(this.sql, "loop");
   }
 

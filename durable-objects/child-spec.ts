@@ -1,0 +1,127 @@
+import { modelRouteProblem } from "../src/agent/model-router";
+import type { ChildInit } from "../src/contract/child-init";
+import { fail, type Outcome, ok } from "../src/contract/errors";
+import { isSessionId, newSessionId } from "../src/contract/ids";
+import type { AgentOptions, SessionHeader } from "../src/contract/session";
+import type { ToolFilter } from "../src/agent/tools";
+import { childDepth, deploymentDepthCap } from "../src/core/depth";
+import { DYNAMIC_TOOLS } from "./dynamic-tools";
+import type { SessionContext } from "./session-context";
+
+/**
+ * What every child start checks in the parent, one-shot and continuable alike, before any child
+ * exists: depth (monotone, capped), tool filter names, model route, the child id and the
+ * children-per-session budget. Also what a child inherits.
+ */
+
+export interface ChildRequest {
+  childId?: string | undefined;
+  model?: string | undefined;
+  maxDepth?: number | undefined;
+  toolFilter?: ToolFilter | undefined;
+  persona?: string | undefined;
+}
+
+export interface PlacedChild {
+  childId: string;
+  depth: number;
+  options: AgentOptions;
+}
+
+export function placeChild(
+  ctx: SessionContext,
+  header: SessionHeader,
+  request: ChildRequest,
+): Outcome<PlacedChild> {
+  const depth = childDepth(header.delegationDepth, request.maxDepth, deploymentDepthCap(ctx.limits.depthCap));
+  if (!depth.ok) return depth;
+  if (request.toolFilter) {
+    const unknown = ctx.tools.unknownNames(request.toolFilter).filter((n) => !DYNAMIC_TOOLS.test(n));
+    if (unknown.length > 0)
+      return fail("INVALID_REQUEST", `toolFilter names unknown tools: ${unknown.join(", ")}`);
+  }
+  const model = request.model ?? header.options.model;
+  const problem = modelRouteProblem(model, ctx.modelSettings());
+  if (problem) return fail("INVALID_REQUEST", `model: ${problem}`);
+  const childId = request.childId ?? newSessionId();
+  if (!isSessionId(childId)) return fail("INVALID_REQUEST", "childId must be a UUID");
+  if (ctx.stores.children.has(childId)) return fail("DUPLICATE_CHILD", `child ${childId} already exists`);
+  const cap = positiveInt(ctx.limits.childCap, 1000);
+  if (ctx.stores.children.count() >= cap) {
+    return fail("BUDGET_EXCEEDED", `this session already started ${cap} children (MAX_CHILDREN_PER_SESSION)`);
+  }
+  return ok({
+    childId,
+    depth: depth.value,
+    options: {
+      model,
+      ...(request.persona === undefined ? {} : { persona: request.persona }),
+      ...(request.toolFilter === undefined ? {} : { toolFilter: request.toolFilter }),
+      ...inheritedOptions(header),
+    },
+  });
+}
+
+/** The identity fields every child init carries from its parent. */
+export function lineageOf(
+  header: SessionHeader,
+): Pick<ChildInit, "parentSession" | "lineage" | "tokenHash" | "tenant"> {
+  return {
+    parentSession: header.id,
+    lineage: [...header.lineage, header.id],
+    tokenHash: header.tokenHash,
+    ...(header.tenant === undefined ? {} : { tenant: header.tenant }),
+  };
+}
+
+/** The header of a new child, from its init (mode-specific fields are added by the caller). */
+export function childHeader(
+  spec: Omit<ChildInit, "mode" | "outputSchema">,
+  seedLength: number,
+): SessionHeader {
+  return {
+    id: spec.id,
+    parentSession: spec.parentSession,
+    origin: "subagent",
+    delegationDepth: spec.delegationDepth,
+    createdAt: Date.now(),
+    tokenHash: spec.tokenHash,
+    lineage: spec.lineage,
+    ...(spec.tenant === undefined ? {} : { tenant: spec.tenant }),
+    options: spec.options,
+    ...(spec.label === undefined ? {} : { label: spec.label }),
+    ...(seedLength > 0 ? { seedLength } : {}),
+  };
+}
+
+/** Writes a fork seed (the parent's completed turns) and continues the turn numbering after it. */
+export function writeSeed(ctx: SessionContext, seed: ChildInit["seed"]): void {
+  if (!seed || seed.length === 0) return;
+  const { stores } = ctx;
+  stores.log.appendSeed(seed);
+  stores.log.append("session/end-seed", { seedLength: seed.length });
+  stores.loop.set({ ...stores.loop.get(), turns: seed.filter((e) => e.type === "turn/start").length });
+}
+
+/** The parent's balanced completed-turn prefix: events from seq 0 through the last `turn/end`. */
+export function forkSeed(ctx: SessionContext): NonNullable<ChildInit["seed"]> {
+  const { log } = ctx.stores;
+  const lastEnd = log.last("turn/end");
+  if (!lastEnd) return [];
+  return log.page(-1, lastEnd.seq + 1).map((e) => ({ type: e.type, at: e.at, data: e.data }));
+}
+
+/** Delegation settings a child inherits from its parent. */
+export function inheritedOptions(header: SessionHeader): Partial<AgentOptions> {
+  const { providers, backgroundMode, reportDelivery } = header.options;
+  return {
+    ...(providers === undefined ? {} : { providers }),
+    ...(backgroundMode === undefined ? {} : { backgroundMode }),
+    ...(reportDelivery === undefined ? {} : { reportDelivery }),
+  };
+}
+
+function positiveInt(raw: string | undefined, fallback: number): number {
+  const n = Number(raw);
+  return Number.isSafeInteger(n) && n > 0 ? n : fallback;
+}

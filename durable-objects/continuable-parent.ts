@@ -1,0 +1,231 @@
+import { isEmptyContent, toBlocks } from "../src/contract/content";
+import type {
+  ContinuableInit,
+  ContinuableStart,
+  FollowupInput,
+  InterruptAuthority,
+} from "../src/contract/continuable";
+import type { ReportEnvelope, SettledEnvelope } from "../src/contract/envelope";
+import { fail, type Outcome, ok } from "../src/contract/errors";
+import type { InboxLane, MessageSource } from "../src/contract/events";
+import { newRunId } from "../src/contract/ids";
+import { checkMaxDepthForm } from "../src/core/depth";
+import { DESCRIPTOR_VERSION } from "../src/core/descriptor";
+import { describeProvider } from "../src/providers/catalog";
+import { forkSeed, lineageOf, placeChild } from "./child-spec";
+import type { SessionContext } from "./session-context";
+
+/**
+ * Continuable children, parent side (contract 4): start (answers at the child's inbox
+ * acceptance), follow-up (direct parent only; cold-resumes a settled child as a new epoch),
+ * interrupt, drain (child-first), and applying what children send: reports and one settlement
+ * notice per epoch. Ownership is acquired before a child can run and released by its notice.
+ */
+export class ContinuableParent {
+  readonly #ctx: SessionContext;
+
+  constructor(ctx: SessionContext) {
+    this.#ctx = ctx;
+  }
+
+  draining(): boolean {
+    return this.#ctx.stores.flags.get("draining") !== undefined;
+  }
+
+  async start(spec: ContinuableStart): Promise<Outcome<{ childId: string; messageId: string }>> {
+    const ctx = this.#ctx;
+    const { stores } = ctx;
+    const header = ctx.header()!;
+    if (this.draining()) return fail("DRAINING", "this session is draining its children");
+    const record = await ctx.provider(spec.provider);
+    if (!record) return fail("NO_PROVIDER", `no provider named ${spec.provider}`);
+    const info = describeProvider(record);
+    if (!info.continuable) {
+      return fail(
+        "UNSUPPORTED_CAPABILITY",
+        `provider ${spec.provider} does not support continuable children`,
+      );
+    }
+    const depthForm = checkMaxDepthForm(spec.maxDepth);
+    if (depthForm) return depthForm;
+    const placed = placeChild(ctx, header, { ...spec, maxDepth: spec.maxDepth as number | undefined });
+    if (!placed.ok) return placed;
+    const { childId, options } = placed.value;
+    const runId = newRunId();
+    const seed = info.kind === "fork" ? forkSeed(ctx) : [];
+    const init: ContinuableInit = {
+      v: 1,
+      id: childId,
+      runId,
+      provider: record.name,
+      ...lineageOf(header),
+      delegationDepth: placed.value.depth,
+      mode: "continuable",
+      label: spec.label,
+      descriptor: {
+        version: DESCRIPTOR_VERSION,
+        mode: "continuable",
+        provider: record.name,
+        label: spec.label,
+        agentModel: options.model,
+        ...(spec.persona === undefined ? {} : { persona: spec.persona }),
+        ...(spec.toolFilter === undefined ? {} : { toolFilter: spec.toolFilter }),
+      },
+      options,
+      prompt: toBlocks(spec.prompt),
+      ...(seed.length === 0 ? {} : { seed }),
+    };
+    stores.transact(() => {
+      stores.children.own(childId, record.name, "continuable", spec.label, Date.now());
+      stores.children.ownEpoch(childId, runId);
+      stores.epochs.reserve(runId, childId);
+    });
+    let created: Outcome<{ id: string; messageId: string }>;
+    try {
+      created = await ctx.session(childId).initContinuable(init);
+    } catch {
+      created = fail("OVERLOADED", "the child could not be created right now");
+    }
+    if (!created.ok) {
+      stores.transact(() => {
+        stores.children.forget(childId);
+        stores.epochs.forget(runId);
+      });
+      return created;
+    }
+    stores.transact(() => this.#publishEpoch(runId, childId, record.name));
+    return ok({ childId, messageId: created.value.messageId });
+  }
+
+  /** The only way to continue a child: direct parent only; cold-resumes a settled child. */
+  async followup(
+    childId: string,
+    content: FollowupInput["content"],
+    source: MessageSource,
+  ): Promise<Outcome<{ messageId: string }>> {
+    const ctx = this.#ctx;
+    const { children } = ctx.stores;
+    if (this.draining()) return fail("DRAINING", "this session is draining its children");
+    const row = children.get(childId);
+    if (row?.mode === "one-shot") {
+      return fail(
+        "NOT_RESUMABLE",
+        `subagent ${childId} has no supported continuation state (a one-shot child)`,
+      );
+    }
+    const resumeRunId = newRunId();
+    if (row) ctx.stores.transact(() => children.ownEpoch(childId, null));
+    let answer: Outcome<{ messageId: string; resumed: boolean }>;
+    try {
+      answer = await ctx.session(childId).followup({ from: ctx.header()!.id, content, source, resumeRunId });
+    } catch {
+      answer = fail("NOT_RESUMABLE", `subagent ${childId} is unavailable right now`);
+    }
+    ctx.stores.transact(() => {
+      if (answer.ok && answer.value.resumed) {
+        children.ownEpoch(childId, resumeRunId);
+        ctx.stores.epochs.reserve(resumeRunId, childId);
+        this.#publishEpoch(resumeRunId, childId, row?.provider ?? "spawn");
+      } else if (row?.state === "released" && children.get(childId)?.epochRunId === row.epochRunId) {
+        children.setState(childId, "released"); // nothing new runs: ownership goes back as it was
+      }
+    });
+    return answer.ok ? ok({ messageId: answer.value.messageId }) : answer;
+  }
+
+  /** Interrupt a session below this one (direct child: user authority; deeper: ancestor authority). */
+  async interrupt(targetId: string, authority: InterruptAuthority): Promise<Outcome<{ accepted: true }>> {
+    try {
+      return await this.#ctx.session(targetId).interruptBy(authority);
+    } catch {
+      return ok({ accepted: true }); // an unreachable target has nothing to interrupt
+    }
+  }
+
+  /** Drains all descendants (no ids) or selected direct children, child-first. */
+  async drain(childIds?: string[]): Promise<Outcome<{ drained: string[] }>> {
+    const ctx = this.#ctx;
+    const { children, flags } = ctx.stores;
+    const self = ctx.header()!.id;
+    const all = childIds === undefined;
+    const targets = all ? children.ownedContinuable() : [...new Set(childIds)];
+    const stranger = targets.find((id) => !children.has(id));
+    if (stranger) return fail("UNAUTHORIZED", `${stranger} is not a child of this session`);
+    if (all) ctx.stores.transact(() => flags.set("draining", "1"));
+    const drained: string[] = [];
+    try {
+      for (const id of targets) {
+        if (children.get(id)?.mode !== "continuable") continue;
+        const answer = await ctx.session(id).drainFrom(self);
+        if (!answer.ok) continue;
+        drained.push(id, ...answer.value.drained);
+        ctx.stores.transact(() => children.setState(id, "released"));
+      }
+    } finally {
+      if (all) ctx.stores.transact(() => flags.delete("draining"));
+    }
+    ctx.kick();
+    return ok({ drained });
+  }
+
+  // ---- inside the delivery transaction ----
+
+  applyReport(envelope: ReportEnvelope): void {
+    if (!this.#ctx.stores.children.has(envelope.from)) return;
+    const lane: InboxLane = envelope.delivery === "wakeup" ? "next-turn" : "next-step";
+    const source: MessageSource = { kind: "subagent-report", form: "relay", senderSessionId: envelope.from };
+    this.#admit(envelope.messageId, lane, envelope.delivery !== "quiet", source, envelope.text);
+  }
+
+  /** A notice that outruns its epoch's `subagent/start` waits for it, so start precedes end. */
+  applySettled(envelope: SettledEnvelope): void {
+    const state = this.#ctx.stores.epochs.state(envelope.runId);
+    if (state === undefined || state === "starting") this.#ctx.stores.epochs.holdEarly(envelope);
+    else if (state === "published") this.#applyNotice(envelope);
+  }
+
+  /** Records `subagent/start` for an epoch (once) and applies a notice that arrived before it. */
+  #publishEpoch(runId: string, childId: string, provider: string): void {
+    const { published, early } = this.#ctx.stores.epochs.publish(runId);
+    if (!published) return;
+    this.#ctx.stores.log.append("subagent/start", { runId, provider, id: childId, local: true });
+    if (early) this.#applyNotice(early);
+  }
+
+  #applyNotice(notice: SettledEnvelope): void {
+    const { stores } = this.#ctx;
+    if (!stores.epochs.end(notice.runId)) return;
+    stores.log.append("subagent/end", {
+      runId: notice.runId,
+      provider: stores.children.get(notice.from)?.provider ?? "spawn",
+      id: notice.from,
+      local: true,
+      stopReason: notice.stopReason,
+      ...(isEmptyContent(notice.output) ? {} : { lastAssistantMessage: notice.output }),
+    });
+    // Idle parent: one ordinary turn; busy parent: batched into its next step; draining: no wake.
+    const quiet = notice.drained || this.draining();
+    const busy = stores.loop.get().openTurn !== null;
+    const source: MessageSource = {
+      kind: "subagent-settled",
+      form: "notice",
+      summary: notice.summary,
+      senderSessionId: notice.from,
+    };
+    this.#admit(`msg_${notice.id}`, quiet || busy ? "next-step" : "next-turn", !quiet, source, notice.text);
+    stores.children.releaseEpoch(notice.from, notice.runId);
+  }
+
+  #admit(messageId: string, lane: InboxLane, waking: boolean, source: MessageSource, text: string): void {
+    const { stores } = this.#ctx;
+    stores.inbox.admit({
+      messageId,
+      lane,
+      waking,
+      source,
+      content: [{ type: "text", text }],
+      contentHash: messageId,
+    });
+    if (waking) stores.loop.set({ ...stores.loop.get(), parked: false });
+  }
+}

@@ -1,0 +1,22 @@
+import type { SessionHost } from "../src/agent/host";
+import type { ModelSettings } from "../src/agent/model-router";
+import type { ToolRegistry } from "../src/agent/tools";
+import type { TurnDriver } from "../src/agent/turn-driver";
+import type { SessionHeader } from "../src/contract/session";
+import type { SessionRpc } from "../src/contract/session-api";
+import type { ProviderRecord } from "../src/providers/catalog";
+import type { SessionStores } from "./session-stores";
+
+/** What the parts of a session object share: its stores, its driver and its way to other objects. */
+export interface SessionContext {
+  stores: SessionStores;
+  header(): SessionHeader | undefined;
+  driver(): TurnDriver<SessionHost>;
+  tools: ToolRegistry<SessionHost>;
+  session(id: string): SessionRpc;
+  provider(name: string): Promise<ProviderRecord | undefined>;
+  modelSettings(): ModelSettings;
+  limits: { depthCap: string | undefined; childCap: string | undefined };
+  /** Starts the driver without waiting (steps, outbox, settlement). */
+  kick(): void;
+}
