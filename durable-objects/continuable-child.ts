@@ -185,7 +185,7 @@ export class ContinuableChild {
   /** The child's `report` tool: exactly one edge up, to the durable parent. */
   async report(text: string, delivery: ReportDelivery): Promise<Outcome<{ messageId: string }>> {
     const header = this.#ctx.header();
-    if (!header || header.mode !== "continuable" || !this.activation()) {
+    if (header?.mode !== "continuable" || !this.activation()) {
       return fail("UNAUTHORIZED", "only a continuable child can report to its parent");
     }
     if (this.#parent.draining()) return fail("DRAINING", "this subagent is draining");

@@ -60,6 +60,7 @@ export class Delivery {
         await faultPoint(scope, "after-outbox-write");
         const answer = await ctx.session(row.target).deliver(row.envelope);
         await faultPoint(scope, "after-send");
+        if (!answer.ok && answer.code === "NOT_FOUND") throw new Error(`target ${row.target} does not exist`);
         if (!answer.ok) throw new Error(`${answer.code}: ${answer.message}`);
         ctx.stores.transact(() => outbox.markDelivered(row.id));
         delivered = true;
