@@ -58,7 +58,8 @@ var EventStream = class {
   #deps;
   #options;
   #queue = [];
-  #waiter;
+  /** Pending `next()` calls, oldest first (a consumer may ask again before an answer). */
+  #waiters = [];
   #socket;
   #chain = Promise.resolve();
   #failures = 0;
@@ -93,7 +94,7 @@ var EventStream = class {
     }
     if (this.#done) return Promise.resolve({ value: void 0, done: true });
     return new Promise((resolve, reject) => {
-      this.#waiter = { resolve, reject };
+      this.#waiters.push({ resolve, reject });
     });
   }
   return() {
@@ -185,9 +186,8 @@ var EventStream = class {
   #push(event) {
     if (this.#done || event.seq !== this.#lastSeq + 1) return;
     this.#lastSeq = event.seq;
-    const waiter = this.#waiter;
+    const waiter = this.#waiters.shift();
     if (waiter) {
-      this.#waiter = void 0;
       waiter.resolve({ value: event, done: false });
     } else {
       this.#queue.push(event);
@@ -228,11 +228,10 @@ var EventStream = class {
   }
   #fail(error) {
     if (this.#done) return;
-    const waiter = this.#waiter;
-    this.#waiter = void 0;
+    const waiters = this.#waiters.splice(0);
     this.#finish();
-    if (waiter) waiter.reject(error);
-    else this.#error = error;
+    if (waiters.length === 0) this.#error = error;
+    for (const waiter of waiters) waiter.reject(error);
   }
   #finish() {
     if (this.#done) return;
@@ -244,9 +243,7 @@ var EventStream = class {
       socket?.close(1e3, "done");
     } catch {
     }
-    const waiter = this.#waiter;
-    this.#waiter = void 0;
-    waiter?.resolve({ value: void 0, done: true });
+    for (const waiter of this.#waiters.splice(0)) waiter.resolve({ value: void 0, done: true });
     this.#state("closed");
   }
 };

@@ -64,7 +64,9 @@ export class EventStream implements AsyncIterableIterator<SessionEvent> {
   readonly #deps: StreamDeps;
   readonly #options: StreamOptions;
   readonly #queue: SessionEvent[] = [];
-  #waiter: { resolve: (r: IteratorResult<SessionEvent>) => void; reject: (e: unknown) => void } | undefined;
+  /** Pending `next()` calls, oldest first (a consumer may ask again before an answer). */
+  readonly #waiters: { resolve: (r: IteratorResult<SessionEvent>) => void; reject: (e: unknown) => void }[] =
+    [];
   #socket: WebSocketLike | undefined;
   #chain: Promise<void> = Promise.resolve();
   #failures = 0;
@@ -103,7 +105,7 @@ export class EventStream implements AsyncIterableIterator<SessionEvent> {
     }
     if (this.#done) return Promise.resolve({ value: undefined, done: true });
     return new Promise((resolve, reject) => {
-      this.#waiter = { resolve, reject };
+      this.#waiters.push({ resolve, reject });
     });
   }
 
@@ -206,9 +208,8 @@ export class EventStream implements AsyncIterableIterator<SessionEvent> {
   #push(event: SessionEvent): void {
     if (this.#done || event.seq !== this.#lastSeq + 1) return;
     this.#lastSeq = event.seq;
-    const waiter = this.#waiter;
+    const waiter = this.#waiters.shift();
     if (waiter) {
-      this.#waiter = undefined;
       waiter.resolve({ value: event, done: false });
     } else {
       this.#queue.push(event);
@@ -255,11 +256,10 @@ export class EventStream implements AsyncIterableIterator<SessionEvent> {
 
   #fail(error: unknown): void {
     if (this.#done) return;
-    const waiter = this.#waiter;
-    this.#waiter = undefined;
+    const waiters = this.#waiters.splice(0);
     this.#finish();
-    if (waiter) waiter.reject(error);
-    else this.#error = error;
+    if (waiters.length === 0) this.#error = error;
+    for (const waiter of waiters) waiter.reject(error);
   }
 
   #finish(): void {
@@ -273,9 +273,7 @@ export class EventStream implements AsyncIterableIterator<SessionEvent> {
     } catch {
       // already closed
     }
-    const waiter = this.#waiter;
-    this.#waiter = undefined;
-    waiter?.resolve({ value: undefined, done: true });
+    for (const waiter of this.#waiters.splice(0)) waiter.resolve({ value: undefined, done: true });
     this.#state("closed");
   }
 }
