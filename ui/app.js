@@ -866,6 +866,7 @@ var SessionList = class {
   #status = /* @__PURE__ */ new Map();
   #cursor = null;
   #selected;
+  #painted = "";
   constructor(list, more, form2, onSelect) {
     this.#list = list;
     this.#more = more;
@@ -887,11 +888,6 @@ var SessionList = class {
     await this.#statuses(this.#entries.map((e) => e.id));
     this.#render();
   }
-  /** Re-reads the states of the sessions shown (the directory itself does not carry them). */
-  async refreshStatuses() {
-    await this.#statuses(this.#entries.map((e) => e.id));
-    this.#render();
-  }
   /** Another view learned a session's state: show the same here. */
   setStatus(id2, status) {
     if (!this.#entries.some((e) => e.id === id2) || this.#status.get(id2) === status) return;
@@ -904,6 +900,7 @@ var SessionList = class {
       el.setAttribute("aria-current", String(el.dataset.sessionId === id2));
   }
   clear() {
+    this.#painted = "";
     this.#entries = [];
     this.#status.clear();
     this.#cursor = null;
@@ -950,6 +947,9 @@ var SessionList = class {
   }
   #render() {
     this.#more.hidden = this.#cursor === null;
+    const painted = JSON.stringify([this.#entries, [...this.#status]]);
+    if (painted === this.#painted && this.#list.childElementCount > 0) return;
+    this.#painted = painted;
     if (this.#entries.length === 0) {
       replace(this.#list, h("li", { class: "empty" }, "No sessions yet."));
       return;
@@ -1251,6 +1251,7 @@ var TreeView = class {
   #selected;
   #running;
   #again = false;
+  #painted = "";
   constructor(container, onSelect) {
     this.#container = container;
     this.#onSelect = onSelect;
@@ -1270,6 +1271,7 @@ var TreeView = class {
     if (rootId === this.#rootId) return;
     this.#rootId = rootId;
     this.#nodes = /* @__PURE__ */ new Map();
+    this.#painted = "";
     this.#container.replaceChildren();
   }
   select(id2) {
@@ -1334,6 +1336,9 @@ var TreeView = class {
     this.#render(nodes);
   }
   #render(nodes) {
+    const painted = JSON.stringify(nodes);
+    if (painted === this.#painted && this.#container.childElementCount > 0) return;
+    this.#painted = painted;
     replace(
       this.#container,
       nodes.map(
@@ -1439,9 +1444,9 @@ var Dashboard = class {
     if (!own) {
       await attempt("loading sessions", () => this.list.reload());
       this.#listTimer = setInterval(() => {
-        if (document.visibilityState === "visible") void this.list.refreshStatuses().catch(() => {
+        if (document.visibilityState === "visible") void this.list.reload().catch(() => {
         });
-      }, 5e3);
+      }, 3e3);
     }
     if (!this.#fromHash()) {
       if (own) this.select(own, own);

@@ -305,6 +305,37 @@ describe("the dashboard in a real browser", { timeout: 300_000 }, () => {
     await page.setViewportSize({ width: 1280, height: 860 });
   });
 
+  it("starts a one-shot child whose run settles, in the tree and the transcript as in the API", async () => {
+    await page.click("details.start > summary");
+    await page.selectOption('form[data-form="start"] select[name="mode"]', "one-shot");
+    await page.fill('form[data-form="start"] input[name="label"]', "quick");
+    await page.fill(
+      'form[data-form="start"] textarea[name="prompt"]',
+      JSON.stringify({ script: [{ say: "done" }] }),
+    );
+    await page.click('[data-action="start-child"]');
+    const entries = await eventually(
+      async () => (await api(server, "GET", `/v1/sessions/${sessionId}/descendants`)).body.entries,
+      (es) => es.some((e) => e.mode === "one-shot" && shownStatus(e) === "settled"),
+      STEP_MS,
+      "the one-shot child to settle",
+    );
+    const quick = entries.find((e) => e.mode === "one-shot");
+    assert.equal(quick.label, "quick");
+    await page.waitForSelector(
+      `#tree [data-session-id="${quick.id}"][data-status="settled"][data-mode="one-shot"]`,
+    );
+    const end = page.locator(`[data-transcript-for="${sessionId}"] [data-event-type="subagent/end"]`).last();
+    await end.waitFor();
+    assert.match(await end.textContent(), /completed[\s\S]*done/);
+  });
+
+  it("shows a session made elsewhere in the list without a reload", async () => {
+    const made = await api(server, "POST", "/v1/sessions", { body: { label: "made by curl" } });
+    assert.equal(made.status, 201);
+    await page.waitForSelector(`#session-list [data-session-id="${made.body.id}"][data-status="idle"]`);
+  });
+
   it("a session token signs in straight to its own session, in a new tab that knows no token", async () => {
     const created = await api(server, "POST", "/v1/sessions", { body: { label: "token user" } });
     assert.equal(created.status, 201);

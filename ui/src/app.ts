@@ -90,9 +90,10 @@ export class Dashboard {
     this.#providers = await client.listProviders().catch(() => []);
     if (!own) {
       await attempt("loading sessions", () => this.list.reload());
+      // new sessions (made elsewhere) appear, and the states stay current
       this.#listTimer = setInterval(() => {
-        if (document.visibilityState === "visible") void this.list.refreshStatuses().catch(() => {});
-      }, 5000);
+        if (document.visibilityState === "visible") void this.list.reload().catch(() => {});
+      }, 3000);
     }
     if (!this.#fromHash()) {
       if (own) this.select(own, own);

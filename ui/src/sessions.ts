@@ -19,6 +19,7 @@ export class SessionList {
   #status = new Map<string, string>();
   #cursor: string | null = null;
   #selected: string | undefined;
+  #painted = "";
 
   constructor(
     list: HTMLElement,
@@ -49,12 +50,6 @@ export class SessionList {
     this.#render();
   }
 
-  /** Re-reads the states of the sessions shown (the directory itself does not carry them). */
-  async refreshStatuses(): Promise<void> {
-    await this.#statuses(this.#entries.map((e) => e.id));
-    this.#render();
-  }
-
   /** Another view learned a session's state: show the same here. */
   setStatus(id: string, status: string): void {
     if (!this.#entries.some((e) => e.id === id) || this.#status.get(id) === status) return;
@@ -69,6 +64,7 @@ export class SessionList {
   }
 
   clear(): void {
+    this.#painted = "";
     this.#entries = [];
     this.#status.clear();
     this.#cursor = null;
@@ -119,6 +115,10 @@ export class SessionList {
 
   #render(): void {
     this.#more.hidden = this.#cursor === null;
+    // unchanged rows stay the same elements (nothing flickers, nothing a click holds goes away)
+    const painted = JSON.stringify([this.#entries, [...this.#status]]);
+    if (painted === this.#painted && this.#list.childElementCount > 0) return;
+    this.#painted = painted;
     if (this.#entries.length === 0) {
       replace(this.#list, h("li", { class: "empty" }, "No sessions yet."));
       return;

@@ -27,6 +27,7 @@ export class TreeView {
   #selected: string | undefined;
   #running: Promise<void> | undefined;
   #again = false;
+  #painted = "";
 
   constructor(container: HTMLElement, onSelect: (id: string) => void) {
     this.#container = container;
@@ -51,6 +52,7 @@ export class TreeView {
     if (rootId === this.#rootId) return;
     this.#rootId = rootId;
     this.#nodes = new Map();
+    this.#painted = "";
     this.#container.replaceChildren();
   }
 
@@ -119,6 +121,10 @@ export class TreeView {
   }
 
   #render(nodes: TreeNode[]): void {
+    // an unchanged tree keeps its elements (nothing flickers, nothing a click holds goes away)
+    const painted = JSON.stringify(nodes);
+    if (painted === this.#painted && this.#container.childElementCount > 0) return;
+    this.#painted = painted;
     replace(
       this.#container,
       nodes.map((n) =>
