@@ -82,6 +82,16 @@ export class ContinuableChild {
     return ok({ id: spec.id, messageId });
   }
 
+  /** Whether this child ever ran the epoch `runId` (its parent repairs an unpublished start with it). */
+  knowsEpoch(runId: string): boolean {
+    const { stores } = this.#ctx;
+    return (
+      stores.flags.get("first_run_id") === runId ||
+      this.activation()?.runId === runId ||
+      stores.outbox.has(`settled:${runId}`)
+    );
+  }
+
   receiveFollowup(input: FollowupInput): Outcome<{ messageId: string; resumed: boolean }> {
     const { stores } = this.#ctx;
     const header = stores.header.get();

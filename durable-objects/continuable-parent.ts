@@ -23,6 +23,8 @@ import type { SessionContext } from "./session-context";
  */
 export class ContinuableParent {
   readonly #ctx: SessionContext;
+  /** Epochs this instance is starting or resuming right now (repair must not race them). */
+  readonly #inFlight = new Set<string>();
 
   constructor(ctx: SessionContext) {
     this.#ctx = ctx;
@@ -81,10 +83,13 @@ export class ContinuableParent {
       stores.epochs.reserve(runId, childId);
     });
     let created: Outcome<{ id: string; messageId: string }>;
+    this.#inFlight.add(runId);
     try {
       created = await ctx.session(childId).initContinuable(init);
     } catch {
       created = fail("OVERLOADED", "the child could not be created right now");
+    } finally {
+      this.#inFlight.delete(runId);
     }
     if (!created.ok) {
       stores.transact(() => {
@@ -116,10 +121,13 @@ export class ContinuableParent {
     const resumeRunId = newRunId();
     if (row) ctx.stores.transact(() => children.ownEpoch(childId, null));
     let answer: Outcome<{ messageId: string; resumed: boolean }>;
+    this.#inFlight.add(resumeRunId);
     try {
       answer = await ctx.session(childId).followup({ from: ctx.header()!.id, content, source, resumeRunId });
     } catch {
       answer = fail("NOT_RESUMABLE", `subagent ${childId} is unavailable right now`);
+    } finally {
+      this.#inFlight.delete(resumeRunId);
     }
     ctx.stores.transact(() => {
       if (answer.ok && answer.value.resumed) {
@@ -168,6 +176,36 @@ export class ContinuableParent {
     return ok({ drained });
   }
 
+  /**
+   * Finishes epochs an earlier instance reserved but never published (it died mid-start): the
+   * child says whether that epoch exists; if so it is published (and a held notice applied),
+   * else the reservation is dropped.
+   */
+  async repairStarts(): Promise<boolean> {
+    const ctx = this.#ctx;
+    const { epochs, children } = ctx.stores;
+    let repaired = false;
+    for (const { runId, childId } of epochs.starting()) {
+      if (this.#inFlight.has(runId)) continue;
+      let known: boolean;
+      try {
+        known = await ctx.session(childId).knowsEpoch(runId);
+      } catch {
+        continue; // unreachable now: the alarm comes back
+      }
+      ctx.stores.transact(() => {
+        if (known) this.#publishEpoch(runId, childId, children.get(childId)?.provider ?? "spawn");
+        else epochs.forget(runId);
+      });
+      repaired = true;
+    }
+    return repaired;
+  }
+
+  repairOwed(): boolean {
+    return this.#ctx.stores.epochs.starting().some((e) => !this.#inFlight.has(e.runId));
+  }
+
   // ---- inside the delivery transaction ----
 
   applyReport(envelope: ReportEnvelope): void {
@@ -203,6 +241,13 @@ export class ContinuableParent {
       stopReason: notice.stopReason,
       ...(isEmptyContent(notice.output) ? {} : { lastAssistantMessage: notice.output }),
     });
+    stores.children.releaseEpoch(notice.from, notice.runId);
+    // A drained child's notice that reaches a drained (settled) continuable session is recorded
+    // but not queued: it does not survive that session's own drain.
+    const header = this.#ctx.header();
+    const settledSelf =
+      header?.mode === "continuable" && stores.sql.exec("SELECT 1 FROM activation").toArray().length === 0;
+    if (notice.drained && settledSelf) return;
     // Idle parent: one ordinary turn; busy parent: batched into its next step; draining: no wake.
     const quiet = notice.drained || this.draining();
     const busy = stores.loop.get().openTurn !== null;
@@ -213,7 +258,6 @@ export class ContinuableParent {
       senderSessionId: notice.from,
     };
     this.#admit(`msg_${notice.id}`, quiet || busy ? "next-step" : "next-turn", !quiet, source, notice.text);
-    stores.children.releaseEpoch(notice.from, notice.runId);
   }
 
   #admit(messageId: string, lane: InboxLane, waking: boolean, source: MessageSource, text: string): void {

@@ -66,7 +66,7 @@ export class Epochs {
   starting(): { runId: string; childId: string }[] {
     return this.sql
       .exec<{ run_id: string; child_id: string }>(
-        "SELECT run_id, child_id FROM epochs WHERE state = 'starting' AND pending_notice IS NULL",
+        "SELECT run_id, child_id FROM epochs WHERE state = 'starting'",
       )
       .toArray()
       .map((r) => ({ runId: r.run_id, childId: r.child_id }));

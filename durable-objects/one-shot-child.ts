@@ -101,7 +101,8 @@ export class OneShotChild {
     }
     if (header.parentSession !== envelope.from || header.oneShot?.runId !== envelope.runId) return false;
     if (stores.outbox.has(`result:${envelope.runId}`)) return false;
-    if (stores.loop.get().openTurn !== null) return this.#ctx.driver().closeForInterrupt("parent");
+    if (stores.loop.get().openTurn !== null)
+      return this.#ctx.driver().closeForInterrupt(envelope.reason ?? "parent");
     stores.inbox.discardPending("cancelled by parent");
     this.#report(header, abortedBeforeStart());
     return false;

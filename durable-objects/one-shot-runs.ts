@@ -183,20 +183,20 @@ export class OneShotRuns {
   }
 
   /** Dispose: cancel the child (idempotent); the result arrives as `aborted` unless it was already in. */
-  dispose(runId: string): Outcome<{ accepted: true }> {
+  dispose(runId: string, reason?: string): Outcome<{ accepted: true }> {
     const run = this.#ctx.stores.runs.get(runId);
     if (!run) return fail("NOT_FOUND", `no run ${runId}`);
     if (run.state !== "settled") {
-      this.#ctx.stores.transact(() => this.requestCancel(run));
+      this.#ctx.stores.transact(() => this.requestCancel(run, reason));
       this.#ctx.kick();
     }
     return ok({ accepted: true });
   }
 
   /** Inside a transaction: marks the run cancelled and queues the cancel for its child. */
-  requestCancel(run: RunRow): void {
+  requestCancel(run: RunRow, reason?: string): void {
     this.#ctx.stores.runs.requestCancel(run.runId);
-    this.#enqueueCancel(run);
+    this.#enqueueCancel(run, reason);
   }
 
   /** A turn that ends while its foreground children still run cancels them (the tool's signal). */
@@ -220,7 +220,7 @@ export class OneShotRuns {
       );
   }
 
-  #enqueueCancel(run: RunRow): void {
+  #enqueueCancel(run: RunRow, reason?: string): void {
     this.#ctx.stores.outbox.enqueue({
       v: 1,
       id: `cancel:${run.runId}`,
@@ -228,6 +228,7 @@ export class OneShotRuns {
       to: run.childId,
       kind: "cancel-run",
       runId: run.runId,
+      ...(reason === undefined ? {} : { reason }),
     });
   }
 

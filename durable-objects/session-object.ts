@@ -240,6 +240,10 @@ export class SessionObject extends DurableObject<Env> {
     return this.#parts ? this.#parts.self.drainFrom(parentId) : ok({ drained: [] });
   }
 
+  knowsEpoch(runId: string): boolean {
+    return this.#parts ? this.#parts.self.knowsEpoch(runId) : false;
+  }
+
   entry(expectedParent: string): ChildEntry | null {
     if (!this.#parts) return { kind: "diagnostic", id: "", reason: "unavailable", createdAt: 0 };
     const header = this.#parts.ctx.header();
@@ -374,9 +378,9 @@ export class SessionObject extends DurableObject<Env> {
         const run = ctx.stores.runs.byTaskId(taskId);
         return run ? runs.view(run) : undefined;
       },
-      killTask: (taskId) => {
+      killTask: (taskId, reason) => {
         const run = ctx.stores.runs.byTaskId(taskId);
-        return run ? runs.dispose(run.runId) : fail("NOT_FOUND", `unknown task ${taskId}`);
+        return run ? runs.dispose(run.runId, reason) : fail("NOT_FOUND", `unknown task ${taskId}`);
       },
       startContinuable: (request) => children.start(request),
       followup: (childId, text) =>
@@ -450,14 +454,17 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   async #drive(): Promise<void> {
-    const { driver, delivery, runs, self } = this.#parts!;
+    const { driver, delivery, runs, children, self } = this.#parts!;
     await this.ctx.storage.setAlarm(Date.now() + SAFETY_NET_MS);
     await faultPoint(this.#id(), "after-accept");
     for (;;) {
       this.#wake = false;
-      if (await driver.step()) continue;
-      if (await delivery.drainOutbox()) continue;
+      // the outbox is drained between steps too: a cancel must not wait for the turn to end
+      const stepped = await driver.step();
+      const sent = await delivery.drainOutbox();
+      if (stepped || sent) continue;
       if (await runs.repairStarts()) continue;
+      if (await children.repairStarts()) continue;
       if (self.settleIfDone()) continue;
       await this.#schedule();
       if (!this.#wake) return;
@@ -466,8 +473,10 @@ export class SessionObject extends DurableObject<Env> {
 
   /** When the one alarm must fire next: now for an owed step or start repair, else the outbox's next retry. */
   #nextDue(): number | undefined {
-    const { driver, runs, stores } = this.#parts!;
-    return driver.owesStep() || runs.repairOwed() ? Date.now() : stores.outbox.nextDue();
+    const { driver, runs, children, stores } = this.#parts!;
+    return driver.owesStep() || runs.repairOwed() || children.repairOwed()
+      ? Date.now()
+      : stores.outbox.nextDue();
   }
 
   /** Re-arms the alarm to the earliest owed item, or clears it. Called last. */

@@ -50,6 +50,8 @@ export class SessionStores implements DriverStores {
       result = this.storage.transactionSync(fn);
     } catch (error) {
       this.log.rollback();
+      this.header.forget();
+      this.#loopRow.forget();
       throw error;
     }
     this.stream?.publish(this.log.takeCommitted());

@@ -67,9 +67,7 @@ export class ToolRegistry<Host> {
     return tools.map((t) => ({
       name: t.name,
       description: t.description,
-      parameters:
-        t.parameters ??
-        (z.toJSONSchema(t.schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>),
+      parameters: t.parameters ?? parametersOf(t.schema),
     }));
   }
 
@@ -102,4 +100,20 @@ function allowed(name: string, filter: ToolFilter | undefined): boolean {
   if (!filter) return true;
   if (filter.allow && !filter.allow.includes(name)) return false;
   return !filter.deny?.includes(name);
+}
+
+/** JSON schemas of argument schemas, computed once per schema object (they are module constants). */
+const jsonSchemas = new WeakMap<z.ZodType, Record<string, unknown>>();
+
+function parametersOf(schema: z.ZodType): Record<string, unknown> {
+  let json = jsonSchemas.get(schema);
+  if (!json) {
+    const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, {
+      io: "input",
+      unrepresentable: "any",
+    }) as Record<string, unknown>;
+    json = rest;
+    jsonSchemas.set(schema, json);
+  }
+  return json;
 }

@@ -249,7 +249,10 @@ export class TurnDriver<Host> {
       });
       const next = { ...loop, step: loop.step + 1 };
       stores.loop.set(next);
-      if (reply.toolCalls.length === 0) {
+      // A final answer ends the turn, unless waking next-step work (a steer, a report, a notice)
+      // arrived meanwhile: a busy session takes it at its nearest step, not in a new turn.
+      const steered = stores.inbox.pending().some((p) => p.lane === "next-step" && p.waking);
+      if (reply.toolCalls.length === 0 && !(reply.stopReason === "end" && steered)) {
         this.#endTurn(
           next,
           reply.stopReason === "end" || reply.stopReason === "tool-use" ? "completed" : reply.stopReason,

@@ -29,6 +29,8 @@ export interface RunResultEnvelope extends EnvelopeBase {
 export interface CancelRunEnvelope extends EnvelopeBase {
   kind: "cancel-run";
   runId: string;
+  /** Why (e.g. a `task_kill` reason); recorded as the cause of the child's aborted turn. */
+  reason?: string;
 }
 
 /** Continuable child -> parent: one settlement notice per epoch. */

@@ -54,6 +54,8 @@ export interface SessionRpc extends SessionApi {
   followup(input: FollowupInput): Promise<Outcome<{ messageId: string; resumed: boolean }>>;
   interruptBy(authority: InterruptAuthority): Promise<Outcome<{ accepted: true }>>;
   drainFrom(parentId: string): Promise<Outcome<{ drained: string[] }>>;
+  /** Whether this continuable child ever ran epoch `runId` (repair of an unpublished start). */
+  knowsEpoch(runId: string): Promise<boolean>;
   /** This session as a row of its parent's listing (null while it has no descriptor). */
   entry(expectedParent: string): Promise<ChildEntry | null>;
   /** This session's own children rows (for a descendants walk). */

@@ -46,7 +46,7 @@ export function buildRouter() {
       const body = await readBody(request, CreateSessionBody);
       if (!body.ok) return failure(body);
       return reply(await createTopLevelSession(env, body.value, adminTenant(caller)), 201);
-    }, true),
+    }, "admin"),
   );
 
   router.get(
@@ -59,7 +59,7 @@ export function buildRouter() {
       if (cursor !== undefined && before === undefined)
         return failure(fail("INVALID_REQUEST", "cursor: not a cursor from a previous page"));
       return json(await registryStub(env).sessions(adminTenant(caller), limit, before));
-    }, true),
+    }, "admin"),
   );
 
   router.get(

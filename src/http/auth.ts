@@ -29,18 +29,23 @@ export interface TokenSettings {
   TENANT_TOKENS?: string | undefined;
 }
 
+/**
+ * One SHA-256 per request: the presented token's hash is compared (in constant time) with the
+ * admin and tenant tokens' hashes, computed once per isolate, and is what session objects check.
+ */
 export async function authenticate(request: Request, settings: TokenSettings): Promise<Caller | Failure> {
   const token = tokenOf(request);
   if (!token) return fail("UNAUTHENTICATED", "missing bearer token");
-  if (settings.ADMIN_TOKEN && (await sameSecret(token, settings.ADMIN_TOKEN))) return { kind: "admin" };
-  for (const [tenantToken, tenant] of tenantTokens(settings.TENANT_TOKENS)) {
-    if (await sameSecret(token, tenantToken)) return { kind: "admin", tenant };
+  const tokenHash = await sha256Hex(token);
+  for (const admin of await adminHashes(settings)) {
+    if (sameHash(tokenHash, admin.hash))
+      return admin.tenant === undefined ? { kind: "admin" } : { kind: "admin", tenant: admin.tenant };
   }
   const dot = token.indexOf(".");
   const sessionId = dot > 0 ? token.slice(0, dot) : "";
   if (!isSessionId(sessionId) || token.length - dot < 16)
     return fail("UNAUTHENTICATED", "the token is not valid");
-  return { kind: "session", sessionId, tokenHash: await sha256Hex(token) };
+  return { kind: "session", sessionId, tokenHash };
 }
 
 export function isFailure(value: Caller | Failure): value is Failure {
@@ -56,12 +61,26 @@ export function newSessionToken(sessionId: string): string {
   return `${sessionId}.${secret}`;
 }
 
-/** Compares two secrets in time independent of where they differ (hashing equalizes lengths). */
-async function sameSecret(a: string, b: string): Promise<boolean> {
-  const [x, y] = await Promise.all([sha256Hex(a), sha256Hex(b)]);
+/** Compares two equal-length hex digests in time independent of where they differ. */
+function sameHash(x: string, y: string): boolean {
+  if (x.length !== y.length) return false;
   let diff = 0;
   for (let i = 0; i < x.length; i++) diff |= x.charCodeAt(i) ^ y.charCodeAt(i);
   return diff === 0;
+}
+
+let adminCache: { key: string; hashes: { hash: string; tenant?: string }[] } | undefined;
+
+/** The hashes of the admin token (tenant `default`) and the tenant tokens, once per isolate. */
+async function adminHashes(settings: TokenSettings): Promise<{ hash: string; tenant?: string }[]> {
+  const key = `${settings.ADMIN_TOKEN ?? ""}\u0000${settings.TENANT_TOKENS ?? ""}`;
+  if (adminCache?.key === key) return adminCache.hashes;
+  const hashes: { hash: string; tenant?: string }[] = [];
+  if (settings.ADMIN_TOKEN) hashes.push({ hash: await sha256Hex(settings.ADMIN_TOKEN) });
+  for (const [token, tenant] of tenantTokens(settings.TENANT_TOKENS))
+    hashes.push({ hash: await sha256Hex(token), tenant });
+  adminCache = { key, hashes };
+  return hashes;
 }
 
 let parsedTenants: { raw: string; entries: [string, string][] } | undefined;

@@ -11,6 +11,7 @@ export async function readBody<T>(request: Request, schema: z.ZodType<T>): Promi
   if (declared > MAX_BODY_BYTES) return tooLarge();
   const text = await readLimited(request);
   if (text === undefined) return tooLarge();
+  if (text === null) return fail("MALFORMED_JSON", "the body is not valid UTF-8");
   let value: unknown = {};
   if (text.trim().length > 0) {
     const type = request.headers.get("content-type") ?? "";
@@ -25,7 +26,13 @@ export async function readBody<T>(request: Request, schema: z.ZodType<T>): Promi
   return validate(value, schema);
 }
 
+/** Nesting deeper than this is refused before any schema or serializer walks it. */
+export const MAX_JSON_DEPTH = 128;
+
 export function validate<T>(value: unknown, schema: z.ZodType<T>): Outcome<T> {
+  if (depthExceeds(value, MAX_JSON_DEPTH)) {
+    return fail("INVALID_REQUEST", `the input nests deeper than ${MAX_JSON_DEPTH} levels`);
+  }
   const parsed = schema.safeParse(value);
   if (parsed.success) return ok(parsed.data);
   const issues = parsed.error.issues.map((i) => ({
@@ -49,7 +56,7 @@ function tooLarge(): Failure {
   return fail("PAYLOAD_TOO_LARGE", `the body exceeds ${MAX_BODY_BYTES} bytes`);
 }
 
-async function readLimited(request: Request): Promise<string | undefined> {
+async function readLimited(request: Request): Promise<string | undefined | null> {
   if (!request.body) return "";
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -70,5 +77,23 @@ async function readLimited(request: Request): Promise<string | undefined> {
     all.set(c, offset);
     offset += c.byteLength;
   }
-  return new TextDecoder().decode(all);
+  try {
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(all);
+  } catch {
+    return null; // not UTF-8: never silently replaced
+  }
+}
+
+/** Iterative depth check (a recursive one would itself overflow on hostile input). */
+function depthExceeds(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!;
+    if (typeof node !== "object" || node === null) continue;
+    if (depth >= limit) return true;
+    for (const child of Array.isArray(node) ? node : Object.values(node)) {
+      if (typeof child === "object" && child !== null) stack.push([child, depth + 1]);
+    }
+  }
+  return false;
 }

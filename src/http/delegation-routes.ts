@@ -33,7 +33,7 @@ function ids(request: IRequest): { id: string; runId?: string } | undefined {
 export function addDelegationRoutes(router: RouterType<IRequest, [Env, ExecutionContext]>): void {
   router.get(
     "/v1/providers",
-    authed(async (_request, env) => json({ providers: await registryStub(env).list() })),
+    authed(async (_request, env) => json({ providers: await registryStub(env).list() }), "any"),
   );
 
   router.get(
@@ -44,7 +44,7 @@ export function addDelegationRoutes(router: RouterType<IRequest, [Env, Execution
       const events = await registryStub(env).events(query.value.after, query.value.limit + 1);
       const page = events.slice(0, query.value.limit);
       return json({ events: page, next: events.length > page.length ? (page.at(-1)?.seq ?? null) : null });
-    }),
+    }, "any"),
   );
 
   const putProvider: Authed = async (request, env) => {

@@ -94,7 +94,7 @@ describe("contract 10, drains and notices without waking (scenarios 46-47)", () 
     expect((await noticesFrom(root.id, childId)).map((m) => m.state)).toEqual(["pending"]);
   });
 
-  it.fails("46. a notice taken without waking by a parent that is itself drained does not outlive that parent's drain: after the parent's cold resume it is not pending and never claimed", async () => {
+  it("46. a notice taken without waking by a parent that is itself drained does not outlive that parent's drain: after the parent's cold resume it is not pending and never claimed", async () => {
     const root = await createSession();
     const { mid, leaf } = await forest(root.id);
     const res = await drain(root.id);

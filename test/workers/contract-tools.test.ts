@@ -305,7 +305,7 @@ describe("contract 10, delegation tools (scenarios 68-70)", () => {
     await api("DELETE", `/v1/providers/${name}`);
   });
 
-  it.fails("69. a task killed while its parent's turn keeps stepping is stopped at once: task_output later in the same turn reads killed", async () => {
+  it("69. a task killed while its parent's turn keeps stepping is stopped at once: task_output later in the same turn reads killed", async () => {
     const root = await createSession({ backgroundMode: "one-shot" });
     const log = await runScript(
       root.id,
@@ -318,7 +318,7 @@ describe("contract 10, delegation tools (scenarios 68-70)", () => {
     expect(toolResults(log, "task_output").map((r) => r.text)).toEqual(["(no new output)\n[status: killed]"]);
   });
 
-  it.fails("69. a task_kill reason reaches the killed run (the contract's signal reason): the child's aborted turn records it", async () => {
+  it("69. a task_kill reason reaches the killed run (the contract's signal reason): the child's aborted turn records it", async () => {
     const root = await createSession({ backgroundMode: "one-shot" });
     const log = await runScript(
       root.id,
