@@ -1426,7 +1426,7 @@ var Dashboard = class {
       else await client.listSessions({ limit: 1 });
     } catch (error) {
       showError(error, "sign-in");
-      forgetToken();
+      if (error instanceof SubagentError && error.status >= 400 && error.status < 500) forgetToken();
       document.body.dataset.ready = "true";
       return false;
     }
@@ -1610,8 +1610,9 @@ var Dashboard = class {
     const params = new URLSearchParams(location.hash.slice(1));
     const session = params.get("session");
     if (!session) return false;
-    if (session === this.#selected && params.get("root") === this.tree.rootId) return true;
-    this.select(session, params.get("root") ?? session);
+    const root = this.client.tokenSession ?? params.get("root") ?? session;
+    if (session === this.#selected && root === this.tree.rootId) return true;
+    this.select(session, root);
     return true;
   }
 };

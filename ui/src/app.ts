@@ -4,6 +4,7 @@ import {
   type SessionEvent,
   type SessionView,
   type StreamState,
+  SubagentError,
   SubagentsClient,
 } from "../../src/client";
 import { Controls } from "./controls";
@@ -73,7 +74,8 @@ export class Dashboard {
       else await client.listSessions({ limit: 1 });
     } catch (error) {
       showError(error, "sign-in");
-      forgetToken();
+      // a refused token is forgotten; a server that is away for a moment is not a reason to
+      if (error instanceof SubagentError && error.status >= 400 && error.status < 500) forgetToken();
       document.body.dataset.ready = "true";
       return false;
     }
@@ -275,8 +277,10 @@ export class Dashboard {
     const params = new URLSearchParams(location.hash.slice(1));
     const session = params.get("session");
     if (!session) return false;
-    if (session === this.#selected && params.get("root") === this.tree.rootId) return true;
-    this.select(session, params.get("root") ?? session);
+    // a session token's tree is always its own session's
+    const root = this.client.tokenSession ?? params.get("root") ?? session;
+    if (session === this.#selected && root === this.tree.rootId) return true;
+    this.select(session, root);
     return true;
   }
 }
