@@ -10,7 +10,7 @@ import {
 } from "./model";
 
 /**
- * The deterministic `scripted` model (api.md). On each call it reads the newest user message of
+ * The deterministic `scripted` model (docs/api.md). On each call it reads the newest user message of
  * the current turn. A JSON text with a `script` array is played one answering step per call, the
  * step index being the number of assistant messages already in the turn; `think` entries wait
  * (abortably) and then play the next step in the same call. Any other text is echoed.

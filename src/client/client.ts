@@ -25,7 +25,7 @@ import type {
 } from "./types";
 
 /**
- * The typed client of the public HTTP API (api.md): one method per route, every failure a
+ * The typed client of the public HTTP API (docs/api.md): one method per route, every failure a
  * `SubagentError`, and a reconnecting event stream. Needs only `fetch` and `WebSocket`.
  */
 

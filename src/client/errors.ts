@@ -5,7 +5,7 @@
  * the envelope) get a client-side code so callers can always branch on `code`.
  */
 
-/** Codes the API documents (api.md), with their HTTP status. */
+/** Codes the API documents (docs/api.md), with their HTTP status. */
 export const ERROR_STATUS = {
   MALFORMED_JSON: 400,
   INVALID_REQUEST: 400,

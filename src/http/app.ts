@@ -18,7 +18,7 @@ import { isSessionId } from "../contract/ids";
 import { compact } from "../core/compact";
 
 /**
- * The public HTTP API (api.md): auth -> validate -> route to the session's object. Every error
+ * The public HTTP API (docs/api.md): auth -> validate -> route to the session's object. Every error
  * is the envelope with a stable code; a client mistake is never a 5xx.
  */
 

@@ -12,7 +12,7 @@ import { registryStub, sessionStub } from "./sessions";
 import { z } from "zod";
 import { EventsQuery } from "../contract/wire";
 
-/** Provider registry and one-shot delegation routes (api.md). */
+/** Provider registry and one-shot delegation routes (docs/api.md). */
 
 const RunQuery = z.strictObject({
   wait: z
