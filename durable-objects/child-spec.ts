@@ -1,10 +1,19 @@
 import { modelRouteProblem } from "../src/agent/model-router";
 import type { ChildInit } from "../src/contract/child-init";
 import { fail, type Outcome, ok } from "../src/contract/errors";
-import { isSessionId, newSessionId } from "../src/contract/ids";
+import { isSessionId } from "../src/contract/ids";
 import type { AgentOptions, SessionHeader } from "../src/contract/session";
 import type { ToolFilter } from "../src/agent/tools";
 import { childDepth, deploymentDepthCap } from "../src/core/depth";
+import {
+  childJurisdiction,
+  type Jurisdiction,
+  type LocationHint,
+  newPlacedId,
+  type Placement,
+  placeId,
+  placementOf,
+} from "../src/core/placement";
 import { DYNAMIC_TOOLS } from "./dynamic-tools";
 import type { SessionContext } from "./session-context";
 
@@ -20,12 +29,16 @@ export interface ChildRequest {
   maxDepth?: number | undefined;
   toolFilter?: ToolFilter | undefined;
   persona?: string | undefined;
+  jurisdiction?: Jurisdiction | undefined;
+  locationHint?: LocationHint | undefined;
 }
 
 export interface PlacedChild {
   childId: string;
   depth: number;
   options: AgentOptions;
+  /** The child's jurisdiction (inherited, never left) and location hint. */
+  placement: Placement;
 }
 
 export function placeChild(
@@ -43,13 +56,16 @@ export function placeChild(
   const model = request.model ?? header.options.model;
   const problem = modelRouteProblem(model, ctx.modelSettings());
   if (problem) return fail("INVALID_REQUEST", `model: ${problem}`);
-  const childId = request.childId ?? newSessionId();
-  if (!isSessionId(childId)) return fail("INVALID_REQUEST", "childId must be a UUID");
+  const jurisdiction = childJurisdiction(header.jurisdiction, request.jurisdiction);
+  if (!jurisdiction.ok) return jurisdiction;
+  const reserved = request.childId ?? newPlacedId(jurisdiction.value);
+  if (!isSessionId(reserved)) return fail("INVALID_REQUEST", "childId must be a UUID");
+  const placedId = placeId(reserved, jurisdiction.value);
+  if (!placedId.ok) return placedId;
+  const childId = placedId.value;
   if (ctx.stores.children.has(childId)) return fail("DUPLICATE_CHILD", `child ${childId} already exists`);
-  const cap = positiveInt(ctx.limits.childCap, 1000);
-  if (ctx.stores.children.count() >= cap) {
-    return fail("BUDGET_EXCEEDED", `this session already started ${cap} children (MAX_CHILDREN_PER_SESSION)`);
-  }
+  const budget = childBudget(ctx);
+  if (!budget.ok) return budget;
   return ok({
     childId,
     depth: depth.value,
@@ -59,7 +75,20 @@ export function placeChild(
       ...(request.toolFilter === undefined ? {} : { toolFilter: request.toolFilter }),
       ...inheritedOptions(header),
     },
+    placement: placementOf({ jurisdiction: jurisdiction.value, locationHint: request.locationHint }),
   });
+}
+
+/**
+ * The children-per-session budget: local children and remote runs together, over the session's
+ * lifetime (MAX_CHILDREN_PER_SESSION).
+ */
+export function childBudget(ctx: SessionContext): Outcome<void> {
+  const cap = positiveInt(ctx.limits.childCap, 1000);
+  if (ctx.stores.children.count() + ctx.stores.runs.remoteCount() >= cap) {
+    return fail("BUDGET_EXCEEDED", `this session already started ${cap} children (MAX_CHILDREN_PER_SESSION)`);
+  }
+  return ok(undefined);
 }
 
 /** The identity fields every child init carries from its parent. */
@@ -91,6 +120,7 @@ export function childHeader(
     options: spec.options,
     ...(spec.label === undefined ? {} : { label: spec.label }),
     ...(seedLength > 0 ? { seedLength } : {}),
+    ...placementOf(spec),
   };
 }
 

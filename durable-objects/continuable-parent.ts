@@ -76,6 +76,7 @@ export class ContinuableParent {
       options,
       prompt: toBlocks(spec.prompt),
       ...(seed.length === 0 ? {} : { seed }),
+      ...placed.value.placement,
     };
     stores.transact(() => {
       stores.children.own(childId, record.name, "continuable", spec.label, Date.now());
@@ -85,7 +86,7 @@ export class ContinuableParent {
     let created: Outcome<{ id: string; messageId: string }>;
     this.#inFlight.add(runId);
     try {
-      created = await ctx.session(childId).initContinuable(init);
+      created = await ctx.session(childId, init.locationHint).initContinuable(init);
     } catch {
       created = fail("OVERLOADED", "the child could not be created right now");
     } finally {

@@ -1,5 +1,6 @@
 import { foldDescriptor } from "../src/core/descriptor";
 import { type ChildEntry, type DescendantEntry, preOrder } from "../src/core/listing";
+import { placementOf } from "../src/core/placement";
 import type { SessionContext } from "./session-context";
 
 /**
@@ -44,6 +45,7 @@ export function entryOf(
     status: facts.status,
     provider: identity.provider,
     createdAt,
+    ...placementOf(header),
   };
 }
 

@@ -64,6 +64,7 @@ export class OneShotRuns {
       ...(request.label === undefined ? {} : { label: request.label }),
       ...(seed.length === 0 ? {} : { seed }),
       ...(checked.value.outputSchema === undefined ? {} : { outputSchema: checked.value.outputSchema }),
+      ...placed.value.placement,
     };
     const createdAt = Date.now();
     ctx.stores.transact(() => {
@@ -106,7 +107,7 @@ export class OneShotRuns {
       let created: Outcome<{ id: string }> | undefined;
       for (let attempt = 0; attempt < 3 && created === undefined; attempt++) {
         try {
-          created = await ctx.session(run.childId).init(run.spec);
+          created = await ctx.session(run.childId, run.spec.locationHint).init(run.spec);
         } catch (error) {
           if (isOverloaded(error)) break; // never retry an overloaded object at once
         }

@@ -7,6 +7,7 @@ import {
   type ProviderRecord,
 } from "../src/providers/catalog";
 import type { DirectoryEntry, RegistryEvent } from "../src/contract/session-api";
+import type { Jurisdiction, LocationHint } from "../src/core/placement";
 import { migrate } from "./schema";
 
 const REGISTRY_MIGRATIONS: readonly string[] = [
@@ -31,6 +32,9 @@ const REGISTRY_MIGRATIONS: readonly string[] = [
   // 3: tenancy: each directory entry belongs to one tenant
   `ALTER TABLE sessions ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';
    CREATE INDEX sessions_by_tenant ON sessions (tenant, created_at DESC, id DESC);`,
+  // 4: placement: the jurisdiction and location hint a top-level session was created with
+  `ALTER TABLE sessions ADD COLUMN jurisdiction TEXT;
+   ALTER TABLE sessions ADD COLUMN location_hint TEXT;`,
 ];
 
 /**
@@ -80,11 +84,13 @@ export class RegistryObject extends DurableObject<Env> {
   /** Records a top-level session in the directory (idempotent). */
   addSession(tenant: string, entry: DirectoryEntry): void {
     this.ctx.storage.sql.exec(
-      "INSERT INTO sessions (id, created_at, label, tenant) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+      "INSERT INTO sessions (id, created_at, label, tenant, jurisdiction, location_hint) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
       entry.id,
       entry.createdAt,
       entry.label ?? null,
       tenant,
+      entry.jurisdiction ?? null,
+      entry.locationHint ?? null,
     );
   }
 
@@ -94,17 +100,30 @@ export class RegistryObject extends DurableObject<Env> {
     limit: number,
     before?: { createdAt: number; id: string },
   ): { sessions: DirectoryEntry[]; next: string | null } {
+    const columns = "id, created_at, label, jurisdiction, location_hint";
     const rows = this.ctx.storage.sql
-      .exec<{ id: string; created_at: number; label: string | null }>(
+      .exec<{
+        id: string;
+        created_at: number;
+        label: string | null;
+        jurisdiction: string | null;
+        location_hint: string | null;
+      }>(
         before
-          ? "SELECT id, created_at, label FROM sessions WHERE tenant = ? AND (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?"
-          : "SELECT id, created_at, label FROM sessions WHERE tenant = ? ORDER BY created_at DESC, id DESC LIMIT ?",
+          ? `SELECT ${columns} FROM sessions WHERE tenant = ? AND (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?`
+          : `SELECT ${columns} FROM sessions WHERE tenant = ? ORDER BY created_at DESC, id DESC LIMIT ?`,
         ...(before ? [tenant, before.createdAt, before.id, limit + 1] : [tenant, limit + 1]),
       )
       .toArray();
-    const page = rows
-      .slice(0, limit)
-      .map((r) => ({ id: r.id, createdAt: r.created_at, ...(r.label === null ? {} : { label: r.label }) }));
+    const page = rows.slice(0, limit).map(
+      (r): DirectoryEntry => ({
+        id: r.id,
+        createdAt: r.created_at,
+        ...(r.label === null ? {} : { label: r.label }),
+        ...(r.jurisdiction === null ? {} : { jurisdiction: r.jurisdiction as Jurisdiction }),
+        ...(r.location_hint === null ? {} : { locationHint: r.location_hint as LocationHint }),
+      }),
+    );
     const last = page.at(-1);
     return { sessions: page, next: rows.length > limit && last ? `${last.createdAt}.${last.id}` : null };
   }

@@ -139,6 +139,11 @@ export class Runs {
       .map(toRow);
   }
 
+  /** Runs handed to another deployment (they have no child session here). */
+  remoteCount(): number {
+    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM runs WHERE local = 0").one().n;
+  }
+
   unsettledCount(): number {
     return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM runs WHERE state != 'settled'").one().n;
   }

@@ -4,6 +4,7 @@ import type { ToolRegistry } from "../src/agent/tools";
 import type { TurnDriver } from "../src/agent/turn-driver";
 import type { SessionHeader } from "../src/contract/session";
 import type { SessionRpc } from "../src/contract/session-api";
+import type { LocationHint } from "../src/core/placement";
 import type { ProviderRecord } from "../src/providers/catalog";
 import type { SessionStores } from "./session-stores";
 
@@ -13,7 +14,8 @@ export interface SessionContext {
   header(): SessionHeader | undefined;
   driver(): TurnDriver<SessionHost>;
   tools: ToolRegistry<SessionHost>;
-  session(id: string): SessionRpc;
+  /** A session's object; the location hint matters only to the call that creates it. */
+  session(id: string, locationHint?: LocationHint): SessionRpc;
   provider(name: string): Promise<ProviderRecord | undefined>;
   modelSettings(): ModelSettings;
   limits: { depthCap: string | undefined; childCap: string | undefined };

@@ -20,6 +20,7 @@ import type { CreateSession, EventPage, OutboxEntry, SendInput } from "../src/co
 import { checkAccess, type Need } from "../src/core/access";
 import { faultPoint } from "../src/core/faults";
 import { fingerprint } from "../src/core/hash";
+import { placementOf } from "../src/core/placement";
 import type { ChildEntry, DescendantEntry } from "../src/core/listing";
 import { failure } from "../src/http/respond";
 import { registryStub, sessionStub } from "../src/http/sessions";
@@ -92,6 +93,7 @@ export class SessionObject extends DurableObject<Env> {
       ...(input.tenant === undefined ? {} : { tenant: input.tenant }),
       options: input.options,
       ...(input.label === undefined ? {} : { label: input.label }),
+      ...placementOf(input),
     };
     stores.transact(() => stores.header.set(header));
     return ok(this.#view(header));
@@ -312,7 +314,7 @@ export class SessionObject extends DurableObject<Env> {
       header,
       driver: () => driver,
       tools: registry,
-      session: (id) => sessionStub(this.env, id),
+      session: (id, locationHint) => sessionStub(this.env, id, locationHint),
       provider: (name) => registryStub(this.env).resolve(name),
       modelSettings: () => this.#modelSettings(),
       limits: { depthCap: this.env.MAX_DEPTH_CAP, childCap: this.env.MAX_CHILDREN_PER_SESSION },
@@ -420,7 +422,7 @@ export class SessionObject extends DurableObject<Env> {
     if (header.seedLength !== undefined) view.seedLength = header.seedLength;
     if (header.mode !== undefined) view.mode = header.mode;
     if (header.label !== undefined) view.label = header.label;
-    return view;
+    return { ...view, ...placementOf(header) };
   }
 
   /** running: a turn is open or work is owed; waiting: children it owns still run; idle otherwise. */

@@ -102,7 +102,17 @@ export interface ToolFilter {
   deny?: string[];
 }
 
-export interface CreateSessionRequest {
+/** Where a session's object may be first created (a hint only). */
+export type LocationHint = "wnam" | "enam" | "weur" | "eeur" | "apac" | "oc" | "afr" | "me" | "sam";
+/** Where a session's object runs and stores data, for good; its children inherit it. */
+export type Jurisdiction = "eu" | "fedramp";
+
+export interface Placement {
+  jurisdiction?: Jurisdiction;
+  locationHint?: LocationHint;
+}
+
+export interface CreateSessionRequest extends Placement {
   model?: string;
   persona?: string;
   toolFilter?: ToolFilter;
@@ -112,7 +122,7 @@ export interface CreateSessionRequest {
   reportDelivery?: "quiet" | "next-step" | "wakeup";
 }
 
-export interface SessionView {
+export interface SessionView extends Placement {
   id: string;
   parentSession: string | null;
   origin: "subagent" | null;
@@ -129,7 +139,7 @@ export interface SessionView {
 /** `POST /v1/sessions`: the session and its token (shown once; keep it). */
 export type CreatedSession = SessionView & { token: string };
 
-export interface DirectoryEntry {
+export interface DirectoryEntry extends Placement {
   id: string;
   createdAt: number;
   label?: string;
@@ -179,7 +189,7 @@ export interface ProviderEventPage {
 
 // ---- delegation ---------------------------------------------------------------------------
 
-interface StartCommon {
+interface StartCommon extends Placement {
   provider: string;
   prompt: Content;
   childId?: string;
@@ -240,6 +250,8 @@ export type ChildEntry =
       status: SessionStatus;
       provider: string;
       createdAt: number;
+      jurisdiction?: Jurisdiction;
+      locationHint?: LocationHint;
     }
   | { kind: "diagnostic"; id: string; reason: "corrupt" | "unavailable" | "unsupported"; createdAt: number };
 

@@ -1,5 +1,6 @@
 import type { ContentBlock } from "./content";
 import type { SessionEvent } from "./events";
+import type { Jurisdiction, LocationHint } from "../core/placement";
 import type { AgentOptions } from "./session";
 
 /**
@@ -24,4 +25,7 @@ export interface ChildInit {
   /** Fork: the parent's balanced completed-turn prefix (events from seq 0). */
   seed?: Pick<SessionEvent, "type" | "at" | "data">[];
   outputSchema?: Record<string, unknown>;
+  /** Placement of the child (its jurisdiction is the parent's, if the parent has one). */
+  jurisdiction?: Jurisdiction;
+  locationHint?: LocationHint;
 }

@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { ChildInit } from "./child-init";
 import { WireContent } from "./content";
 import type { MessageSource } from "./events";
+import { JurisdictionSchema, LocationHintSchema } from "../core/placement";
 import { ModelRoute, ToolFilterSchema } from "./wire";
 
 /** A continuable start (HTTP body with mode "continuable", RPC argument, tool call). */
@@ -14,6 +15,8 @@ export const ContinuableStartSchema = z.strictObject({
   maxDepth: z.unknown().optional(),
   toolFilter: ToolFilterSchema.optional(),
   persona: z.string().max(32_768).optional(),
+  jurisdiction: JurisdictionSchema.optional(),
+  locationHint: LocationHintSchema.optional(),
 });
 export type ContinuableStart = z.infer<typeof ContinuableStartSchema>;
 

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { ContentBlock } from "./content";
 import { WireContent } from "./content";
+import { JurisdictionSchema, LocationHintSchema } from "../core/placement";
 import { ModelRoute, ToolFilterSchema } from "./wire";
 
 /** Known stop reasons; consumers treat any other value as a failure. */
@@ -36,6 +37,8 @@ export const StartRequestSchema = z.strictObject({
   maxDepth: z.unknown().optional(),
   toolFilter: ToolFilterSchema.optional(),
   persona: z.string().max(32_768).optional(),
+  jurisdiction: JurisdictionSchema.optional(),
+  locationHint: LocationHintSchema.optional(),
 });
 export type StartRequest = z.infer<typeof StartRequestSchema>;
 

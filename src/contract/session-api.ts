@@ -7,6 +7,7 @@ import type { RunView, StartRequest, StartedRun } from "./run";
 import type { AgentOptions, Caller, SessionView } from "./session";
 import type { ProviderInfo, ProviderRecord } from "../providers/catalog";
 import type { ChildEntry, DescendantEntry } from "../core/listing";
+import type { Jurisdiction, LocationHint } from "../core/placement";
 import type { ContinuableInit, ContinuableStart, FollowupInput, InterruptAuthority } from "./continuable";
 
 /** What the registry Worker may ask of a session's object (its RPC surface). */
@@ -81,7 +82,10 @@ export interface RegistryApi {
 export interface DirectoryEntry {
   id: string;
   createdAt: number;
+  /** Not kept for a session in a jurisdiction (the directory lives outside it). */
   label?: string;
+  jurisdiction?: Jurisdiction;
+  locationHint?: LocationHint;
 }
 
 /** `subagent/provider-added` / `-removed` on the registry's own log. */
@@ -98,6 +102,8 @@ export interface CreateSession {
   options: AgentOptions;
   label?: string;
   tenant?: string;
+  jurisdiction?: Jurisdiction;
+  locationHint?: LocationHint;
 }
 
 export interface SendInput {

@@ -1,4 +1,5 @@
 import type { ToolFilter } from "../agent/tools";
+import type { Jurisdiction, LocationHint } from "../core/placement";
 
 /** The durable identity of a session: written once (by `create` or `init`), never rewritten. */
 export interface SessionHeader {
@@ -19,6 +20,9 @@ export interface SessionHeader {
   options: AgentOptions;
   /** For a one-shot child: the run it answers and how. */
   oneShot?: { runId: string; provider: string; outputSchema?: Record<string, unknown> };
+  /** Where the object lives (core/placement.ts): a jurisdiction is inherited and never left. */
+  jurisdiction?: Jurisdiction;
+  locationHint?: LocationHint;
 }
 
 export interface AgentOptions {
@@ -48,6 +52,8 @@ export interface SessionView {
   label?: string;
   model: string;
   lastSeq: number;
+  jurisdiction?: Jurisdiction;
+  locationHint?: LocationHint;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { JurisdictionSchema, LocationHintSchema } from "../core/placement";
 import { WireContent } from "./content";
 
 /** Zod schemas of every HTTP body and query. Strict: unknown fields are rejected. */
@@ -22,6 +23,8 @@ export const CreateSessionBody = z.strictObject({
   providers: z.array(Name).max(32).optional(),
   backgroundMode: z.enum(["one-shot", "continuable"]).optional(),
   reportDelivery: z.enum(["quiet", "next-step", "wakeup"]).optional(),
+  jurisdiction: JurisdictionSchema.optional(),
+  locationHint: LocationHintSchema.optional(),
 });
 
 export const SendMessageBody = z.strictObject({

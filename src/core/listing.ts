@@ -1,3 +1,5 @@
+import type { Jurisdiction, LocationHint } from "./placement";
+
 /**
  * Discovery rows (contract 5.5): children ordered by `createdAt` then id; descendants in a stable
  * pre-order with `parentId` and `depth`, guarded against cycles. Pure.
@@ -14,6 +16,8 @@ export type ChildEntry =
       status: "running" | "waiting" | "idle";
       provider: string;
       createdAt: number;
+      jurisdiction?: Jurisdiction;
+      locationHint?: LocationHint;
     }
   | { kind: "diagnostic"; id: string; reason: "corrupt" | "unavailable" | "unsupported"; createdAt: number };
 

@@ -1,0 +1,94 @@
+import { z } from "zod";
+import { fail, type Outcome, ok } from "../contract/errors";
+
+/**
+ * Where a session's Durable Object lives. A location hint only steers where an object is first
+ * created; a jurisdiction confines where it runs and stores data, for good. Children inherit their
+ * parent's jurisdiction and can never leave it. Pure.
+ *
+ * A session id must keep resolving to the same object, and an object in a jurisdiction is reached
+ * only through `SESSIONS.jurisdiction(j)`. So the jurisdiction is encoded in the id itself: a
+ * session in a jurisdiction has a UUID version 8 id whose next hex digit names it (`1` eu,
+ * `2` fedramp): `xxxxxxxx-xxxx-81xx-yxxx-xxxxxxxxxxxx` lives in the EU. Every other id (random
+ * UUID v4 ids above all) lives in no jurisdiction. Any Worker or object can route any id without
+ * a lookup, and `GET /v1/sessions/:id` keeps working for every session.
+ */
+
+export const LOCATION_HINTS = ["wnam", "enam", "weur", "eeur", "apac", "oc", "afr", "me", "sam"] as const;
+export const JURISDICTIONS = ["eu", "fedramp"] as const;
+
+export type LocationHint = (typeof LOCATION_HINTS)[number];
+export type Jurisdiction = (typeof JURISDICTIONS)[number];
+
+export const LocationHintSchema = z.enum(LOCATION_HINTS);
+export const JurisdictionSchema = z.enum(JURISDICTIONS);
+
+/** What a session records about its placement (header, views, listings). */
+export interface Placement {
+  jurisdiction?: Jurisdiction;
+  locationHint?: LocationHint;
+}
+
+const CODE: Record<Jurisdiction, string> = { eu: "1", fedramp: "2" };
+const BY_CODE = new Map<string, Jurisdiction>(JURISDICTIONS.map((j) => [CODE[j], j]));
+/** Offsets in the canonical 36-character form: the version digit and the one after it. */
+const VERSION_AT = 14;
+const CODE_AT = 15;
+
+/** The jurisdiction a session id routes to, if any (ids are assumed to be UUIDs). */
+export function jurisdictionOfId(id: string): Jurisdiction | undefined {
+  if (id.length !== 36 || id[VERSION_AT] !== "8") return undefined;
+  return BY_CODE.get(id[CODE_AT] ?? "");
+}
+
+/** A fresh random session id for a session in `jurisdiction` (a plain UUID v4 without one). */
+export function newPlacedId(jurisdiction?: Jurisdiction): string {
+  const id = crypto.randomUUID();
+  return jurisdiction === undefined ? id : encode(id, jurisdiction);
+}
+
+/**
+ * A caller-reserved child id in its jurisdiction. A plain id is moved into the jurisdiction
+ * (deterministically, so a retried start with the same id finds the same child); an id that
+ * already names the jurisdiction is kept; an id that names another one is refused.
+ */
+export function placeId(id: string, jurisdiction: Jurisdiction | undefined): Outcome<string> {
+  const named = jurisdictionOfId(id);
+  if (named === jurisdiction) return ok(id);
+  if (named !== undefined) {
+    return fail(
+      "INVALID_REQUEST",
+      `childId names jurisdiction ${named}, but the child is placed ${jurisdiction === undefined ? "in no jurisdiction" : `in ${jurisdiction}`}`,
+    );
+  }
+  return ok(encode(id.toLowerCase(), jurisdiction!));
+}
+
+/** A child's jurisdiction: its parent's; a request may name only that one, or one for a free parent. */
+export function childJurisdiction(
+  parent: Jurisdiction | undefined,
+  asked: Jurisdiction | undefined,
+): Outcome<Jurisdiction | undefined> {
+  if (parent !== undefined && asked !== undefined && asked !== parent) {
+    return fail(
+      "INVALID_REQUEST",
+      `jurisdiction: this session is confined to ${parent}; its children cannot leave it (asked ${asked})`,
+    );
+  }
+  return ok(parent ?? asked);
+}
+
+/** The placement fields of a header or view, only those that are set. */
+export function placementOf(value: {
+  jurisdiction?: Jurisdiction | undefined;
+  locationHint?: LocationHint | undefined;
+}): Placement {
+  return {
+    ...(value.jurisdiction === undefined ? {} : { jurisdiction: value.jurisdiction }),
+    ...(value.locationHint === undefined ? {} : { locationHint: value.locationHint }),
+  };
+}
+
+function encode(id: string, jurisdiction: Jurisdiction): string {
+  return `${id.slice(0, VERSION_AT)}8${CODE[jurisdiction]}${id.slice(CODE_AT + 1)}`;
+}
