@@ -21,8 +21,9 @@ export function entryOf(
   const header = ctx.header();
   const createdAt = header?.createdAt ?? 0;
   if (!header) return { kind: "diagnostic", id: "", reason: "unavailable", createdAt };
-  if (header.parentSession !== expectedParent)
-    return { kind: "diagnostic", id: header.id, reason: "corrupt", createdAt };
+  if (header.parentSession !== expectedParent) {
+    return { kind: "diagnostic", id: header.id, reason: "corrupt", createdAt, foreign: true };
+  }
   let identity: ReturnType<typeof foldDescriptor>;
   try {
     identity = foldDescriptor(
@@ -34,7 +35,9 @@ export function entryOf(
   } catch {
     return { kind: "diagnostic", id: header.id, reason: "corrupt", createdAt };
   }
-  if (!identity) return null;
+  // no descriptor: a running child is still being created (omitted); a settled one is corrupt
+  if (!identity)
+    return facts.live ? null : { kind: "diagnostic", id: header.id, reason: "corrupt", createdAt };
   return {
     kind: "child",
     id: header.id,
@@ -51,7 +54,8 @@ export function entryOf(
 
 /** This session's children, in `createdAt`-then-id order. */
 export async function childEntriesOf(ctx: SessionContext): Promise<ChildEntry[]> {
-  const self = ctx.header()!.id;
+  const self = ctx.header()?.id;
+  if (self === undefined) return [];
   const rows = ctx.stores.children.all();
   const entries: (ChildEntry | null)[] = new Array(rows.length).fill(null);
   let next = 0;
@@ -75,7 +79,14 @@ export function descendantsOf(ctx: SessionContext): Promise<DescendantEntry[]> {
   const self = ctx.header()!.id;
   return preOrder(
     self,
-    (id) => (id === self ? childEntriesOf(ctx) : ctx.session(id).childEntries()),
+    // a child that cannot list its own children keeps its row (a diagnostic) and adds nothing
+    (id) =>
+      id === self
+        ? childEntriesOf(ctx)
+        : ctx
+            .session(id)
+            .childEntries()
+            .catch(() => []),
     (entry) => entry.kind === "diagnostic" || entry.hasChildren,
   );
 }

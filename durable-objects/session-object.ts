@@ -21,7 +21,7 @@ import { checkAccess, type Need } from "../src/core/access";
 import { faultPoint } from "../src/core/faults";
 import { fingerprint } from "../src/core/hash";
 import { placementOf } from "../src/core/placement";
-import type { ChildEntry, DescendantEntry } from "../src/core/listing";
+import { type ChildEntry, type DescendantEntry, publicEntry } from "../src/core/listing";
 import { failure } from "../src/http/respond";
 import { registryStub, sessionStub } from "../src/http/sessions";
 import { ContinuableChild } from "./continuable-child";
@@ -79,14 +79,21 @@ export class SessionObject extends DurableObject<Env> {
 
   // ---- RPC surface: the registry Worker (every call carries the authenticated caller) ----
 
-  create(input: CreateSession): Outcome<SessionView> {
+  create(input: CreateSession): Outcome<{ view: SessionView; replayed: boolean }> {
     const { stores } = this.#open();
-    if (stores.header.get()) return fail("DUPLICATE_CHILD", `session ${input.id} already exists`);
+    const existing = stores.header.get();
+    if (existing) {
+      if (input.createKey === undefined || existing.createKey === undefined)
+        return fail("DUPLICATE_CHILD", `session ${input.id} already exists`);
+      return existing.createKey === input.createKey && existing.tenant === input.tenant
+        ? ok({ view: this.#view(existing), replayed: true })
+        : fail("IDEMPOTENCY_KEY_REUSED", "this idempotencyKey was already used with a different body");
+    }
     const header: SessionHeader = {
       id: input.id,
       parentSession: null,
       origin: null,
-      delegationDepth: 0,
+      delegationDepth: input.delegationDepth ?? 0,
       createdAt: Date.now(),
       tokenHash: input.tokenHash,
       lineage: [],
@@ -94,9 +101,11 @@ export class SessionObject extends DurableObject<Env> {
       options: input.options,
       ...(input.label === undefined ? {} : { label: input.label }),
       ...placementOf(input),
+      ...(input.callback === undefined ? {} : { callback: input.callback }),
+      ...(input.createKey === undefined ? {} : { createKey: input.createKey }),
     };
     stores.transact(() => stores.header.set(header));
-    return ok(this.#view(header));
+    return ok({ view: this.#view(header), replayed: false });
   }
 
   describe(caller: Caller): Outcome<SessionView> {
@@ -199,7 +208,7 @@ export class SessionObject extends DurableObject<Env> {
 
   async listChildren(caller: Caller): Promise<Outcome<{ entries: ChildEntry[] }>> {
     const header = this.#authorize(caller, "read");
-    return header.ok ? ok({ entries: await childEntriesOf(this.#parts!.ctx) }) : header;
+    return header.ok ? ok({ entries: (await childEntriesOf(this.#parts!.ctx)).map(publicEntry) }) : header;
   }
 
   async listDescendants(caller: Caller): Promise<Outcome<{ entries: DescendantEntry[] }>> {
@@ -357,6 +366,8 @@ export class SessionObject extends DurableObject<Env> {
         case "settled":
           children.applySettled(envelope);
           return false;
+        case "callback":
+          return false; // leaves the deployment over HTTP; never delivered to an object
       }
     });
     this.#parts = { stores, ctx, driver, stream, runs, oneShot, children, self, delivery };
@@ -389,7 +400,7 @@ export class SessionObject extends DurableObject<Env> {
         children.followup(childId, text, { kind: "coordinator", form: "relay", senderSessionId: id() }),
       interruptAgent: (targetId) => children.interrupt(targetId, { kind: "ancestor", ancestorId: id() }),
       listAgents: async (scope) =>
-        ok(scope === "children" ? await childEntriesOf(ctx) : await descendantsOf(ctx)),
+        ok(scope === "children" ? (await childEntriesOf(ctx)).map(publicEntry) : await descendantsOf(ctx)),
       report: (text) => self.report(text, ctx.header()?.options.reportDelivery ?? "next-step"),
     };
   }

@@ -19,9 +19,23 @@ export type ChildEntry =
       jurisdiction?: Jurisdiction;
       locationHint?: LocationHint;
     }
-  | { kind: "diagnostic"; id: string; reason: "corrupt" | "unavailable" | "unsupported"; createdAt: number };
+  | {
+      kind: "diagnostic";
+      id: string;
+      reason: "corrupt" | "unavailable" | "unsupported";
+      createdAt: number;
+      /** Its header names another parent: listed here, but it belongs elsewhere in the tree. */
+      foreign?: true;
+    };
 
 export type DescendantEntry = ChildEntry & { parentId: string; depth: number };
+
+/** A row as callers see it (the internal `foreign` mark removed). */
+export function publicEntry<T extends ChildEntry>(entry: T): T {
+  if (entry.kind !== "diagnostic" || !entry.foreign) return entry;
+  const { foreign: _foreign, ...row } = entry;
+  return row as T;
+}
 
 export function orderEntries<T extends { id: string; createdAt: number }>(entries: readonly T[]): T[] {
   return [...entries].sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
@@ -49,6 +63,12 @@ export async function preOrder(
       continue;
     }
     if (visited.has(entry.id)) continue;
+    if (entry.kind === "diagnostic" && entry.foreign) {
+      // a stray row: shown where it was found, but it neither claims the id nor brings its subtree
+      const { foreign: _foreign, ...row } = entry;
+      out.push({ ...row, parentId: frame.parentId, depth: frame.depth });
+      continue;
+    }
     visited.add(entry.id);
     out.push({ ...entry, parentId: frame.parentId, depth: frame.depth });
     if (expand(entry))

@@ -360,7 +360,7 @@ describe("contract 10, discovery (scenarios 59-65)", () => {
     );
   });
 
-  it.fails("60. (bug: listed as omitted) a settled child whose last descriptor has an unknown version, or that has no descriptor at all, is a `corrupt` diagnostic, not a missing row", async () => {
+  it("60. a settled child whose last descriptor has an unknown version, or that has no descriptor at all, is a `corrupt` diagnostic, not a missing row", async () => {
     const parent = await createSession();
     const healthy = await oneShot(parent.id, { label: "ok" });
     const future = await oneShot(parent.id, { label: "v2" });
@@ -460,7 +460,7 @@ describe("contract 10, discovery (scenarios 59-65)", () => {
     ]);
   });
 
-  it.fails("61. (bug: 500 INTERNAL) listDescendants keeps an unreachable child as a positioned diagnostic and still lists its healthy siblings", async () => {
+  it("61. listDescendants keeps an unreachable child as a positioned diagnostic and still lists its healthy siblings", async () => {
     const parent = await createSession();
     const first = await oneShot(parent.id, { label: "first" });
     const headless = await oneShot(parent.id, { label: "headless" });
@@ -759,7 +759,7 @@ describe("contract 10, discovery (scenarios 59-65)", () => {
     expect(fromCycle[0]).toEqual({ ...diagnostic(root.id, "corrupt", 1), parentId: a1x, depth: 1 });
   });
 
-  it.fails("65. (bug: the stray row wins) a children row naming a session of another branch does not move it: it stays a `child` at its header's parent and depth", async () => {
+  it("65. a children row naming a session of another branch does not move it: it stays a `child` at its header's parent and depth, the stray row is a `corrupt` diagnostic", async () => {
     const root = await createSession();
     const a = await oneShot(root.id, { label: "a" });
     const a1 = await oneShot(a, { label: "a1" });
@@ -768,6 +768,7 @@ describe("contract 10, discovery (scenarios 59-65)", () => {
     await insertChildRow(a1, b, 1); // a1's table also names b, whose header names the root
     const all = await descendants(root.id);
     expect(all.filter((e) => e.id === b)).toEqual([
+      { kind: "diagnostic", id: b, reason: "corrupt", createdAt: 1, parentId: a1, depth: 3 },
       { ...oneShotRow(b, 2, { label: "b" }), parentId: root.id, depth: 1 },
     ]);
   });
