@@ -17,6 +17,8 @@ export default defineConfig({
             OPENAI_BASE_URL: fakeOpenAi.baseUrl,
             OPENAI_API_KEY: fakeOpenAi.apiKey,
             TENANT_TOKENS: JSON.stringify({ "tenant-acme-admin-token": "acme" }),
+            // remote delegation tests route this host (and remote.test) back into the Worker
+            PUBLIC_URL: "https://parent.test",
           },
         },
       };

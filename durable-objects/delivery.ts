@@ -1,4 +1,4 @@
-import { ENVELOPE_VERSIONS, type Envelope } from "../src/contract/envelope";
+import { type CallbackEnvelope, ENVELOPE_VERSIONS, type Envelope } from "../src/contract/envelope";
 import { fail, type Outcome, ok } from "../src/contract/errors";
 import type { SessionHeader } from "../src/contract/session";
 import { faultPoint } from "../src/core/faults";
@@ -14,19 +14,26 @@ import type { SessionContext } from "./session-context";
 /** Applies one kind of envelope inside the delivery transaction; true when a turn was ended. */
 export type EnvelopeHandler = (envelope: Envelope, header: SessionHeader | undefined) => boolean;
 
+/** Sends an envelope that leaves the deployment (a callback); throws when the attempt failed. */
+export type ExternalSender = (envelope: CallbackEnvelope) => Promise<void>;
+
 export class Delivery {
   readonly #ctx: SessionContext;
   readonly #apply: EnvelopeHandler;
+  readonly #external: ExternalSender;
 
-  constructor(ctx: SessionContext, apply: EnvelopeHandler) {
+  constructor(ctx: SessionContext, apply: EnvelopeHandler, external: ExternalSender) {
     this.#ctx = ctx;
     this.#apply = apply;
+    this.#external = external;
   }
 
   async deliver(envelope: Envelope): Promise<Outcome<{ applied: boolean }>> {
     if (!ENVELOPE_VERSIONS.includes(envelope.v)) {
       return fail("INVALID_REQUEST", `envelope version ${envelope.v} is not understood`);
     }
+    if (envelope.kind === "callback")
+      return fail("INVALID_REQUEST", "callbacks are not delivered to objects");
     await faultPoint(envelope.to, "before-apply");
     const ctx = this.#ctx;
     const header = ctx.header();
@@ -58,10 +65,14 @@ export class Delivery {
       if (blocked.has(row.target)) continue;
       try {
         await faultPoint(scope, "after-outbox-write");
-        const answer = await ctx.session(row.target).deliver(row.envelope);
-        await faultPoint(scope, "after-send");
-        if (!answer.ok && answer.code === "NOT_FOUND") throw new Error(`target ${row.target} does not exist`);
-        if (!answer.ok) throw new Error(`${answer.code}: ${answer.message}`);
+        if (row.envelope.kind === "callback") await this.#external(row.envelope);
+        else {
+          const answer = await ctx.session(row.target).deliver(row.envelope);
+          await faultPoint(scope, "after-send");
+          if (!answer.ok && answer.code === "NOT_FOUND")
+            throw new Error(`target ${row.target} does not exist`);
+          if (!answer.ok) throw new Error(`${answer.code}: ${answer.message}`);
+        }
         ctx.stores.transact(() => outbox.markDelivered(row.id));
         delivered = true;
       } catch (error) {

@@ -9,6 +9,7 @@ import { renderForeground } from "../src/core/run-rendering";
 import { abortedBeforeStart } from "../src/core/run-result";
 import { checkStart } from "../src/providers/start-checks";
 import { forkSeed, lineageOf, placeChild } from "./child-spec";
+import type { RemoteRuns } from "./remote-runs";
 import type { RunRow } from "./runs";
 import type { SessionContext } from "./session-context";
 
@@ -20,12 +21,14 @@ import type { SessionContext } from "./session-context";
  */
 export class OneShotRuns {
   readonly #ctx: SessionContext;
+  readonly #remote: RemoteRuns;
   /** Starts being published by this instance right now (repair must not race them). */
   readonly #publishing = new Set<string>();
   readonly #waiters = new Map<string, Set<() => void>>();
 
-  constructor(ctx: SessionContext) {
+  constructor(ctx: SessionContext, remote: RemoteRuns) {
     this.#ctx = ctx;
+    this.#remote = remote;
   }
 
   async start(request: StartRequest, origin?: RunOrigin): Promise<Outcome<RunView>> {
@@ -37,14 +40,13 @@ export class OneShotRuns {
     const checked = checkStart(request.provider, await ctx.provider(request.provider), request);
     if (!checked.ok) return checked;
     const { provider, info, descriptor } = checked.value;
-    if (provider.kind === "remote") {
-      return fail(
-        "UNSUPPORTED_CAPABILITY",
-        `provider ${provider.name} is remote and this deployment has no remote transport yet`,
-      );
-    }
     const raced = origin && runs.byCallKey(origin.callKey);
     if (raced) return ok(this.view(raced));
+    if (provider.kind === "remote") {
+      // another deployment runs it (remote-runs.ts): published here at once, no child object
+      const started = this.#remote.start(request, origin, provider, descriptor);
+      return started.ok ? ok(this.view(runs.get(started.value)!)) : started;
+    }
     const placed = placeChild(ctx, header, { ...request, maxDepth: checked.value.maxDepth });
     if (!placed.ok) return placed;
     const { childId } = placed.value;
@@ -197,7 +199,8 @@ export class OneShotRuns {
   /** Inside a transaction: marks the run cancelled and queues the cancel for its child. */
   requestCancel(run: RunRow, reason?: string): void {
     this.#ctx.stores.runs.requestCancel(run.runId);
-    this.#enqueueCancel(run, reason);
+    if (run.local) this.#enqueueCancel(run, reason);
+    else this.#remote.requestCancel(run.runId); // settled `aborted` by the transport, then interrupted there
   }
 
   /** A turn that ends while its foreground children still run cancels them (the tool's signal). */

@@ -97,6 +97,25 @@ export const SESSION_MIGRATIONS: readonly string[] = [
      sender TEXT PRIMARY KEY,
      next_seq INTEGER NOT NULL
    ) STRICT;`,
+  // 5: remote delegation: the transport state of runs handed to another deployment (one row per
+  // remote run, beside its row in runs). token and secret are credentials: never copied elsewhere.
+  `CREATE TABLE remote_runs (
+     run_id TEXT PRIMARY KEY,
+     url TEXT NOT NULL,
+     token TEXT,
+     secret TEXT NOT NULL,
+     request TEXT NOT NULL,
+     remote_id TEXT,
+     phase TEXT NOT NULL CHECK (phase IN ('create', 'prompt', 'await', 'interrupt', 'done')),
+     cursor INTEGER NOT NULL DEFAULT -1,
+     output TEXT,
+     polls INTEGER NOT NULL DEFAULT 0,
+     attempts INTEGER NOT NULL DEFAULT 0,
+     next_at INTEGER NOT NULL,
+     contact_at INTEGER NOT NULL,
+     last_error TEXT
+   ) STRICT;
+   CREATE INDEX remote_runs_due ON remote_runs (phase, next_at);`,
 ];
 
 export const SCHEMA_VERSION = SESSION_MIGRATIONS.length;

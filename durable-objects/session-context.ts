@@ -19,6 +19,8 @@ export interface SessionContext {
   provider(name: string): Promise<ProviderRecord | undefined>;
   modelSettings(): ModelSettings;
   limits: { depthCap: string | undefined; childCap: string | undefined };
+  /** Remote delegation: this deployment's public URL (callbacks; absent: polling only) and deadline. */
+  remote: { publicUrl: string | undefined; deadlineMs: number };
   /** Starts the driver without waiting (steps, outbox, settlement). */
   kick(): void;
 }

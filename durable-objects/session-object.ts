@@ -31,9 +31,13 @@ import { EventStream } from "./event-stream";
 import { childEntriesOf, descendantsOf, entryOf } from "./listing";
 import { OneShotChild } from "./one-shot-child";
 import { OneShotRuns } from "./one-shot-runs";
+import { applyCallback, type CallbackInput } from "./remote-callbacks";
+import { RemoteRuns, remoteSettings } from "./remote-runs";
+import { CallbackSender } from "./callback-sender";
 import { migrate, schemaExists } from "./schema";
 import type { SessionContext } from "./session-context";
 import { SessionStores } from "./session-stores";
+import { sessionHost } from "./session-host";
 import { SessionTools } from "./session-tools";
 
 /** If the in-process driver dies with its instance, the alarm picks the work up after this long. */
@@ -53,6 +57,7 @@ interface Parts {
   children: ContinuableParent;
   self: ContinuableChild;
   delivery: Delivery;
+  remote: RemoteRuns;
 }
 
 /**
@@ -221,6 +226,12 @@ export class SessionObject extends DurableObject<Env> {
     return header.ok ? ok({ entries: this.#parts!.stores.outbox.list() }) : header;
   }
 
+  /** A signed callback from another deployment with a remote run's result (remote-callbacks.ts). */
+  async remoteCallback(runId: string, input: CallbackInput): Promise<Outcome<{ applied: true }>> {
+    if (!this.#parts) return fail("NOT_FOUND", "no such run"); // never created: nothing to apply to
+    return applyCallback(this.#parts.ctx, this.#parts.remote, runId, input);
+  }
+
   // ---- RPC surface: other session objects (never reachable over HTTP) ----
 
   async init(spec: ChildInit): Promise<Outcome<{ id: string }>> {
@@ -327,13 +338,16 @@ export class SessionObject extends DurableObject<Env> {
       provider: (name) => registryStub(this.env).resolve(name),
       modelSettings: () => this.#modelSettings(),
       limits: { depthCap: this.env.MAX_DEPTH_CAP, childCap: this.env.MAX_CHILDREN_PER_SESSION },
+      remote: remoteSettings(this.env),
       kick: () => this.#kickSoon(),
     };
-    const runs = new OneShotRuns(ctx);
+    const remote = new RemoteRuns(ctx, (envelope) => delivery.deliver(envelope));
+    const callbacks = new CallbackSender(ctx);
+    const runs = new OneShotRuns(ctx, remote);
     const oneShot = new OneShotChild(ctx);
     const children = new ContinuableParent(ctx);
     const self = new ContinuableChild(ctx, children, runs);
-    const host = this.#host(ctx, runs, children, self);
+    const host = sessionHost(ctx, runs, children, self);
     const model = (): string => header()?.options.model ?? this.env.DEFAULT_MODEL;
     const driver: TurnDriver<SessionHost> = new TurnDriver<SessionHost>({
       stores,
@@ -347,62 +361,36 @@ export class SessionObject extends DurableObject<Env> {
       registry,
       host,
       inFlight: (keys) => stores.runs.inFlight(keys),
-      onTurnEnd: (turn) => {
+      onTurnEnd: (turn, _reason, turnStartSeq) => {
         runs.cancelForegroundOf(turn); // foreground children of an ended turn end with it
         const current = header();
         if (current?.oneShot) oneShot.onTurnEnd(current);
+        if (current?.callback) callbacks.onTurnEnd(current, turnStartSeq);
       },
     });
-    const delivery = new Delivery(ctx, (envelope, current) => {
-      switch (envelope.kind) {
-        case "run-result":
-          runs.applyResult(envelope);
-          return false;
-        case "cancel-run":
-          return oneShot.cancel(envelope, current);
-        case "report":
-          children.applyReport(envelope);
-          return false;
-        case "settled":
-          children.applySettled(envelope);
-          return false;
-        case "callback":
-          return false; // leaves the deployment over HTTP; never delivered to an object
-      }
-    });
-    this.#parts = { stores, ctx, driver, stream, runs, oneShot, children, self, delivery };
+    const delivery = new Delivery(
+      ctx,
+      (envelope, current) => {
+        switch (envelope.kind) {
+          case "run-result":
+            runs.applyResult(envelope);
+            return false;
+          case "cancel-run":
+            return oneShot.cancel(envelope, current);
+          case "report":
+            children.applyReport(envelope);
+            return false;
+          case "settled":
+            children.applySettled(envelope);
+            return false;
+          case "callback":
+            return false; // leaves the deployment over HTTP; never delivered to an object
+        }
+      },
+      (envelope) => callbacks.send(envelope),
+    );
+    this.#parts = { stores, ctx, driver, stream, runs, oneShot, children, self, delivery, remote };
     return this.#parts;
-  }
-
-  /** What tools may ask of this session; the object's internals stay off the RPC surface. */
-  #host(
-    ctx: SessionContext,
-    runs: OneShotRuns,
-    children: ContinuableParent,
-    self: ContinuableChild,
-  ): SessionHost {
-    const id = (): string => ctx.header()?.id ?? "";
-    return {
-      get sessionId() {
-        return id();
-      },
-      startRun: (request, origin) => runs.start(request, origin),
-      task: (taskId) => {
-        const run = ctx.stores.runs.byTaskId(taskId);
-        return run ? runs.view(run) : undefined;
-      },
-      killTask: (taskId, reason) => {
-        const run = ctx.stores.runs.byTaskId(taskId);
-        return run ? runs.dispose(run.runId, reason) : fail("NOT_FOUND", `unknown task ${taskId}`);
-      },
-      startContinuable: (request) => children.start(request),
-      followup: (childId, text) =>
-        children.followup(childId, text, { kind: "coordinator", form: "relay", senderSessionId: id() }),
-      interruptAgent: (targetId) => children.interrupt(targetId, { kind: "ancestor", ancestorId: id() }),
-      listAgents: async (scope) =>
-        ok(scope === "children" ? (await childEntriesOf(ctx)).map(publicEntry) : await descendantsOf(ctx)),
-      report: (text) => self.report(text, ctx.header()?.options.reportDelivery ?? "next-step"),
-    };
   }
 
   #authorize(caller: Caller, need: Need): Outcome<SessionHeader> {
@@ -467,11 +455,13 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   async #drive(): Promise<void> {
-    const { driver, delivery, runs, children, self } = this.#parts!;
+    const { driver, delivery, runs, children, self, remote } = this.#parts!;
     await this.ctx.storage.setAlarm(Date.now() + SAFETY_NET_MS);
     await faultPoint(this.#id(), "after-accept");
     for (;;) {
       this.#wake = false;
+      // remote transport calls run beside the steps (each is bounded in time); awaited below
+      remote.pump();
       // the outbox is drained between steps too: a cancel must not wait for the turn to end
       const stepped = await driver.step();
       const sent = await delivery.drainOutbox();
@@ -479,17 +469,18 @@ export class SessionObject extends DurableObject<Env> {
       if (await runs.repairStarts()) continue;
       if (await children.repairStarts()) continue;
       if (self.settleIfDone()) continue;
+      if (await remote.drain()) continue;
       await this.#schedule();
       if (!this.#wake) return;
     }
   }
 
-  /** When the one alarm must fire next: now for an owed step or start repair, else the outbox's next retry. */
+  /** When the one alarm must fire next: now for an owed step or start repair, else the next retry or poll. */
   #nextDue(): number | undefined {
-    const { driver, runs, children, stores } = this.#parts!;
-    return driver.owesStep() || runs.repairOwed() || children.repairOwed()
-      ? Date.now()
-      : stores.outbox.nextDue();
+    const { driver, runs, children, stores, remote } = this.#parts!;
+    if (driver.owesStep() || runs.repairOwed() || children.repairOwed()) return Date.now();
+    const times = [stores.outbox.nextDue(), remote.nextDue()].filter((t) => t !== undefined);
+    return times.length === 0 ? undefined : Math.min(...times);
   }
 
   /** Re-arms the alarm to the earliest owed item, or clears it. Called last. */

@@ -7,6 +7,7 @@ import type { EventStream } from "./event-stream";
 import { Flags } from "./flags";
 import { Inbox } from "./inbox";
 import { Outbox } from "./outbox";
+import { RemoteStore } from "./remote-store";
 import { Children, Runs } from "./runs";
 import { SingleRow } from "./single-row";
 
@@ -24,6 +25,7 @@ export class SessionStores implements DriverStores {
   readonly outbox: Outbox;
   readonly epochs: Epochs;
   readonly flags: Flags;
+  readonly remote: RemoteStore;
   readonly #loopRow: SingleRow<LoopState>;
   readonly loop = {
     get: (): LoopState => this.#loopRow.get() ?? INITIAL_LOOP,
@@ -41,6 +43,7 @@ export class SessionStores implements DriverStores {
     this.outbox = new Outbox(this.sql, this.log);
     this.epochs = new Epochs(this.sql);
     this.flags = new Flags(this.sql);
+    this.remote = new RemoteStore(this.sql);
     this.#loopRow = new SingleRow<LoopState>(this.sql, "loop");
   }
 

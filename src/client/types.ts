@@ -120,6 +120,12 @@ export interface CreateSessionRequest extends Placement {
   providers?: string[];
   backgroundMode?: ChildMode;
   reportDelivery?: "quiet" | "next-step" | "wakeup";
+  /** Same key (and same body) again: the same session, answered without a token. */
+  idempotencyKey?: string;
+  /** Where the session posts its first turn's result, signed with `secret` (remote delegation). */
+  callback?: { url: string; secret: string };
+  /** Depth of this session in a delegation tree that started on another deployment. */
+  delegationDepth?: number;
 }
 
 export interface SessionView extends Placement {
@@ -136,7 +142,10 @@ export interface SessionView extends Placement {
   lastSeq: number;
 }
 
-/** `POST /v1/sessions`: the session and its token (shown once; keep it). */
+/**
+ * `POST /v1/sessions`: the session and its token (shown once; keep it). An idempotent replay
+ * (same `idempotencyKey` and body) answers the same session without a token.
+ */
 export type CreatedSession = SessionView & { token: string };
 
 export interface DirectoryEntry extends Placement {

@@ -7,7 +7,12 @@ import type { SubagentResult } from "./run";
  * must know whether the parent took it). `id` is the idempotency key (the receiver applies each
  * once); `v` lets the previous and the current code read each other.
  */
-export type Envelope = RunResultEnvelope | CancelRunEnvelope | SettledEnvelope | ReportEnvelope;
+export type Envelope =
+  | RunResultEnvelope
+  | CancelRunEnvelope
+  | SettledEnvelope
+  | ReportEnvelope
+  | CallbackEnvelope;
 
 interface EnvelopeBase {
   v: 1;
@@ -53,6 +58,18 @@ export interface ReportEnvelope extends EnvelopeBase {
   messageId: string;
   text: string;
   delivery: ReportDelivery;
+}
+
+/** The outbox target of a callback: it leaves the deployment over HTTP, never to a session object. */
+export const CALLBACK_TARGET = "callback";
+
+/**
+ * A session created for another deployment -> that deployment: its first turn's result, posted
+ * (signed) to the session's callback URL. URL and secret stay in the header, not in the outbox.
+ */
+export interface CallbackEnvelope extends EnvelopeBase {
+  kind: "callback";
+  result: SubagentResult;
 }
 
 export const ENVELOPE_VERSIONS: readonly number[] = [1];

@@ -12,7 +12,7 @@ import type { ContinuableInit, ContinuableStart, FollowupInput, InterruptAuthori
 
 /** What the registry Worker may ask of a session's object (its RPC surface). */
 export interface SessionApi {
-  create(input: CreateSession): Promise<Outcome<SessionView>>;
+  create(input: CreateSession): Promise<Outcome<{ view: SessionView; replayed: boolean }>>;
   describe(caller: Caller): Promise<Outcome<SessionView>>;
   send(caller: Caller, input: SendInput): Promise<Outcome<{ messageId: string }>>;
   events(caller: Caller, query: { after: number; limit: number }): Promise<Outcome<EventPage>>;
@@ -34,6 +34,11 @@ export interface SessionApi {
   listChildren(caller: Caller): Promise<Outcome<{ entries: ChildEntry[] }>>;
   listDescendants(caller: Caller): Promise<Outcome<{ entries: DescendantEntry[] }>>;
   outbox(caller: Caller): Promise<Outcome<{ entries: OutboxEntry[] }>>;
+  /** A signed callback with a remote run's result; the object checks the signature itself. */
+  remoteCallback(
+    runId: string,
+    input: { timestamp: string | null; signature: string | null; body: string },
+  ): Promise<Outcome<{ applied: true }>>;
   fetch(request: Request): Promise<Response>;
 }
 
@@ -104,6 +109,10 @@ export interface CreateSession {
   tenant?: string;
   jurisdiction?: Jurisdiction;
   locationHint?: LocationHint;
+  callback?: { url: string; secret: string };
+  delegationDepth?: number;
+  /** Present when created with an idempotency key (see `SessionHeader.createKey`). */
+  createKey?: string;
 }
 
 export interface SendInput {

@@ -23,6 +23,13 @@ export interface SessionHeader {
   /** Where the object lives (core/placement.ts): a jurisdiction is inherited and never left. */
   jurisdiction?: Jurisdiction;
   locationHint?: LocationHint;
+  /**
+   * A session created for another deployment (remote delegation): where its first turn's result
+   * is posted, signed with `secret`. Never returned, never logged, never inherited.
+   */
+  callback?: { url: string; secret: string };
+  /** SHA-256 of the creation's idempotency key and body: the same create again is this session. */
+  createKey?: string;
 }
 
 export interface AgentOptions {

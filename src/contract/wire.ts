@@ -15,6 +15,28 @@ export const ToolFilterSchema = z
 
 export const ModelRoute = z.string().min(1).max(200);
 
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
+
+/**
+ * A URL another deployment is reached at (a remote provider, a callback, PUBLIC_URL): https, or
+ * plain http to a loopback host only (two `wrangler dev` on one machine).
+ */
+export const ServiceUrl = z
+  .url({ protocol: /^https?$/ })
+  .max(2048)
+  .refine((raw) => {
+    // runs after a failed url check too: an unparsable value is that check's problem, not this one's
+    if (!URL.canParse(raw)) return true;
+    const url = new URL(raw);
+    return url.protocol === "https:" || LOOPBACK.test(url.hostname);
+  }, "must be https (plain http only to a loopback host)");
+
+/** Where a session created for another deployment posts its first turn's result, signed. */
+export const CallbackSpec = z.strictObject({
+  url: ServiceUrl,
+  secret: z.string().min(16).max(256),
+});
+
 export const CreateSessionBody = z.strictObject({
   model: ModelRoute.optional(),
   persona: z.string().max(32_768).optional(),
@@ -25,6 +47,11 @@ export const CreateSessionBody = z.strictObject({
   reportDelivery: z.enum(["quiet", "next-step", "wakeup"]).optional(),
   jurisdiction: JurisdictionSchema.optional(),
   locationHint: LocationHintSchema.optional(),
+  /** The same key (with the same body) again answers the same session, without a token. */
+  idempotencyKey: z.string().min(1).max(200).optional(),
+  callback: CallbackSpec.optional(),
+  /** Depth in a delegation tree that began on another deployment (the depth cap still applies). */
+  delegationDepth: z.number().int().min(0).max(64).optional(),
 });
 
 export const SendMessageBody = z.strictObject({

@@ -48,6 +48,18 @@ export function newPlacedId(jurisdiction?: Jurisdiction): string {
 }
 
 /**
+ * The id of a session created with an idempotency key: derived from a hex digest (at least 32
+ * digits) of tenant and key, so the same create lands on the same object. UUID version 8; without
+ * a jurisdiction the digit after the version is `0` (names none).
+ */
+export function placedIdFromDigest(hex: string, jurisdiction?: Jurisdiction): string {
+  const h = hex.toLowerCase();
+  const variant = "89ab"[Number.parseInt(h[16] ?? "0", 16) & 3];
+  const id = `${h.slice(0, 8)}-${h.slice(8, 12)}-80${h.slice(14, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+  return jurisdiction === undefined ? id : encode(id, jurisdiction);
+}
+
+/**
  * A caller-reserved child id in its jurisdiction. A plain id is moved into the jurisdiction
  * (deterministically, so a retried start with the same id finds the same child); an id that
  * already names the jurisdiction is kept; an id that names another one is refused.

@@ -9,6 +9,7 @@ import {
 } from "../contract/wire";
 import { createTopLevelSession } from "./session-create";
 import { authed, reply } from "./authed";
+import { addCallbackRoute } from "./callback-route";
 import { addDelegationRoutes } from "./delegation-routes";
 import { queryOf, readBody, validate } from "./body";
 import { failure, json } from "./respond";
@@ -45,7 +46,9 @@ export function buildRouter() {
     authed(async (request, env, caller) => {
       const body = await readBody(request, CreateSessionBody);
       if (!body.ok) return failure(body);
-      return reply(await createTopLevelSession(env, body.value, adminTenant(caller)), 201);
+      const created = await createTopLevelSession(env, body.value, adminTenant(caller));
+      // 201 with the token when created; 200 without one for an idempotent replay
+      return reply(created, created.ok && created.value.token === undefined ? 200 : 201);
     }, "admin"),
   );
 
@@ -120,6 +123,7 @@ export function buildRouter() {
   );
 
   addDelegationRoutes(router);
+  addCallbackRoute(router);
 
   router.all("/v1/*", () => failure(fail("NOT_FOUND", "no such route")));
   router.all("*", () => failure(fail("NOT_FOUND", "no such route")));

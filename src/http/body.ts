@@ -26,6 +26,21 @@ export async function readBody<T>(request: Request, schema: z.ZodType<T>): Promi
   return validate(value, schema);
 }
 
+/**
+ * Reads a body as text with the same limits as `readBody` (size, strict UTF-8, JSON content
+ * type when not empty), for routes that need its exact bytes (a signed callback).
+ */
+export async function readText(request: Request): Promise<Outcome<string>> {
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > MAX_BODY_BYTES) return tooLarge();
+  const text = await readLimited(request);
+  if (text === undefined) return tooLarge();
+  if (text === null) return fail("MALFORMED_JSON", "the body is not valid UTF-8");
+  if (text.length > 0 && !/^application\/json\b/i.test(request.headers.get("content-type") ?? ""))
+    return fail("INVALID_REQUEST", "content-type must be application/json");
+  return ok(text);
+}
+
 /** Nesting deeper than this is refused before any schema or serializer walks it. */
 export const MAX_JSON_DEPTH = 128;
 

@@ -4,17 +4,22 @@ import { DEFAULT_TENANT, type SessionView } from "../contract/session";
 import type { CreateSessionBody } from "../contract/wire";
 import { compact } from "../core/compact";
 import { sha256Hex } from "../core/hash";
-import { newPlacedId, placementOf } from "../core/placement";
+import { newPlacedId, placedIdFromDigest, placementOf } from "../core/placement";
 import { newSessionToken } from "./auth";
 import { registryStub, sessionStub } from "./sessions";
 import type { z } from "zod";
 
-/** Creates a top-level session and mints its token (returned once, stored only as a hash). */
+/**
+ * Creates a top-level session and mints its token (returned once, stored only as a hash). With
+ * an `idempotencyKey` the session id is derived from tenant and key, so a retried create (the
+ * same key and body) answers the session it already made, without a token (`token` absent);
+ * the same key with another body is `IDEMPOTENCY_KEY_REUSED`.
+ */
 export async function createTopLevelSession(
   env: Env,
   body: z.infer<typeof CreateSessionBody>,
   tenant: string = DEFAULT_TENANT,
-): Promise<Outcome<SessionView & { token: string }>> {
+): Promise<Outcome<SessionView & { token?: string }>> {
   const model = body.model ?? env.DEFAULT_MODEL;
   const problem = modelRouteProblem(model, {
     defaultModel: env.DEFAULT_MODEL,
@@ -22,9 +27,21 @@ export async function createTopLevelSession(
     ...(env.AI ? { ai: env.AI as never } : {}),
   });
   if (problem) return fail("INVALID_REQUEST", `model: ${problem}`);
-  const { model: _model, label, jurisdiction, locationHint, ...rest } = body;
+  const {
+    model: _model,
+    label,
+    jurisdiction,
+    locationHint,
+    idempotencyKey,
+    callback,
+    delegationDepth,
+    ...rest
+  } = body;
   const placement = placementOf({ jurisdiction, locationHint });
-  const id = newPlacedId(jurisdiction);
+  const id =
+    idempotencyKey === undefined
+      ? newPlacedId(jurisdiction)
+      : placedIdFromDigest(await sha256Hex(`${tenant}\n${idempotencyKey}`), jurisdiction);
   const token = newSessionToken(id);
   const created = await sessionStub(env, id, locationHint).create({
     id,
@@ -33,14 +50,20 @@ export async function createTopLevelSession(
     ...(label === undefined ? {} : { label }),
     ...(tenant === DEFAULT_TENANT ? {} : { tenant }),
     ...placement,
+    ...(callback === undefined ? {} : { callback }),
+    ...(delegationDepth === undefined ? {} : { delegationDepth }),
+    ...(idempotencyKey === undefined
+      ? {}
+      : { createKey: await sha256Hex(JSON.stringify({ tenant, model, body })) }),
   });
   if (!created.ok) return created;
+  if (created.value.replayed) return { ok: true, value: created.value.view };
   // The directory lives outside any jurisdiction: it keeps no label of a session confined to one.
   await registryStub(env).addSession(tenant, {
     id,
-    createdAt: created.value.createdAt,
+    createdAt: created.value.view.createdAt,
     ...(label === undefined || jurisdiction !== undefined ? {} : { label }),
     ...placement,
   });
-  return { ok: true, value: { ...created.value, token } };
+  return { ok: true, value: { ...created.value.view, token } };
 }

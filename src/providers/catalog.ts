@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { ServiceUrl } from "../contract/wire";
 
 /**
  * What each provider kind offers. `spawn` and `fork` create child sessions in this deployment;
@@ -86,7 +87,7 @@ export const ProviderName = z
 export const RegisterProviderBody = z.discriminatedUnion("kind", [
   z.strictObject({
     kind: z.literal("remote"),
-    url: z.url({ protocol: /^https?$/ }).max(2048),
+    url: ServiceUrl,
     token: z.string().min(1).max(4096).optional(),
   }),
   z.strictObject({ kind: z.literal("spawn") }),

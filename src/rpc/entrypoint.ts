@@ -80,7 +80,8 @@ export class SubagentsEntrypoint extends WorkerEntrypoint<Env> {
     return registryStub(this.env).list();
   }
 
-  async createSession(options: unknown = {}): Promise<SessionView & { token: string }> {
+  /** A new top-level session and its token; an idempotent replay (same key) answers no token. */
+  async createSession(options: unknown = {}): Promise<SessionView & { token?: string }> {
     return unwrap(await createTopLevelSession(this.env, arg(options, CreateSessionBody)));
   }
 

@@ -473,9 +473,14 @@ const delegation: HttpCase[] = [
     ["an unknown provider (one-shot)", "NO_PROVIDER", sub({ ...ONE_SHOT, provider: "nope" })],
     ["an unknown provider (continuable)", "NO_PROVIDER", sub({ ...CONTINUABLE, provider: "nope" })],
     [
-      "a remote provider (no remote transport)",
+      "a persona for a remote provider",
       "UNSUPPORTED_CAPABILITY",
-      sub({ ...ONE_SHOT, provider: REMOTE }),
+      sub({ ...ONE_SHOT, provider: REMOTE, persona: "a pirate" }),
+    ],
+    [
+      "a childId for a remote provider (it mints its own run id)",
+      "INVALID_REQUEST",
+      sub({ ...ONE_SHOT, provider: REMOTE, childId: GHOST }),
     ],
     [
       "an outputSchema for a remote provider",
@@ -810,9 +815,9 @@ const RPC_CASES: RpcCase[] = [
       (r, w) => r.start(w.a.id, { ...START, outputSchema: { type: "array" } }),
     ],
     [
-      "a remote provider",
+      "a toolFilter for a remote provider",
       "UNSUPPORTED_CAPABILITY",
-      (r, w) => r.start(w.a.id, { ...START, provider: REMOTE }),
+      (r, w) => r.start(w.a.id, { ...START, provider: REMOTE, toolFilter: { deny: ["echo"] } }),
     ],
     [
       "the childId of an existing child",

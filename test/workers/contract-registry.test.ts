@@ -366,7 +366,10 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
   it("5. a provider without capabilities refuses maxDepth, outputSchema, toolFilter and persona with 422 UNSUPPORTED_CAPABILITY, first miss in contract order, before any child exists", async () => {
     const parent = await createSession();
     const remote = uniqueName("remote");
-    expect((await putProvider(remote, { kind: "remote", url: "https://example.com" })).status).toBe(201);
+    // .invalid never resolves: the one start below that is published reaches no real host
+    expect(
+      (await putProvider(remote, { kind: "remote", url: "https://remote.example.invalid" })).status,
+    ).toBe(201);
     const schema = { type: "object", properties: { a: { type: "string" } } };
     const cases: [Record<string, unknown>, string][] = [
       [{ maxDepth: 2 }, "maxDepth"],
@@ -388,10 +391,12 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
       expect(res.body.error.message).toContain(option);
       await expectNoSession(childId);
     }
-    // with no options a remote start fails the same way until a remote transport exists
-    const plain = await startRun(parent.id, { provider: remote, prompt: "x" });
-    expectError(plain, 422, "UNSUPPORTED_CAPABILITY");
     await expectNoDelegation(parent.id);
+    // with no options a remote start is published (the transport is tested in remote-*.test.ts)
+    const plain = await startRun(parent.id, { provider: remote, prompt: "x" });
+    expect(plain.status).toBe(201);
+    expect(plain.body).toMatchObject({ id: `remote:${plain.body.runId}`, local: false });
+    expect((await api("DELETE", `/v1/sessions/${parent.id}/runs/${plain.body.runId}`)).status).toBe(202);
   });
 
   it('6. maxDepth forms -1, 1.5, "3", -0, NaN, ±Infinity, null and 2^53 are refused with INVALID_MAX_DEPTH (HTTP 400 and RPC) before any child exists; absent and MAX_SAFE_INTEGER are accepted', async () => {
@@ -719,7 +724,11 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
     // refusals for depth and capability leave nothing either
     const remote = uniqueName("refuse");
     expect((await putProvider(remote, { kind: "remote", url: "https://example.com" })).status).toBe(201);
-    expectError(await startRun(parent.id, { provider: remote, prompt: "x" }), 422, "UNSUPPORTED_CAPABILITY");
+    expectError(
+      await startRun(parent.id, { provider: remote, prompt: "x", persona: "p" }),
+      422,
+      "UNSUPPORTED_CAPABILITY",
+    );
     expectError(
       await startRun(parent.id, { provider: "spawn", prompt: "x", maxDepth: 0 }),
       422,

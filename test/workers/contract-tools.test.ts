@@ -380,10 +380,20 @@ describe("contract 10, delegation tools (scenarios 68-70)", () => {
         { call: [call("subagent", { description: "far", prompt: "x", run_in_background: true })] },
         { say: "ok" },
       );
+      // a remote provider cannot continue: the background call is a one-shot task there, started
+      // without maxDepth (no depthLimit capability); it has no child session here
       const [farResult] = toolResults(remoteLog, "subagent");
-      expect(farResult!.isError).toBe(true);
-      expect(farResult!.text).not.toMatch(/maxDepth|continuable/);
+      expect(farResult).toMatchObject({
+        text: "started background subagent task subagent-1",
+        isError: false,
+      });
       expect(await sqlRows(remoteRoot.id, "SELECT child_id FROM children")).toEqual([]);
+      const [farRun] = await sqlRows<{ run_id: string; local: number }>(
+        remoteRoot.id,
+        "SELECT run_id, local FROM runs",
+      );
+      expect(farRun!.local).toBe(0);
+      await api("DELETE", `/v1/sessions/${remoteRoot.id}/runs/${farRun!.run_id}`);
     } finally {
       await api("DELETE", `/v1/providers/${name}`);
     }
