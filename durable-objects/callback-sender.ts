@@ -59,17 +59,26 @@ export class CallbackSender {
     const body: CallbackBody = { v: 1, session: header.id, result: envelope.result };
     const text = JSON.stringify(body);
     const timestamp = Math.floor(Date.now() / 1000);
-    const response = await fetch(header.callback.url, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        [TIMESTAMP_HEADER]: String(timestamp),
-        [SIGNATURE_HEADER]: await signCallback(header.callback.secret, timestamp, text),
-      },
-      body: text,
-      signal: AbortSignal.timeout(CALLBACK_TIMEOUT_MS),
-    });
-    await response.body?.cancel();
+    const signature = await signCallback(header.callback.secret, timestamp, text);
+    // a timer of our own, cleared when the attempt is over (AbortSignal.timeout's would outlive it)
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(new Error("timed out")), CALLBACK_TIMEOUT_MS);
+    let response: Response;
+    try {
+      response = await fetch(header.callback.url, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          [TIMESTAMP_HEADER]: String(timestamp),
+          [SIGNATURE_HEADER]: signature,
+        },
+        body: text,
+        signal: controller.signal,
+      });
+      await response.body?.cancel();
+    } finally {
+      clearTimeout(timer);
+    }
     if (response.ok || response.status === 409) return;
     throw new Error(`the callback was answered with HTTP ${response.status}`);
   }

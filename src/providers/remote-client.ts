@@ -29,24 +29,29 @@ export async function callRemote(
   const headers: Record<string, string> = {};
   if (target.token !== null) headers.authorization = `Bearer ${target.token}`;
   if (body !== undefined) headers["content-type"] = "application/json";
+  // a timer of our own, cleared when the call is over (AbortSignal.timeout's would outlive it)
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new Error("timed out")), REMOTE_CALL_TIMEOUT_MS);
   let response: Response;
+  let parsed: unknown;
   try {
     response = await fetch(`${target.url.replace(/\/+$/, "")}${path}`, {
       method,
       headers,
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      signal: AbortSignal.timeout(REMOTE_CALL_TIMEOUT_MS),
+      signal: controller.signal,
     });
+    try {
+      const text = await response.text();
+      parsed = text.length === 0 ? undefined : JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
   } catch (error) {
     const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     return { ok: false, permanent: false, error: scrub(`no answer (${reason})`, target.secrets) };
-  }
-  let parsed: unknown;
-  try {
-    const text = await response.text();
-    parsed = text.length === 0 ? undefined : JSON.parse(text);
-  } catch {
-    parsed = undefined;
+  } finally {
+    clearTimeout(timer);
   }
   if (response.ok) return { ok: true, status: response.status, body: parsed };
   const code = RemoteError.safeParse(parsed);
