@@ -118,17 +118,20 @@ export function randomToken() {
 }
 
 /**
- * Starts `wrangler dev` and resolves once GET /v1/health answers `{ok: true}`.
- * @param {{persistTo?: string, token?: string, timeoutMs?: number}} [options]
+ * Starts `wrangler dev` and resolves once GET /v1/health answers `{ok: true}`. `port` pins the
+ * port (a restart on the same port keeps the server's URL, e.g. for a registered remote
+ * provider); `vars` are further `--var`s (e.g. PUBLIC_URL, REMOTE_DEADLINE_SECONDS).
+ * @param {{persistTo?: string, token?: string, timeoutMs?: number, port?: number, vars?: Record<string, string>}} [options]
  */
 export async function startDevServer(options = {}) {
   const persistTo = options.persistTo ?? tempDir();
   const token = options.token ?? randomToken();
   const timeoutMs = options.timeoutMs ?? START_TIMEOUT_MS;
+  const vars = options.vars ?? {};
   let lastError;
   // A free port can be taken between probing and binding: retry once with new ports.
   for (let attempt = 0; attempt < 2; attempt++) {
-    const server = await launch({ persistTo, token, timeoutMs });
+    const server = await launch({ persistTo, token, timeoutMs, port: options.port, vars });
     try {
       await server.ready;
       return server;
@@ -141,8 +144,8 @@ export async function startDevServer(options = {}) {
   throw lastError;
 }
 
-async function launch({ persistTo, token, timeoutMs }) {
-  const port = await freePort();
+async function launch({ persistTo, token, timeoutMs, port: pinned, vars }) {
+  const port = pinned ?? (await freePort());
   const inspectorPort = await freePort();
   const args = [
     "wrangler",
@@ -157,6 +160,7 @@ async function launch({ persistTo, token, timeoutMs }) {
     persistTo,
     "--var",
     `ADMIN_TOKEN:${token}`,
+    ...Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
     "--show-interactive-dev-session=false",
   ];
   const child = spawn("npx", args, {
