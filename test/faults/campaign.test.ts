@@ -1,0 +1,3 @@
+import { defineCampaign } from "./campaign";
+
+defineCampaign();

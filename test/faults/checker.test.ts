@@ -1,0 +1,196 @@
+import { env } from "cloudflare:workers";
+import { describe, expect, test } from "vitest";
+import { type CheckInput, check, type Category } from "./checker";
+import { allObjects, Runner, sleep } from "./harness";
+import type { Scenario } from "./scenario";
+import { type Snapshot, snapshot } from "./snapshot";
+
+/**
+ * The checker is not vacuous: a clean, fault-free forest passes it, and each kind of damage a
+ * bug could do (planted into a copy of the snapshot, never into storage) is caught in its category.
+ */
+
+const script = (...steps: Record<string, unknown>[]): string => JSON.stringify({ script: steps });
+
+async function cleanForest(): Promise<CheckInput> {
+  const scenario: Scenario = {
+    seed: 0,
+    roots: [{ ref: "r0", backgroundMode: "continuable" }],
+    children: [
+      { ref: "h0", root: "r0", mode: "one-shot", id: crypto.randomUUID() },
+      { ref: "h1", root: "r0", mode: "continuable", id: crypto.randomUUID() },
+    ],
+    steps: [],
+    rules: [],
+  };
+  const before = new Set((await allObjects()).map((o) => o.toString()));
+  const runner = new Runner(0, []);
+  const created = await runner.call("create", "r0", "POST", "/v1/sessions", {});
+  const root = String(created.result?.id);
+  runner.bind("r0", root);
+  for (const child of scenario.children) runner.bind(child.ref, child.id);
+  const send = (content: string, key: string) =>
+    runner.call(
+      "send",
+      "r0",
+      "POST",
+      `/v1/sessions/${root}/messages`,
+      { content, idempotencyKey: key },
+      { key, content },
+    );
+  await send("hello s0-1", "k1");
+  await runner.call("start-one-shot", "h0", "POST", `/v1/sessions/${root}/subagents`, {
+    provider: "spawn",
+    prompt: "task s0-2",
+    mode: "one-shot",
+    childId: scenario.children[0]!.id,
+  });
+  await runner.call("start-continuable", "h1", "POST", `/v1/sessions/${root}/subagents`, {
+    provider: "spawn",
+    prompt: script({ call: [{ tool: "report", args: { output: "progress s0-3" } }] }, { say: "final s0-3" }),
+    mode: "continuable",
+    label: "http s0-3",
+    childId: scenario.children[1]!.id,
+  });
+  await send(
+    script(
+      {
+        call: [
+          { tool: "subagent", args: { description: "bg s0-4", run_in_background: true, prompt: "job s0-4" } },
+        ],
+      },
+      { say: "started s0-4" },
+    ),
+    "k2",
+  );
+  const objects = async () => (await allObjects()).filter((o) => !before.has(o.toString()));
+  await sleep(50);
+  await runner.drain(objects);
+  await runner.discoverModelChildren(new Set(scenario.children.map((c) => c.id)));
+  const sessions = new Map<string, Snapshot>();
+  for (const object of await objects()) {
+    const s = await snapshot(object);
+    sessions.set(s.header?.id ?? object.toString(), s);
+  }
+  expect([...sessions.values()].filter((s) => s.header).length).toBe(4);
+  return { scenario, history: runner.history, ids: runner.ids, sessions };
+}
+
+/** A deep copy of the input whose sessions a test may damage. */
+function copy(input: CheckInput): CheckInput & { sessions: Map<string, Snapshot> } {
+  return { ...input, sessions: new Map([...input.sessions].map(([k, v]) => [k, structuredClone(v)])) };
+}
+
+function categories(input: CheckInput): Category[] {
+  return [...new Set(check(input).violations.map((v) => v.category))].sort();
+}
+
+describe("the checker", () => {
+  test("passes a clean forest and catches every kind of planted damage", async () => {
+    const clean = await cleanForest();
+    expect(check(clean).violations).toEqual([]);
+    const root = clean.ids.get("r0")!;
+    const oneShot = clean.ids.get("h0")!;
+    const continuable = clean.ids.get("h1")!;
+    const plant = (damage: (s: Map<string, Snapshot>) => void): Category[] => {
+      const input = copy(clean);
+      damage(input.sessions);
+      return categories(input);
+    };
+    const at = (sessions: Map<string, Snapshot>, id: string): Snapshot => sessions.get(id)!;
+
+    // an acknowledged message vanished (row and events)
+    expect(
+      plant((s) => {
+        const r = at(s, root);
+        const gone = r.inbox.find((m) => m.idempotencyKey === "k1")!.messageId;
+        r.inbox = r.inbox.filter((m) => m.messageId !== gone);
+        r.events = r.events.filter((e) => e.data?.messageId !== gone).map((e, seq) => ({ ...e, seq }));
+      }),
+    ).toContain("lost");
+    // an acknowledged one-shot run lost its end
+    expect(
+      plant((s) => {
+        const r = at(s, root);
+        r.events = r.events
+          .filter((e) => !(e.type === "subagent/end" && e.data.id === oneShot))
+          .map((e, seq) => ({ ...e, seq }));
+      }),
+    ).toContain("lost");
+    // a model answer appended twice
+    expect(
+      plant((s) => {
+        const r = at(s, root);
+        const answer = r.events.find(
+          (e) => e.type === "assistant/message" && JSON.stringify(e.data).includes("echo: hello"),
+        )!;
+        r.events.push({ ...answer, seq: r.events.length });
+      }),
+    ).toContain("duplicated");
+    // a subagent/start recorded twice
+    expect(
+      plant((s) => {
+        const r = at(s, root);
+        const start = r.events.find((e) => e.type === "subagent/start")!;
+        r.events.push({ ...start, seq: r.events.length });
+      }),
+    ).toContain("duplicated");
+    // a user message no operation sent
+    expect(
+      plant((s) => {
+        const r = at(s, root);
+        const row = r.inbox.find((m) => m.idempotencyKey === "k1")!;
+        r.inbox.push({
+          ...row,
+          messageId: "msg_planted",
+          idempotencyKey: "nobody-sent-this",
+          state: "claimed",
+        });
+        r.events.push({
+          seq: r.events.length,
+          type: "agent/inbox/inserted",
+          at: 0,
+          data: { messageId: "msg_planted" },
+        });
+        r.events.push({
+          seq: r.events.length,
+          type: "agent/inbox/claimed",
+          at: 0,
+          data: { messageId: "msg_planted" },
+        });
+      }),
+    ).toContain("unexpected");
+    // a live child its parent does not own
+    expect(
+      plant((s) => {
+        at(s, root).children = at(s, root).children.filter((c) => c.childId !== continuable);
+        at(s, continuable).activation = { epoch: 2, runId: "planted" };
+      }),
+    ).toContain("orphaned");
+    // an outbox row never delivered, and a run that never settled
+    expect(
+      plant((s) => {
+        const row = at(s, oneShot).outbox[0]!;
+        row.deliveredAt = null;
+      }),
+    ).toContain("stuck");
+    expect(
+      plant((s) => {
+        at(s, root).runs[0]!.state = "running";
+      }),
+    ).toContain("stuck");
+    // a hole in the log
+    expect(
+      plant((s) => {
+        at(s, continuable).events.splice(2, 1);
+      }),
+    ).toContain("seq-gaps");
+    // an envelope marked delivered that its target never applied
+    expect(
+      plant((s) => {
+        at(s, root).seen = at(s, root).seen.filter((id) => !id.startsWith("result:"));
+      }),
+    ).toContain("lost");
+    expect(env.SESSIONS).toBeDefined();
+  });
+});

@@ -1,0 +1,436 @@
+import {
+  evictDurableObject,
+  listDurableObjectIds,
+  runDurableObjectAlarm,
+  runInDurableObject,
+} from "cloudflare:test";
+import { env, exports } from "cloudflare:workers";
+import { vi } from "vitest";
+import { type FaultPointName, installFaults } from "../../src/core/faults";
+import type { FaultKind, FaultRule, RuleKind } from "./scenario";
+
+/**
+ * The campaign's machinery inside workerd: HTTP calls recorded as a history, fault rules turned
+ * into fault plans, resets (graceful evictions and hard `ctx.abort()`s, both bounded), discovery of
+ * the children models start, and the drain that fires every owed alarm until nothing moves, on a
+ * mocked clock so backoffs elapse at once.
+ *
+ * Notes from building it:
+ * - Fault plans never resolve a promise the test created: a promise settled from inside an object
+ *   pins that object (workerd then refuses to evict it for 30 s: "it still has active references").
+ * - `evictDurableObject` waits for in-flight work (a model's think, an RPC); a hard crash in the
+ *   middle of a step needs `ctx.abort()`, after which stubs that reached the object are broken:
+ *   every call here takes a fresh stub.
+ * - `runDurableObjectAlarm` consumes the alarm even when the handler throws; the platform would
+ *   retry it, so the drain calls `alarm()` again with a retry count, as the platform does.
+ */
+
+export const ADMIN = "test-admin-token";
+
+export type Outcome = "ok" | "fail" | "ambiguous";
+
+/** One operation of the history. */
+export interface Op {
+  id: number;
+  kind: string;
+  /** The session reference it acted on (r0, h1, m:r0:0). */
+  target: string;
+  start: number;
+  end: number;
+  outcome: Outcome;
+  status?: number;
+  code?: string;
+  /** What the answer said: messageId, runId, childId. */
+  result?: Record<string, unknown>;
+  /** What the operation sent that the checker needs (tag, key, content, expected answers). */
+  input?: Record<string, unknown>;
+}
+
+export interface Fired {
+  kind: FaultKind;
+  point: string;
+  scope: string;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Resolves `promise`, or `undefined` after `ms` (the promise keeps running; its failure is swallowed). */
+export async function bounded<T>(promise: Promise<T>, ms: number): Promise<{ value: T } | undefined> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  promise.catch(() => {});
+  try {
+    return await Promise.race([promise.then((value) => ({ value })), timeout]);
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+  }
+}
+
+export function stubOf(id: string): DurableObjectStub {
+  return env.SESSIONS.get(env.SESSIONS.idFromName(id));
+}
+
+function workerFetch(request: Request): Promise<Response> {
+  const main = exports as unknown as { default: { fetch(request: Request): Promise<Response> } };
+  return main.default.fetch(request);
+}
+
+/** The mocked clock of the drain: only ever moves forward, and returns to real time after a seed. */
+let clockOffset = 0;
+export function advanceClock(ms: number): void {
+  clockOffset += ms;
+  vi.setSystemTime(new Date(realNow() + clockOffset));
+}
+export function restoreClock(): void {
+  clockOffset = 0;
+  vi.useRealTimers();
+}
+function realNow(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+export interface Hits {
+  /** Times each point was reached in a scope that had a plan. */
+  points: Partial<Record<FaultPointName, number>>;
+}
+
+export class Runner {
+  readonly history: Op[] = [];
+  readonly fired: Fired[] = [];
+  readonly hits: Hits = { points: {} };
+  /** Session reference -> session id. */
+  readonly ids = new Map<string, string>();
+  readonly notes: string[] = [];
+  /** Instances a fired `abort` rule condemned; the reaper aborts them. */
+  readonly #condemned = new Set<string>();
+  readonly #plans = new Map<string, () => void>();
+  readonly #ruleState = new Map<FaultRule, number>();
+  readonly #pending: Promise<unknown>[] = [];
+  #opId = 0;
+  #reaping = false;
+  #reaper: Promise<void> | undefined;
+  evictBusy = 0;
+  alarmErrors = 0;
+
+  constructor(
+    readonly seed: number,
+    readonly rules: readonly FaultRule[],
+  ) {}
+
+  refOf(id: string): string {
+    for (const [ref, value] of this.ids) if (value === id) return ref;
+    return id;
+  }
+
+  // ---- fault plans ----
+
+  /** Binds a reference to a session id and installs the rules scoped to it (once). */
+  bind(ref: string, id: string): void {
+    if (this.ids.get(ref) === id && this.#plans.has(id)) return;
+    this.ids.set(ref, id);
+    const rules = this.rules.filter((r) => r.scope === ref);
+    if (rules.length === 0 || this.#plans.has(id)) return;
+    const counts: Partial<Record<FaultPointName, number>> = {};
+    // Runs inside the object: plain counters only, and a synchronous throw.
+    const remove = installFaults(id, (point) => {
+      const n = (counts[point] ?? 0) + 1;
+      counts[point] = n;
+      this.hits.points[point] = (this.hits.points[point] ?? 0) + 1;
+      for (const rule of rules) {
+        if (rule.point !== point || n <= rule.after) continue;
+        const done = this.#ruleState.get(rule) ?? 0;
+        if (done >= rule.times) continue;
+        this.#ruleState.set(rule, done + 1);
+        this.fired.push({ kind: rule.kind, point, scope: ref });
+        if (rule.kind === "abort") this.#condemned.add(id);
+        throw injected(rule.kind, point, this.seed);
+      }
+    });
+    this.#plans.set(id, remove);
+  }
+
+  removePlans(): void {
+    for (const remove of this.#plans.values()) remove();
+    this.#plans.clear();
+  }
+
+  // ---- evictions ----
+
+  /** Evicts an instance; a busy one (work in flight) is given 1.5 s, then left to the platform. */
+  async evict(id: string): Promise<"evicted" | "not-running" | "busy"> {
+    const attempt = evictDurableObject(stubOf(id));
+    const done = await bounded(
+      attempt.then(
+        () => "evicted" as const,
+        (error: unknown) => {
+          if (String(error).includes("not currently running")) return "not-running" as const;
+          this.notes.push(`evict ${this.refOf(id)}: ${String(error).slice(0, 120)}`);
+          return "not-running" as const;
+        },
+      ),
+      1_500,
+    );
+    if (done) return done.value;
+    this.evictBusy++;
+    this.#pending.push(attempt.catch(() => {}));
+    return "busy";
+  }
+
+  /** Evicts what `abort` rules condemned, in the background while operations run. */
+  startReaper(): void {
+    this.#reaping = true;
+    this.#reaper = (async () => {
+      while (this.#reaping) {
+        await this.reap();
+        await sleep(3);
+      }
+    })();
+  }
+
+  async stopReaper(): Promise<void> {
+    this.#reaping = false;
+    await this.#reaper;
+    await this.reap();
+  }
+
+  async reap(): Promise<void> {
+    for (const id of [...this.#condemned]) {
+      this.#condemned.delete(id);
+      await this.abort(id);
+    }
+  }
+
+  /** Resets an instance at once (`ctx.abort()`): in-flight work dies with it, storage stays. */
+  async abort(id: string): Promise<"aborted" | "timeout"> {
+    const done = await bounded(
+      runInDurableObject(stubOf(id), (_instance: unknown, state: DurableObjectState) => {
+        state.abort("fault campaign: abort");
+      }).then(
+        () => "aborted" as const,
+        () => "aborted" as const,
+      ),
+      3_000,
+    );
+    return done ? done.value : "timeout";
+  }
+
+  /** Runs the alarm handler once more (alarms are at-least-once and may fire twice). */
+  async alarmAgain(id: string): Promise<"ran" | "threw" | "timeout"> {
+    const done = await bounded(
+      runInDurableObject(stubOf(id), async (instance: unknown) => {
+        const object = instance as { alarm(info: AlarmInvocationInfo): Promise<void> };
+        await object.alarm({ isRetry: false, retryCount: 0, scheduledTime: Date.now() });
+      }).then(
+        () => "ran" as const,
+        () => "threw" as const,
+      ),
+      5_000,
+    );
+    return done ? done.value : "timeout";
+  }
+
+  // ---- HTTP operations, recorded ----
+
+  async call(
+    kind: string,
+    target: string,
+    method: string,
+    path: string,
+    body?: unknown,
+    input?: Record<string, unknown>,
+  ): Promise<Op> {
+    const op: Op = { id: ++this.#opId, kind, target, start: performance.now(), end: 0, outcome: "ambiguous" };
+    if (input) op.input = input;
+    this.history.push(op);
+    const headers: Record<string, string> = { authorization: `Bearer ${ADMIN}` };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    const request = new Request(`http://example.com${path}`, {
+      method,
+      headers,
+      body: body === undefined ? null : JSON.stringify(body),
+    });
+    const answer = await bounded(
+      workerFetch(request).then(async (response) => ({
+        status: response.status,
+        text: await response.text(),
+      })),
+      20_000,
+    );
+    op.end = performance.now();
+    if (!answer) {
+      op.code = "TIMEOUT";
+      return op;
+    }
+    op.status = answer.value.status;
+    let parsed: unknown;
+    try {
+      parsed = answer.value.text ? JSON.parse(answer.value.text) : undefined;
+    } catch {
+      parsed = answer.value.text;
+    }
+    const status = answer.value.status;
+    if (status < 300) {
+      op.outcome = "ok";
+      if (parsed && typeof parsed === "object") op.result = parsed as Record<string, unknown>;
+    } else {
+      const code = (parsed as { error?: { code?: string } } | undefined)?.error?.code;
+      if (code) op.code = code;
+      // 5xx: the effect may or may not have happened (OVERLOADED starts may land and be cancelled)
+      op.outcome = status >= 500 ? "ambiguous" : "fail";
+    }
+    return op;
+  }
+
+  /** A non-HTTP operation (an eviction, a storm) in the history. */
+  record(
+    kind: string,
+    target: string,
+    start: number,
+    outcome: Outcome,
+    result?: Record<string, unknown>,
+  ): Op {
+    const op: Op = { id: ++this.#opId, kind, target, start, end: performance.now(), outcome };
+    if (result) op.result = result;
+    this.history.push(op);
+    return op;
+  }
+
+  // ---- discovery and the drain ----
+
+  /**
+   * Binds children started by a model (`m:<parent ref>:<n>`, numbered in discovery order) so the
+   * rules and steps that name them apply; grandchildren are found through their parents.
+   */
+  async discoverModelChildren(httpChildIds: ReadonlySet<string>): Promise<void> {
+    for (const [ref, id] of [...this.ids]) {
+      const rows = await sqlOf<{ child_id: string }>(
+        id,
+        "SELECT child_id FROM children ORDER BY created_at, child_id",
+      ).catch(() => []);
+      const bound = new Set(this.ids.values());
+      for (const { child_id: childId } of rows) {
+        if (bound.has(childId) || httpChildIds.has(childId)) continue;
+        const n = [...this.ids.keys()].filter((k) => k.startsWith(`m:${ref}:`)).length;
+        this.bind(`m:${ref}:${n}`, childId);
+        bound.add(childId);
+      }
+    }
+  }
+
+  /**
+   * Fires every owed alarm of every listed object until no alarm is armed and nothing moved for a
+   * few rounds (bounded). A failed alarm is retried the way the platform would (alarm() again with
+   * a retry count), and condemned instances are evicted. Backoffs elapse on a mocked clock.
+   */
+  async drain(objects: () => Promise<DurableObjectId[]>, rounds = 400): Promise<boolean> {
+    let stable = 0;
+    let last = "";
+    for (let round = 0; round < rounds; round++) {
+      await this.reap();
+      const ids = await objects();
+      const states = await Promise.all(ids.map((id) => probe(id)));
+      const armed = ids.filter((_, i) => states[i]?.alarm !== null);
+      if (armed.length === 0) {
+        const signature = states.map((s) => s?.signature ?? "?").join("|");
+        if (signature === last && ++stable >= 2) return true;
+        if (signature !== last) stable = 0;
+        last = signature;
+        await sleep(10);
+        continue;
+      }
+      stable = 0;
+      last = "";
+      // alarms of different objects fire independently
+      await Promise.all(armed.map((id) => this.#fireAlarm(id)));
+      advanceClock(5 * 60_000);
+    }
+    return false;
+  }
+
+  /** Stubs are taken fresh for every call: an aborted instance breaks the stubs that reached it. */
+  async #fireAlarm(id: DurableObjectId): Promise<void> {
+    let error: unknown;
+    try {
+      const ran = await bounded(runDurableObjectAlarm(env.SESSIONS.get(id)), 10_000);
+      if (ran) return;
+      error = new Error("alarm did not finish in 10 s");
+    } catch (e) {
+      error = e;
+    }
+    // the platform retries a failed alarm with backoff, handing the handler its retry count
+    this.alarmErrors++;
+    for (let retryCount = 1; retryCount <= 6; retryCount++) {
+      await this.reap();
+      const retried = await bounded(
+        runInDurableObject(env.SESSIONS.get(id), async (instance: unknown) => {
+          const object = instance as { alarm(info: AlarmInvocationInfo): Promise<void> };
+          await object.alarm({ isRetry: true, retryCount, scheduledTime: Date.now() });
+          return true;
+        }).catch((e: unknown) => {
+          error = e;
+          return false;
+        }),
+        10_000,
+      );
+      if (retried?.value) return;
+      this.alarmErrors++;
+    }
+    this.notes.push(`alarm kept failing after 6 retries: ${String(error).slice(0, 120)}`);
+  }
+
+  async settle(): Promise<void> {
+    await Promise.all(this.#pending.map((p) => bounded(p, 1_000)));
+  }
+}
+
+function injected(kind: RuleKind, point: FaultPointName, seed: number): Error {
+  const error = new Error(`injected ${kind} at ${point} (fault campaign seed ${seed})`);
+  if (kind === "overloaded") (error as Error & { overloaded: boolean }).overloaded = true;
+  return error;
+}
+
+export function sqlOf<T extends Record<string, SqlStorageValue>>(
+  id: string,
+  query: string,
+  ...bindings: SqlStorageValue[]
+): Promise<T[]> {
+  return runInDurableObject(stubOf(id), (_instance: unknown, state: DurableObjectState) =>
+    state.storage.sql.exec<T>(query, ...bindings).toArray(),
+  );
+}
+
+/** Every session object of the namespace (this test file's storage). */
+export async function allObjects(): Promise<DurableObjectId[]> {
+  return listDurableObjectIds(env.SESSIONS);
+}
+
+/**
+ * An object's armed alarm (`null` when none; `undefined` when it did not answer) and a fingerprint
+ * of how far it got: log length, pending inbox, undelivered outbox.
+ */
+async function probe(id: DurableObjectId): Promise<{ alarm: number | null | undefined; signature: string }> {
+  const read = await bounded(
+    runInDurableObject(env.SESSIONS.get(id), async (_i: unknown, state: DurableObjectState) => {
+      const sql = state.storage.sql;
+      const has = (t: string): boolean =>
+        sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", t).toArray().length > 0;
+      const alarm = await state.storage.getAlarm();
+      if (!has("events")) return { alarm, signature: "-" };
+      const n = (q: string): number => Number(sql.exec<{ n: number }>(q).one().n);
+      const signature = [
+        n("SELECT count(*) AS n FROM events"),
+        n("SELECT count(*) AS n FROM inbox WHERE state = 'pending'"),
+        has("outbox")
+          ? n("SELECT count(*) AS n FROM outbox WHERE delivered_at IS NULL AND dead_at IS NULL")
+          : 0,
+      ].join(".");
+      return { alarm, signature };
+    }),
+    5_000,
+  );
+  return read ? read.value : { alarm: undefined, signature: "?" };
+}

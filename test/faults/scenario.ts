@@ -1,0 +1,419 @@
+import type { FaultPointName } from "../../src/core/faults";
+import { Rng } from "./prng";
+
+/**
+ * The schedule generator: per seed, a small forest of sessions, the operations a client runs
+ * against it, and the fault rules installed at the runtime's named fault points. Everything here
+ * is a pure function of the seed; ids of sessions the server creates are bound at run time.
+ */
+
+export const POINTS: readonly FaultPointName[] = [
+  "after-accept",
+  "before-model",
+  "after-model",
+  "before-append",
+  "after-append",
+  "after-outbox-write",
+  "after-send",
+  "before-apply",
+  "in-alarm",
+  "in-init",
+];
+
+/** How a rule acts when it fires at its point. */
+export type RuleKind =
+  /** throws a plain error right there (the call chain unwinds; the instance lives on) */
+  | "crash"
+  /** throws, then the test aborts the instance (`ctx.abort()`): memory and in-flight work are gone */
+  | "abort"
+  /** throws an error with `overloaded = true` */
+  | "overloaded"
+  /** `after-send` throws: the receiver applied the envelope, the sender saw a failure */
+  | "ambiguous"
+  /** `in-alarm` throws: the alarm fails and is retried */
+  | "alarm";
+
+/** Every kind of injected fault the summary counts (rules plus resets between operations). */
+export type FaultKind = RuleKind | "evict" | "reset-storm";
+
+export interface FaultRule {
+  /** A session reference: a root ("r0"), an HTTP-started child ("h0") or a model-started one ("m:r0:0"). */
+  scope: string;
+  point: FaultPointName;
+  kind: RuleKind;
+  /** Hits of the point to let pass before the first firing. */
+  after: number;
+  /** How many times the rule fires at most. */
+  times: number;
+}
+
+export interface RootSpec {
+  ref: string;
+  backgroundMode: "continuable" | "one-shot";
+}
+
+export interface ChildSpec {
+  ref: string;
+  root: string;
+  mode: "one-shot" | "continuable";
+  /** Reserved up front (a caller-chosen child id), so faults can be installed before the child exists. */
+  id: string;
+}
+
+export type Step =
+  | { op: "send"; root: string; tag: string; content: string; key: string; answers: string[] }
+  | { op: "resend"; root: string; of: string }
+  | { op: "conflict"; root: string; of: string }
+  | { op: "start-one-shot"; child: string; tag: string; prompt: string; answers: string[] }
+  | { op: "start-continuable"; child: string; tag: string; prompt: string; answers: string[] }
+  | { op: "followup"; child: string; tag: string; content: string; answers: string[] }
+  | { op: "interrupt"; root: string }
+  | { op: "interrupt-child"; child: string }
+  | { op: "dispose"; child: string }
+  | { op: "drain"; root: string; children?: string[] }
+  | { op: "evict"; target: string }
+  | { op: "abort"; target: string; delayMs?: number }
+  | { op: "alarm"; target: string }
+  | { op: "storm"; targets: string[]; count: number; gapMs: number; hard: boolean }
+  | { op: "pause"; ms: number }
+  | { op: "together"; steps: Step[] };
+
+export interface Scenario {
+  seed: number;
+  roots: RootSpec[];
+  children: ChildSpec[];
+  steps: Step[];
+  rules: FaultRule[];
+}
+
+const script = (...steps: Record<string, unknown>[]): string => JSON.stringify({ script: steps });
+
+/** Prompts and messages; every text carries a unique tag, so each expected answer is unique. */
+function oneShotPrompt(rng: Rng, tag: string): { prompt: string; answers: string[] } {
+  if (rng.chance(0.4)) return { prompt: `task ${tag}`, answers: [`echo: task ${tag}`] };
+  if (rng.chance(0.1)) return { prompt: script({ fail: `child failed ${tag}` }), answers: [] };
+  return { prompt: script({ think: rng.int(0, 60) }, { say: `answer ${tag}` }), answers: [`answer ${tag}`] };
+}
+
+function continuablePrompt(rng: Rng, tag: string): { prompt: string; answers: string[] } {
+  if (rng.chance(0.3)) return { prompt: `job ${tag}`, answers: [`echo: job ${tag}`] };
+  if (rng.chance(0.25)) {
+    // a grandchild: the child delegates in turn (foreground one-shot, or in the background)
+    const background = rng.chance(0.5);
+    const nested = oneShotPrompt(rng, `${tag}n`);
+    return {
+      prompt: script(
+        {
+          call: [
+            {
+              tool: "subagent",
+              args: {
+                description: `nested ${tag}`,
+                prompt: nested.prompt,
+                ...(background ? { run_in_background: true } : {}),
+              },
+            },
+          ],
+        },
+        { say: `final ${tag}` },
+      ),
+      answers: [`final ${tag}`, ...nested.answers],
+    };
+  }
+  return {
+    prompt: script(
+      { call: [{ tool: "report", args: { output: `progress ${tag}` } }] },
+      { think: rng.int(0, 60) },
+      { say: `final ${tag}` },
+    ),
+    answers: [`final ${tag}`],
+  };
+}
+
+function rootMessage(
+  rng: Rng,
+  root: RootSpec,
+  tag: string,
+  continuables: readonly ChildSpec[],
+): { content: string; answers: string[] } {
+  const mine = continuables.filter((c) => c.root === root.ref);
+  const kind = rng.weighted([
+    ["echo", 4],
+    ["think", 2],
+    ["background", 3],
+    ["foreground", 2],
+    ["fail", 1],
+    ["relay", mine.length > 0 ? 2 : 0],
+    ["interrupt-agent", mine.length > 0 ? 1 : 0],
+  ] as const);
+  switch (kind) {
+    case "relay": {
+      const target = rng.pick(mine);
+      return {
+        content: script(
+          { call: [{ tool: "send_message", args: { subagent_id: target.id, message: `relay ${tag}` } }] },
+          { say: `relayed ${tag}` },
+        ),
+        answers: [`relayed ${tag}`, `echo: relay ${tag}`],
+      };
+    }
+    case "interrupt-agent": {
+      const target = rng.pick(mine);
+      return {
+        content: script(
+          { call: [{ tool: "interrupt_agent", args: { agent_id: target.id } }] },
+          { say: `stopped ${tag}` },
+        ),
+        answers: [`stopped ${tag}`],
+      };
+    }
+    case "echo":
+      return { content: `hello ${tag}`, answers: [`echo: hello ${tag}`] };
+    case "think":
+      return {
+        content: script({ think: rng.int(10, 120) }, { say: `slow ${tag}` }),
+        answers: [`slow ${tag}`],
+      };
+    case "fail":
+      return { content: script({ fail: `model failed ${tag}` }), answers: [] };
+    case "background": {
+      const child =
+        root.backgroundMode === "continuable" ? continuablePrompt(rng, tag) : oneShotPrompt(rng, tag);
+      return {
+        content: script(
+          {
+            call: [
+              {
+                tool: "subagent",
+                args: { description: `bg ${tag}`, run_in_background: true, prompt: child.prompt },
+              },
+            ],
+          },
+          { say: `started ${tag}` },
+        ),
+        answers: [`started ${tag}`, ...child.answers],
+      };
+    }
+    case "foreground": {
+      const child = oneShotPrompt(rng, tag);
+      return {
+        content: script(
+          { call: [{ tool: "subagent", args: { description: `fg ${tag}`, prompt: child.prompt } }] },
+          { say: `fg done ${tag}` },
+        ),
+        answers: [`fg done ${tag}`, ...child.answers],
+      };
+    }
+  }
+}
+
+function followupContent(rng: Rng, tag: string): { content: string; answers: string[] } {
+  if (rng.chance(0.5)) return { content: `fu ${tag}`, answers: [`echo: fu ${tag}`] };
+  return {
+    content: script({ think: rng.int(0, 40) }, { say: `fu answer ${tag}` }),
+    answers: [`fu answer ${tag}`],
+  };
+}
+
+/** Which kinds make sense at a point. */
+function kindsFor(point: FaultPointName): RuleKind[] {
+  if (point === "after-send") return ["ambiguous", "ambiguous", "overloaded", "abort"];
+  if (point === "in-alarm") return ["alarm", "alarm", "abort"];
+  return ["crash", "overloaded", "abort"];
+}
+
+export function generate(seed: number): Scenario {
+  const rng = new Rng(seed);
+  let n = 0;
+  const tag = (): string => `s${seed}-${n++}`;
+
+  const roots: RootSpec[] = [];
+  const rootCount = rng.chance(0.45) ? 2 : 1;
+  for (let i = 0; i < rootCount; i++)
+    roots.push({ ref: `r${i}`, backgroundMode: rng.chance(0.6) ? "continuable" : "one-shot" });
+
+  const children: ChildSpec[] = [];
+  const sends: { root: string; tag: string }[] = [];
+  const newChild = (root: string, mode: ChildSpec["mode"]): ChildSpec => {
+    const child = { ref: `h${children.length}`, root, mode, id: rng.uuid() };
+    children.push(child);
+    return child;
+  };
+
+  // The first rule's point cycles with the seed, so every point is covered every ten seeds; the
+  // scenario is shaped so the point is reachable from that rule's scope.
+  const focus = POINTS[seed % POINTS.length]!;
+  const steps: Step[] = [];
+
+  const oneStep = (): Step => {
+    const root = rng.pick(roots);
+    const continuables = children.filter((c) => c.mode === "continuable");
+    const oneShots = children.filter((c) => c.mode === "one-shot");
+    const kind = rng.weighted([
+      ["send", 30],
+      ["start-one-shot", 9],
+      ["start-continuable", 9],
+      ["followup", continuables.length > 0 ? 9 : 0],
+      ["interrupt", 5],
+      ["interrupt-child", continuables.length > 0 ? 3 : 0],
+      ["dispose", oneShots.length > 0 ? 3 : 0],
+      ["resend", sends.length > 0 ? 5 : 0],
+      ["conflict", sends.length > 0 ? 2 : 0],
+      ["drain", children.length > 0 ? 2 : 0],
+      ["evict", 7],
+      ["abort", 6],
+      ["race", 5],
+      ["alarm", 4],
+      ["storm", 3],
+      ["pause", 5],
+    ] as const);
+    switch (kind) {
+      case "send": {
+        const t = tag();
+        const message = rootMessage(rng, root, t, continuables);
+        sends.push({ root: root.ref, tag: t });
+        return { op: "send", root: root.ref, tag: t, key: `key-${t}`, ...message };
+      }
+      case "start-one-shot": {
+        const t = tag();
+        const child = newChild(root.ref, "one-shot");
+        return { op: "start-one-shot", child: child.ref, tag: t, ...oneShotPrompt(rng, t) };
+      }
+      case "start-continuable": {
+        const t = tag();
+        const child = newChild(root.ref, "continuable");
+        return { op: "start-continuable", child: child.ref, tag: t, ...continuablePrompt(rng, t) };
+      }
+      case "followup": {
+        const t = tag();
+        return { op: "followup", child: rng.pick(continuables).ref, tag: t, ...followupContent(rng, t) };
+      }
+      case "interrupt":
+        return { op: "interrupt", root: root.ref };
+      case "interrupt-child":
+        return { op: "interrupt-child", child: rng.pick(continuables).ref };
+      case "dispose":
+        return { op: "dispose", child: rng.pick(oneShots).ref };
+      case "resend": {
+        const prior = rng.pick(sends);
+        return { op: "resend", root: prior.root, of: prior.tag };
+      }
+      case "conflict": {
+        const prior = rng.pick(sends);
+        return { op: "conflict", root: prior.root, of: prior.tag };
+      }
+      case "drain": {
+        const mine = continuables.filter((c) => c.root === root.ref);
+        return mine.length > 0 && rng.chance(0.5)
+          ? { op: "drain", root: root.ref, children: [rng.pick(mine).ref] }
+          : { op: "drain", root: root.ref };
+      }
+      case "evict":
+        return { op: "evict", target: pickTarget(rng, roots, children) };
+      case "abort":
+        return { op: "abort", target: pickTarget(rng, roots, children) };
+      case "race": {
+        // a message whose turn has a side effect (a relay, a start), and a crash of its session a
+        // few milliseconds later: right inside the tool call, between the effect and its record
+        const t = tag();
+        const message = rootMessage(rng, root, t, continuables);
+        sends.push({ root: root.ref, tag: t });
+        return {
+          op: "together",
+          steps: [
+            { op: "send", root: root.ref, tag: t, key: `key-${t}`, ...message },
+            { op: "abort", target: root.ref, delayMs: rng.int(0, 10) },
+          ],
+        };
+      }
+      case "alarm":
+        return { op: "alarm", target: pickTarget(rng, roots, children) };
+      case "storm": {
+        const targets = [pickTarget(rng, roots, children)];
+        if (rng.chance(0.5)) targets.push(pickTarget(rng, roots, children));
+        return { op: "storm", targets, count: rng.int(3, 5), gapMs: rng.int(0, 15), hard: rng.chance(0.4) };
+      }
+      case "pause":
+        return { op: "pause", ms: rng.int(5, 60) };
+    }
+  };
+
+  // An opening that makes the focus point reachable.
+  const r0 = roots[0]!;
+  if (focus === "in-init" || focus === "after-outbox-write" || focus === "after-send" || rng.chance(0.5)) {
+    const t = tag();
+    const child = newChild(r0.ref, "one-shot");
+    steps.push({ op: "start-one-shot", child: child.ref, tag: t, ...oneShotPrompt(rng, t) });
+  }
+  if (focus === "before-apply" || rng.chance(0.4)) {
+    const t = tag();
+    const child = newChild(r0.ref, "continuable");
+    steps.push({ op: "start-continuable", child: child.ref, tag: t, ...continuablePrompt(rng, t) });
+  }
+
+  const total = rng.int(9, 15);
+  while (steps.length < total) {
+    if (rng.chance(0.12)) {
+      const group = [oneStep(), oneStep()];
+      if (rng.chance(0.3)) group.push(oneStep());
+      steps.push({ op: "together", steps: group });
+    } else steps.push(oneStep());
+  }
+
+  const rules: FaultRule[] = [];
+  const ruleFor = (point: FaultPointName): FaultRule => {
+    const scope = scopeFor(rng, point, roots, children);
+    return { scope, point, kind: rng.pick(kindsFor(point)), after: rng.int(0, 2), times: rng.int(1, 3) };
+  };
+  const first = { ...ruleFor(focus), after: rng.int(0, 1) };
+  rules.push(first);
+  // alarms only run when work is owed or one fires again: make sure an in-alarm rule is reached
+  if (focus === "in-alarm") steps.splice(rng.int(0, steps.length), 0, { op: "alarm", target: first.scope });
+  const extra = rng.int(3, 5);
+  for (let i = 0; i < extra; i++) rules.push(ruleFor(rng.pick(POINTS)));
+
+  return { seed, roots, children, steps, rules };
+}
+
+/** A model-started child (of a root, or of an HTTP-started continuable child: a grandchild). */
+function modelRef(rng: Rng, roots: readonly RootSpec[], children: readonly ChildSpec[]): string {
+  const parents = [
+    ...roots.map((r) => r.ref),
+    ...children.filter((c) => c.mode === "continuable").map((c) => c.ref),
+  ];
+  return `m:${rng.chance(0.7) ? rng.pick(roots).ref : rng.pick(parents)}:${rng.int(0, 1)}`;
+}
+
+function pickTarget(rng: Rng, roots: readonly RootSpec[], children: readonly ChildSpec[]): string {
+  const refs = [...roots.map((r) => r.ref), ...children.map((c) => c.ref)];
+  if (rng.chance(0.25)) return modelRef(rng, roots, children);
+  return rng.pick(refs);
+}
+
+/** A scope from which the point is reachable (a sender for outbox points, a one-shot child for `in-init`). */
+function scopeFor(
+  rng: Rng,
+  point: FaultPointName,
+  roots: readonly RootSpec[],
+  children: readonly ChildSpec[],
+): string {
+  const oneShots = children.filter((c) => c.mode === "one-shot").map((c) => c.ref);
+  const anyChild = children.map((c) => c.ref);
+  const rootRefs = roots.map((r) => r.ref);
+  const model = modelRef(rng, roots, children);
+  switch (point) {
+    case "in-init":
+      return oneShots.length > 0 ? rng.pick(oneShots) : model;
+    case "after-outbox-write":
+    case "after-send":
+      // children send results and notices; roots send cancels
+      return anyChild.length > 0 && rng.chance(0.8) ? rng.pick(anyChild) : rng.pick([...rootRefs, model]);
+    case "before-apply":
+      // roots receive results, notices and reports; children receive cancels
+      return rng.chance(0.75) ? rng.pick(rootRefs) : rng.pick([...anyChild, model]);
+    default:
+      return rng.chance(0.7) || anyChild.length === 0
+        ? rng.pick([...rootRefs, ...anyChild])
+        : rng.pick([...anyChild, model]);
+  }
+}
