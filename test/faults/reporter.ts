@@ -9,6 +9,7 @@ import { type SeedReport, summarize, summaryLine } from "./summary";
 
 interface NodeFs {
   mkdirSync(path: string, options: { recursive: boolean }): void;
+  rmSync(path: string, options: { recursive: boolean; force: boolean }): void;
   writeFileSync(path: string, data: string): void;
 }
 interface NodeChildProcess {
@@ -64,6 +65,7 @@ export default class FaultsReporter implements Reporter {
       generatedAt: new Date().toISOString(),
       replay: "FAULT_SEED=<n> npm run test:faults",
     };
+    fs.rmSync("test-results/faults", { recursive: true, force: true }); // no stale seed files
     fs.mkdirSync("test-results/faults", { recursive: true });
     fs.writeFileSync("test-results/faults.json", `${JSON.stringify(out, null, 2)}\n`);
     for (const r of reports)
