@@ -206,6 +206,10 @@ export class RemoteRuns {
     // a result that lost (another path settled the run first) leaves the transport as it is
     if (outcome.ok && outcome.value.applied)
       stores.transact(() => stores.remote.setPhase(run.runId, then, Date.now()));
+    if (!outcome.ok) {
+      const error = `could not apply the result: ${outcome.code}`;
+      stores.transact(() => stores.remote.failed(run.runId, error, Date.now() + CRASH_RETRY_MS));
+    }
     return outcome;
   }
 
@@ -214,7 +218,11 @@ export class RemoteRuns {
     const { runs, remote } = this.#ctx.stores;
     const row = remote.get(runId);
     const run = runs.get(runId);
-    if (!row || !run || row.phase === "done") return;
+    if (!row || row.phase === "done") return;
+    if (!run) {
+      this.#ctx.stores.transact(() => remote.setPhase(runId, "done", Date.now())); // nothing to settle
+      return;
+    }
     if (row.phase === "interrupt") return this.#interrupt(row);
     if (run.state === "settled") {
       this.#ctx.stores.transact(() => remote.setPhase(runId, "done", Date.now()));

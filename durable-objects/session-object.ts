@@ -1,8 +1,4 @@
 import { DurableObject } from "cloudflare:workers";
-import { builtinTools } from "../src/agent/builtin-tools";
-import type { SessionHost } from "../src/agent/host";
-import { type ModelSettings, modelFor } from "../src/agent/model-router";
-import { TurnDriver } from "../src/agent/turn-driver";
 import type { ChildInit } from "../src/contract/child-init";
 import { toBlocks, type WireContent } from "../src/contract/content";
 import type {
@@ -23,42 +19,16 @@ import { fingerprint } from "../src/core/hash";
 import { placementOf } from "../src/core/placement";
 import { type ChildEntry, type DescendantEntry, publicEntry } from "../src/core/listing";
 import { failure } from "../src/http/respond";
-import { registryStub, sessionStub } from "../src/http/sessions";
-import { ContinuableChild } from "./continuable-child";
-import { ContinuableParent } from "./continuable-parent";
-import { Delivery } from "./delivery";
-import { EventStream } from "./event-stream";
 import { childEntriesOf, descendantsOf, entryOf } from "./listing";
-import { OneShotChild } from "./one-shot-child";
-import { OneShotRuns } from "./one-shot-runs";
 import { applyCallback, type CallbackInput } from "./remote-callbacks";
-import { RemoteRuns, remoteSettings } from "./remote-runs";
-import { CallbackSender } from "./callback-sender";
 import { migrate, schemaExists } from "./schema";
-import type { SessionContext } from "./session-context";
-import { SessionStores } from "./session-stores";
-import { sessionHost } from "./session-host";
-import { SessionTools } from "./session-tools";
+import { assembleParts, type Parts } from "./session-parts";
 
 /** If the in-process driver dies with its instance, the alarm picks the work up after this long. */
 const SAFETY_NET_MS = 5_000;
 /** After this many platform retries of a failing alarm, the alarm re-arms itself instead of throwing. */
 const ALARM_RETRIES_BEFORE_SELF_REARM = 4;
 const SELF_REARM_MS = 30_000;
-
-/** The session's parts, built once its schema exists. */
-interface Parts {
-  stores: SessionStores;
-  ctx: SessionContext;
-  driver: TurnDriver<SessionHost>;
-  stream: EventStream;
-  runs: OneShotRuns;
-  oneShot: OneShotChild;
-  children: ContinuableParent;
-  self: ContinuableChild;
-  delivery: Delivery;
-  remote: RemoteRuns;
-}
 
 /**
  * One session: header, append-only log, inbox, turn loop, runs, children and outbox, in its own
@@ -323,73 +293,7 @@ export class SessionObject extends DurableObject<Env> {
   #open(): Parts {
     if (this.#parts) return this.#parts;
     migrate(this.ctx.storage);
-    const stores = new SessionStores(this.ctx.storage);
-    const stream = new EventStream(this.ctx, stores.log);
-    stores.stream = stream;
-    const registry = builtinTools();
-    const tools = new SessionTools(registry, () => registryStub(this.env).list());
-    const header = (): SessionHeader | undefined => stores.header.get();
-    const ctx: SessionContext = {
-      stores,
-      header,
-      driver: () => driver,
-      tools: registry,
-      session: (id, locationHint) => sessionStub(this.env, id, locationHint),
-      provider: (name) => registryStub(this.env).resolve(name),
-      modelSettings: () => this.#modelSettings(),
-      limits: { depthCap: this.env.MAX_DEPTH_CAP, childCap: this.env.MAX_CHILDREN_PER_SESSION },
-      remote: remoteSettings(this.env),
-      kick: () => this.#kickSoon(),
-    };
-    const remote = new RemoteRuns(ctx, (envelope) => delivery.deliver(envelope));
-    const callbacks = new CallbackSender(ctx);
-    const runs = new OneShotRuns(ctx, remote);
-    const oneShot = new OneShotChild(ctx);
-    const children = new ContinuableParent(ctx);
-    const self = new ContinuableChild(ctx, children, runs);
-    const host = sessionHost(ctx, runs, children, self);
-    const model = (): string => header()?.options.model ?? this.env.DEFAULT_MODEL;
-    const driver: TurnDriver<SessionHost> = new TurnDriver<SessionHost>({
-      stores,
-      get sessionId() {
-        return header()?.id ?? "";
-      },
-      modelRoute: model,
-      model: () => modelFor(model(), this.#modelSettings()),
-      system: () => header()?.options.persona,
-      tools: () => tools.visible(header()),
-      registry,
-      host,
-      inFlight: (keys) => stores.runs.inFlight(keys),
-      onTurnEnd: (turn, _reason, turnStartSeq) => {
-        runs.cancelForegroundOf(turn); // foreground children of an ended turn end with it
-        const current = header();
-        if (current?.oneShot) oneShot.onTurnEnd(current);
-        if (current?.callback) callbacks.onTurnEnd(current, turnStartSeq);
-      },
-    });
-    const delivery = new Delivery(
-      ctx,
-      (envelope, current) => {
-        switch (envelope.kind) {
-          case "run-result":
-            runs.applyResult(envelope);
-            return false;
-          case "cancel-run":
-            return oneShot.cancel(envelope, current);
-          case "report":
-            children.applyReport(envelope);
-            return false;
-          case "settled":
-            children.applySettled(envelope);
-            return false;
-          case "callback":
-            return false; // leaves the deployment over HTTP; never delivered to an object
-        }
-      },
-      (envelope) => callbacks.send(envelope),
-    );
-    this.#parts = { stores, ctx, driver, stream, runs, oneShot, children, self, delivery, remote };
+    this.#parts = assembleParts(this.ctx, this.env, () => this.#kickSoon());
     return this.#parts;
   }
 
@@ -397,14 +301,6 @@ export class SessionObject extends DurableObject<Env> {
     const header = this.#parts?.stores.header.get();
     const denied = checkAccess(header, caller, need);
     return denied ?? ok(header!);
-  }
-
-  #modelSettings(): ModelSettings {
-    const env = this.env as Env & { OPENAI_API_KEY?: string };
-    const settings: ModelSettings = { defaultModel: env.DEFAULT_MODEL, openAiBaseUrl: env.OPENAI_BASE_URL };
-    if (env.OPENAI_API_KEY) settings.openAiApiKey = env.OPENAI_API_KEY;
-    if (env.AI) settings.ai = env.AI as unknown as NonNullable<ModelSettings["ai"]>;
-    return settings;
   }
 
   #view(header: SessionHeader): SessionView {

@@ -1,0 +1,115 @@
+import { builtinTools } from "../src/agent/builtin-tools";
+import type { SessionHost } from "../src/agent/host";
+import { type ModelSettings, modelFor } from "../src/agent/model-router";
+import { TurnDriver } from "../src/agent/turn-driver";
+import type { SessionHeader } from "../src/contract/session";
+import { registryStub, sessionStub } from "../src/http/sessions";
+import { CallbackSender } from "./callback-sender";
+import { ContinuableChild } from "./continuable-child";
+import { ContinuableParent } from "./continuable-parent";
+import { Delivery } from "./delivery";
+import { EventStream } from "./event-stream";
+import { OneShotChild } from "./one-shot-child";
+import { OneShotRuns } from "./one-shot-runs";
+import { RemoteRuns, remoteSettings } from "./remote-runs";
+import type { SessionContext } from "./session-context";
+import { sessionHost } from "./session-host";
+import { SessionStores } from "./session-stores";
+import { SessionTools } from "./session-tools";
+
+/** A session's parts, built once its schema exists. */
+export interface Parts {
+  stores: SessionStores;
+  ctx: SessionContext;
+  driver: TurnDriver<SessionHost>;
+  stream: EventStream;
+  runs: OneShotRuns;
+  oneShot: OneShotChild;
+  children: ContinuableParent;
+  self: ContinuableChild;
+  delivery: Delivery;
+  remote: RemoteRuns;
+}
+
+/**
+ * Wires a session object's parts over its (migrated) storage: the stores, the shared context, the
+ * turn driver and its turn-end hooks, delivery (which part applies which envelope) and the remote
+ * transport. `kick` starts the object's drive loop without waiting.
+ */
+export function assembleParts(state: DurableObjectState, env: Env, kick: () => void): Parts {
+  const stores = new SessionStores(state.storage);
+  const stream = new EventStream(state, stores.log);
+  stores.stream = stream;
+  const registry = builtinTools();
+  const tools = new SessionTools(registry, () => registryStub(env).list());
+  const header = (): SessionHeader | undefined => stores.header.get();
+  const ctx: SessionContext = {
+    stores,
+    header,
+    driver: () => driver,
+    tools: registry,
+    session: (id, locationHint) => sessionStub(env, id, locationHint),
+    provider: (name) => registryStub(env).resolve(name),
+    modelSettings: () => modelSettings(env),
+    limits: { depthCap: env.MAX_DEPTH_CAP, childCap: env.MAX_CHILDREN_PER_SESSION },
+    remote: remoteSettings(env),
+    kick,
+  };
+  const remote = new RemoteRuns(ctx, (envelope) => delivery.deliver(envelope));
+  const callbacks = new CallbackSender(ctx);
+  const runs = new OneShotRuns(ctx, remote);
+  const oneShot = new OneShotChild(ctx);
+  const children = new ContinuableParent(ctx);
+  const self = new ContinuableChild(ctx, children, runs);
+  const host = sessionHost(ctx, runs, children, self);
+  const model = (): string => header()?.options.model ?? env.DEFAULT_MODEL;
+  const driver: TurnDriver<SessionHost> = new TurnDriver<SessionHost>({
+    stores,
+    get sessionId() {
+      return header()?.id ?? "";
+    },
+    modelRoute: model,
+    model: () => modelFor(model(), modelSettings(env)),
+    system: () => header()?.options.persona,
+    tools: () => tools.visible(header()),
+    registry,
+    host,
+    inFlight: (keys) => stores.runs.inFlight(keys),
+    onTurnEnd: (turn, _reason, turnStartSeq) => {
+      runs.cancelForegroundOf(turn); // foreground children of an ended turn end with it
+      const current = header();
+      if (current?.oneShot) oneShot.onTurnEnd(current);
+      if (current?.callback) callbacks.onTurnEnd(current, turnStartSeq);
+    },
+  });
+  const delivery = new Delivery(
+    ctx,
+    (envelope, current) => {
+      switch (envelope.kind) {
+        case "run-result":
+          runs.applyResult(envelope);
+          return false;
+        case "cancel-run":
+          return oneShot.cancel(envelope, current);
+        case "report":
+          children.applyReport(envelope);
+          return false;
+        case "settled":
+          children.applySettled(envelope);
+          return false;
+        case "callback":
+          return false; // leaves the deployment over HTTP; never delivered to an object
+      }
+    },
+    (envelope) => callbacks.send(envelope),
+  );
+  return { stores, ctx, driver, stream, runs, oneShot, children, self, delivery, remote };
+}
+
+function modelSettings(env: Env): ModelSettings {
+  const vars = env as Env & { OPENAI_API_KEY?: string };
+  const settings: ModelSettings = { defaultModel: vars.DEFAULT_MODEL, openAiBaseUrl: vars.OPENAI_BASE_URL };
+  if (vars.OPENAI_API_KEY) settings.openAiApiKey = vars.OPENAI_API_KEY;
+  if (vars.AI) settings.ai = vars.AI as unknown as NonNullable<ModelSettings["ai"]>;
+  return settings;
+}
