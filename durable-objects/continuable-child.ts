@@ -103,9 +103,15 @@ export class ContinuableChild {
     if (descriptor?.mode !== "continuable")
       return fail("NOT_RESUMABLE", `subagent ${header.id} ${NOT_RESUMABLE}`);
     if (this.#parent.draining()) return fail("DRAINING", `subagent ${header.id} is draining`);
-    const messageId = newMessageId();
+    let messageId: string = newMessageId();
     let resumed = false;
     stores.transact(() => {
+      const prior =
+        input.idempotencyKey === undefined ? undefined : stores.inbox.byIdempotencyKey(input.idempotencyKey);
+      if (prior !== undefined) {
+        messageId = prior; // already taken: the same message, no new epoch
+        return;
+      }
       if (!this.activation()) {
         // cold resume: a new epoch from the descriptor (the provider is never asked again)
         this.#activate(Number(stores.flags.get("epochs") ?? "1") + 1, input.resumeRunId, descriptor.provider);
@@ -118,6 +124,7 @@ export class ContinuableChild {
         source: input.source,
         content: toBlocks(input.content),
         contentHash: messageId,
+        ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
       });
       stores.loop.set({ ...stores.loop.get(), parked: false });
     });

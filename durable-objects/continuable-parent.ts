@@ -34,10 +34,20 @@ export class ContinuableParent {
     return this.#ctx.stores.flags.get("draining") !== undefined;
   }
 
-  async start(spec: ContinuableStart): Promise<Outcome<{ childId: string; messageId: string }>> {
+  /**
+   * `callKey` (a tool call's turn and id) makes a start from the model idempotent: a call re-run
+   * after a crash finds the child it already started instead of starting a second one.
+   */
+  async start(
+    spec: ContinuableStart,
+    callKey?: string,
+  ): Promise<Outcome<{ childId: string; messageId: string }>> {
     const ctx = this.#ctx;
     const { stores } = ctx;
     const header = ctx.header()!;
+    const started = callKey === undefined ? undefined : stores.flags.get(`call:${callKey}`);
+    if (started !== undefined)
+      return ok({ childId: started, messageId: stores.flags.get(`call-message:${callKey}`) ?? "" });
     if (this.draining()) return fail("DRAINING", "this session is draining its children");
     const record = await ctx.provider(spec.provider);
     if (!record) return fail("NO_PROVIDER", `no provider named ${spec.provider}`);
@@ -82,6 +92,7 @@ export class ContinuableParent {
       stores.children.own(childId, record.name, "continuable", spec.label, Date.now());
       stores.children.ownEpoch(childId, runId);
       stores.epochs.reserve(runId, childId);
+      if (callKey !== undefined) stores.flags.set(`call:${callKey}`, childId);
     });
     let created: Outcome<{ id: string; messageId: string }>;
     this.#inFlight.add(runId);
@@ -96,10 +107,14 @@ export class ContinuableParent {
       stores.transact(() => {
         stores.children.forget(childId);
         stores.epochs.forget(runId);
+        if (callKey !== undefined) stores.flags.delete(`call:${callKey}`);
       });
       return created;
     }
-    stores.transact(() => this.#publishEpoch(runId, childId, record.name));
+    stores.transact(() => {
+      this.#publishEpoch(runId, childId, record.name);
+      if (callKey !== undefined) stores.flags.set(`call-message:${callKey}`, created.value.messageId);
+    });
     return ok({ childId, messageId: created.value.messageId });
   }
 
@@ -108,6 +123,7 @@ export class ContinuableParent {
     childId: string,
     content: FollowupInput["content"],
     source: MessageSource,
+    idempotencyKey?: string,
   ): Promise<Outcome<{ messageId: string }>> {
     const ctx = this.#ctx;
     const { children } = ctx.stores;
@@ -120,11 +136,22 @@ export class ContinuableParent {
       );
     }
     const resumeRunId = newRunId();
-    if (row) ctx.stores.transact(() => children.ownEpoch(childId, null));
+    // the epoch a cold resume would start is reserved first, so a crash mid-call leaves it repairable
+    ctx.stores.transact(() => {
+      if (row) children.ownEpoch(childId, null);
+      ctx.stores.epochs.reserve(resumeRunId, childId);
+    });
     let answer: Outcome<{ messageId: string; resumed: boolean }>;
     this.#inFlight.add(resumeRunId);
     try {
-      answer = await ctx.session(childId).followup({ from: ctx.header()!.id, content, source, resumeRunId });
+      const from = ctx.header()!.id;
+      answer = await ctx.session(childId).followup({
+        from,
+        content,
+        source,
+        resumeRunId,
+        ...(idempotencyKey === undefined ? {} : { idempotencyKey: `${from}:${idempotencyKey}` }),
+      });
     } catch {
       answer = fail("NOT_RESUMABLE", `subagent ${childId} is unavailable right now`);
     } finally {
@@ -133,9 +160,11 @@ export class ContinuableParent {
     ctx.stores.transact(() => {
       if (answer.ok && answer.value.resumed) {
         children.ownEpoch(childId, resumeRunId);
-        ctx.stores.epochs.reserve(resumeRunId, childId);
         this.#publishEpoch(resumeRunId, childId, row?.provider ?? "spawn");
-      } else if (row?.state === "released" && children.get(childId)?.epochRunId === row.epochRunId) {
+        return;
+      }
+      ctx.stores.epochs.forget(resumeRunId);
+      if (row?.state === "released" && children.get(childId)?.epochRunId === row.epochRunId) {
         children.setState(childId, "released"); // nothing new runs: ownership goes back as it was
       }
     });

@@ -25,13 +25,15 @@ export class Epochs {
 
   /** starting -> published, once; returns a notice that arrived early, if any. */
   publish(runId: string): { published: boolean; early?: SettledEnvelope } {
+    // read the held notice first: RETURNING would show the row after it was cleared
     const row = this.sql
       .exec<{ pending_notice: string | null }>(
-        "UPDATE epochs SET state = 'published', pending_notice = NULL WHERE run_id = ? AND state = 'starting' RETURNING pending_notice",
+        "SELECT pending_notice FROM epochs WHERE run_id = ? AND state = 'starting'",
         runId,
       )
       .toArray()[0];
     if (!row) return { published: false };
+    this.sql.exec("UPDATE epochs SET state = 'published', pending_notice = NULL WHERE run_id = ?", runId);
     return row.pending_notice
       ? { published: true, early: JSON.parse(row.pending_notice) }
       : { published: true };

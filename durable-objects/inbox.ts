@@ -66,6 +66,12 @@ export class Inbox {
     return { kind: "accepted", messageId: item.messageId };
   }
 
+  byIdempotencyKey(key: string): string | undefined {
+    return this.sql
+      .exec<{ message_id: string }>("SELECT message_id FROM inbox WHERE idempotency_key = ?", key)
+      .toArray()[0]?.message_id;
+  }
+
   pending(limit = 256): PendingItem[] {
     return this.sql
       .exec<{ message_id: string; lane: string; waking: number }>(

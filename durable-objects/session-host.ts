@@ -28,9 +28,14 @@ export function sessionHost(
       const run = ctx.stores.runs.byTaskId(taskId);
       return run ? runs.dispose(run.runId, reason) : fail("NOT_FOUND", `unknown task ${taskId}`);
     },
-    startContinuable: (request) => children.start(request),
-    followup: (childId, text) =>
-      children.followup(childId, text, { kind: "coordinator", form: "relay", senderSessionId: id() }),
+    startContinuable: (request, callKey) => children.start(request, callKey),
+    followup: (childId, text, callKey) =>
+      children.followup(
+        childId,
+        text,
+        { kind: "coordinator", form: "relay", senderSessionId: id() },
+        callKey,
+      ),
     interruptAgent: (targetId) => children.interrupt(targetId, { kind: "ancestor", ancestorId: id() }),
     listAgents: async (scope) =>
       ok(scope === "children" ? (await childEntriesOf(ctx)).map(publicEntry) : await descendantsOf(ctx)),

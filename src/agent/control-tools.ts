@@ -17,8 +17,8 @@ export const sendMessageTool: Tool<{ subagent_id: string; message: string }, Ses
     subagent_id: z.string().min(1).max(128),
     message: z.string().min(1).max(200_000),
   }),
-  async run(args, _ctx, host) {
-    const sent = await host.followup(args.subagent_id, args.message);
+  async run(args, ctx, host) {
+    const sent = await host.followup(args.subagent_id, args.message, ctx.callKey);
     return sent.ok
       ? text(`message queued as the next turn for subagent ${args.subagent_id}`)
       : text(`Error: ${sent.message}`, true);

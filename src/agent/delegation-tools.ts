@@ -47,12 +47,15 @@ export function subagentTool(
       const continuable = backgroundMode === "continuable" && provider.continuable;
       const background = args.run_in_background ?? false;
       if (background && continuable) {
-        const started = await host.startContinuable({
-          provider: provider.name,
-          prompt: args.prompt,
-          label: args.description,
-          ...(provider.capabilities.depthLimit ? { maxDepth: DEFAULT_TOOL_MAX_DEPTH } : {}),
-        });
+        const started = await host.startContinuable(
+          {
+            provider: provider.name,
+            prompt: args.prompt,
+            label: args.description,
+            ...(provider.capabilities.depthLimit ? { maxDepth: DEFAULT_TOOL_MAX_DEPTH } : {}),
+          },
+          ctx.callKey,
+        );
         return started.ok
           ? text(`started subagent ${started.value.childId}`)
           : text(`Error: ${started.message}`, true);

@@ -25,13 +25,13 @@ export interface RunOrigin {
 
 /** The continuable-child operations the control tools use. */
 export interface ContinuationHost {
-  startContinuable(request: {
-    provider: string;
-    prompt: string;
-    label: string;
-    maxDepth?: number;
-  }): Promise<Outcome<{ childId: string; messageId: string }>>;
-  followup(childId: string, text: string): Promise<Outcome<{ messageId: string }>>;
+  /** `callKey` makes a start from a tool call idempotent across re-runs of that call. */
+  startContinuable(
+    request: { provider: string; prompt: string; label: string; maxDepth?: number },
+    callKey?: string,
+  ): Promise<Outcome<{ childId: string; messageId: string }>>;
+  /** `callKey` makes a follow-up from a tool call land once across re-runs of that call. */
+  followup(childId: string, text: string, callKey?: string): Promise<Outcome<{ messageId: string }>>;
   interruptAgent(targetId: string): Promise<Outcome<{ accepted: true }>>;
   listAgents(scope: "children" | "descendants"): Promise<Outcome<(ChildEntry | DescendantEntry)[]>>;
   report(text: string): Promise<Outcome<{ messageId: string }>>;

@@ -34,6 +34,8 @@ export interface FollowupInput {
   source: MessageSource;
   /** The run id the parent minted for a new epoch, used only if the child cold-resumes. */
   resumeRunId: string;
+  /** Makes a re-sent follow-up (a tool call re-run after a crash) land once. */
+  idempotencyKey?: string;
 }
 
 export type InterruptAuthority =
