@@ -1,16 +1,25 @@
 #!/usr/bin/env node
 // `npm run bench`: starts the Worker in workerd (Miniflare 5, bench routes on, tracing off, fresh
 // temporary persistence), measures over real loopback HTTP from this Node process, prints a table
-// and writes the figures into bench/README.md. Options (after `npm run bench --`):
-//   --n=<count>        sequential requests per latency measurement (default 500)
-//   --events=<count>   size of the large session (default 100000)
-//   --no-readme        print only, do not touch bench/README.md
+// and writes the figures into bench/README.md (the load test's also into test-results/load.json).
+// Options (after `npm run bench --`):
+//   --n=<count>             sequential requests per latency measurement (default 500)
+//   --events=<count>        size of the large session (default 100000)
+//   --load-seconds=<s>      how long the load test holds its rate (default 60)
+//   --quick                 a quick look: n=100, events=10000, fewer delegation rounds, a 10 s load
+//                           hold; implies --no-readme unless --readme is given
+//   --no-readme             print only, do not touch bench/README.md
+import { execFileSync } from "node:child_process";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, release } from "node:os";
 import { join } from "node:path";
 import { Client } from "./lib/client.mjs";
-import { table, terminalTable, writeReadme } from "./lib/report.mjs";
+import { pressure } from "./lib/cpu.mjs";
+import * as delegation from "./lib/delegation.mjs";
+import { loadTest, STABLE } from "./lib/load.mjs";
+import { alignTable, grid, table, terminalTable, writeReadme } from "./lib/report.mjs";
 import * as bench from "./lib/scenarios.mjs";
-import { ms } from "./lib/stats.mjs";
+import { ms, ratio } from "./lib/stats.mjs";
 import { startWorker } from "./lib/worker.mjs";
 
 const args = new Map(
@@ -25,15 +34,41 @@ const int = (name, fallback, max) => {
     throw new Error(`--${name} must be an integer in 1..${max}`);
   return value;
 };
+const QUICK = args.get("quick") === "true";
 // at most 2,000: spread over 5 sessions, each session token stays under the 600-a-minute limit
-const N = int("n", 500, 2_000);
-const EVENTS = int("events", 100_000, 1_000_000);
+const N = int("n", QUICK ? 100 : 500, 2_000);
+const EVENTS = int("events", QUICK ? 10_000 : 100_000, 1_000_000);
+const LOAD_SECONDS = int("load-seconds", QUICK ? 10 : 60, 600);
+const WRITE_README = args.get("no-readme") !== "true" && (!QUICK || args.get("readme") === "true");
+/** The delegation and load settings (smaller in --quick). */
+const PLAN = {
+  spawns: QUICK ? 50 : 200,
+  toolRounds: QUICK ? 30 : 100,
+  fanoutRounds: QUICK ? 2 : 5,
+  loadSessions: 40,
+  loadSteps: [100, 200, 300, 400, 600, 800],
+  stepSeconds: QUICK ? 2 : 3,
+};
 const extra = process.argv.slice(2);
 const command = extra.length > 0 ? `npm run bench -- ${extra.join(" ")}` : "npm run bench";
+const ROOT = join(import.meta.dirname, "..");
+
+/** Which runtime was measured: the commit, and whether src/ or durable-objects/ had uncommitted edits. */
+function revision() {
+  try {
+    const git = (...a) => execFileSync("git", a, { cwd: ROOT, encoding: "utf8" }).trim();
+    const dirty = git("status", "--porcelain", "--", "src", "durable-objects", "wrangler.toml") !== "";
+    return `runtime at ${git("rev-parse", "--short", "HEAD")}${dirty ? " with uncommitted changes" : ""}`;
+  } catch {
+    return "runtime revision unknown";
+  }
+}
 
 const log = (line) => console.log(`[${(performance.now() / 1000).toFixed(1)}s] ${line}`);
 
 const loadAtStart = loadavg()[0];
+const measured = revision(); // before the build: others may commit or edit while this runs
+const pressureAtStart = pressure();
 const worker = await startWorker();
 let stopping = false;
 const stop = async () => {
@@ -47,7 +82,8 @@ const bail = (code) => {
   void stop().finally(() => process.exit(code));
 };
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => bail(130));
-const RUN_BUDGET_MS = 240_000;
+// about 3.5 minutes with the defaults on 2 cores; the safety net grows with the load hold
+const RUN_BUDGET_MS = 240_000 + LOAD_SECONDS * 1_000;
 const hardStop = setTimeout(() => {
   console.error(`bench: gave up after ${RUN_BUDGET_MS / 1000} s`);
   bail(2);
@@ -60,12 +96,29 @@ try {
   log("floor A, accepted, accepted while busy, echo (interleaved rounds)");
   const lat = await bench.latencies(admin, { n: N, warmup: 50, sessions: 5, budgetMs: 90_000 });
   const floorA = lat.floor;
-  log("floor: spawn");
-  const spawn = await bench.floorSpawn(admin, { n: Math.min(N, 200), warmup: 10, budgetMs: 30_000 });
-  log("floor: fan-out of 100");
-  const fanout = await bench.floorFanout(admin, { children: 100, rounds: 5, budgetMs: 30_000 });
+  log(`spawn to result (${PLAN.spawns}) beside the spawn floor (interleaved rounds)`);
+  const spawn = await delegation.spawnRounds(admin, {
+    n: PLAN.spawns,
+    warmup: 10,
+    parents: 4,
+    budgetMs: 40_000,
+  });
+  log(`spawn through the model's subagent tool (${PLAN.toolRounds}) beside echo (interleaved rounds)`);
+  const tool = await delegation.toolRounds(admin, {
+    n: PLAN.toolRounds,
+    warmup: 5,
+    parents: 4,
+    budgetMs: 30_000,
+  });
+  log("fan-out of 100 children beside the fan-out floor (interleaved rounds)");
+  const fanout = await delegation.fanoutRounds(admin, {
+    children: 100,
+    rounds: PLAN.fanoutRounds,
+    warmup: 1,
+    budgetMs: 45_000,
+  });
   log(`building a session with ${EVENTS} events through POST /v1/sessions/:id/messages`);
-  const large = await bench.buildLargeSession(admin, { events: EVENTS, concurrency: 32, budgetMs: 150_000 });
+  const large = await bench.buildLargeSession(admin, { events: EVENTS, concurrency: 32, budgetMs: 120_000 });
   log(`  ${large.events} events from ${large.messages} messages in ${(large.totalMs / 1000).toFixed(1)} s`);
   const fresh = await admin.createSession({ label: "bench-fresh" });
   const targets = [
@@ -81,6 +134,19 @@ try {
   log("GET /v1/sessions/:id cold (workerd restarted on the same storage), large vs fresh");
   const cold = await bench.describeCold(worker, targets, { rounds: 10 });
   const [coldLarge, coldFresh] = cold.summary;
+  admin.url = cold.url; // workerd was restarted (a new port)
+  log(
+    `load: ${PLAN.loadSessions} sessions, steps ${PLAN.loadSteps.join(", ")} msgs/s ` +
+      `(${PLAN.stepSeconds} s each) until one is not sustained, then hold ${LOAD_SECONDS} s`,
+  );
+  const load = await loadTest(admin, {
+    sessions: PLAN.loadSessions,
+    steps: PLAN.loadSteps,
+    stepSeconds: PLAN.stepSeconds,
+    holdSeconds: LOAD_SECONDS,
+    drainTimeoutMs: 30_000,
+    log,
+  });
 
   const floor = { p50: floorA.p50, p99: floorA.p99 };
   const k = (n) => (n >= 1000 ? `${Math.round(n / 1000)}k` : String(n));
@@ -91,44 +157,222 @@ try {
     { name: "accepted while a turn is busy", ...lat.busy, floor },
     { name: "echo: message -> answer on stream", ...lat.echo, floor, target: "p50 <= 4x" },
     { name: "echo: the 202 of those messages", ...lat.echoAccept, floor },
-    { name: "floor: spawn a new child DO", ...spawn, floor },
-    { name: `floor: fan-out of ${fanout.children}, total`, ...fanout.total, floor },
-    { name: `floor: fan-out of ${fanout.children}, per child`, ...fanout.perChild, floor },
     { name: "GET session, fresh, warm", ...warmFresh, floor },
     { name: `GET session, ${k(large.events)} events, warm`, ...warmLarge, floor },
     { name: "GET session, fresh, cold open", ...coldFresh, floor },
     { name: `GET session, ${k(large.events)} events, cold open`, ...coldLarge, floor },
   ];
+  const spawnFloor = { p50: spawn.floor.p50, p99: spawn.floor.p99 };
+  const fanoutFloor = { p50: fanout.floorPerChild.p50, p99: fanout.floorPerChild.p99 };
+  const delegationRows = [
+    { name: "floor: spawn a new child DO (POST /bench/floor/spawn)", ...spawn.floor, floor: spawnFloor },
+    {
+      name: "spawn -> result: POST .../subagents to settled run",
+      ...spawn.spawn,
+      floor: spawnFloor,
+      target: "p50 <= 2x",
+    },
+    { name: "  of which: POST .../subagents until its 201", ...spawn.accepted, floor: spawnFloor },
+    { name: "  of which: 201 until the long-poll has the result", ...spawn.settle, floor: spawnFloor },
+    { name: "subagent tool: message -> parent's final answer", ...tool.tool, floor: spawnFloor },
+    { name: "echo message -> answer (same rounds)", ...tool.echo, floor: spawnFloor },
+    { name: "subagent tool minus echo (paired per round)", ...tool.extra, floor: spawnFloor },
+    { name: `floor: fan-out of ${fanout.children}, total`, ...fanout.floor },
+    { name: `floor: fan-out of ${fanout.children}, per child`, ...fanout.floorPerChild, floor: fanoutFloor },
+    { name: `fan-out of ${fanout.children}: starts to last result, total`, ...fanout.total },
+    { name: `  of which: all ${fanout.children} starts (to the last 201)`, ...fanout.starts },
+    {
+      name: `fan-out of ${fanout.children}: per child`,
+      ...fanout.perChild,
+      floor: fanoutFloor,
+      target: "p50 <= 2.5x",
+    },
+  ];
   const verdict = (value, limit) => (value <= limit ? "met" : "MISSED");
   const acceptedRatio = lat.accepted.p50 / floorA.p50;
   const echoRatio = lat.echo.p50 / floorA.p50;
+  const spawnRatio = spawn.spawn.p50 / spawn.floor.p50;
+  const fanoutRatio = fanout.perChild.p50 / fanout.floorPerChild.p50;
   const buildLine =
     `Building the large session: ${large.events} events from ${large.messages} messages ` +
     `(${large.perMessage.toFixed(1)} events per message, 32 sends in flight) took ` +
     `${(large.totalMs / 1000).toFixed(1)} s (sending ${(large.sentMs / 1000).toFixed(1)} s), ` +
     `${Math.round(large.events / (large.totalMs / 1000))} events/s; messages/s by quarter of the build: ` +
     `${large.quarterRates.join(", ") || "-"}.`;
-  const targetsLine =
-    `Targets: accepted p50 within 1.5x floor A: ${acceptedRatio.toFixed(2)}x, ${verdict(acceptedRatio, 1.5)}; ` +
-    `echo message-to-answer p50 within 4x: ${echoRatio.toFixed(2)}x, ${verdict(echoRatio, 4)}.`;
   const coldLine =
     `Cold opens: ${cold.samples[0].map(ms).join(", ")} ms (large) vs ` +
     `${cold.samples[1].map(ms).join(", ")} ms (fresh), one per workerd restart.`;
+  const refusals = (r) =>
+    Object.keys(r).length === 0
+      ? "none"
+      : Object.entries(r)
+          .map(([status, n]) => `${n} x ${status}`)
+          .join(", ");
+  const delegationLines = [
+    `Spawns: ${spawn.spawn.n} over ${spawn.parents} parents (admin token), each round one floor spawn and one ` +
+      `runtime spawn, order alternating; refused starts (retried): ${refusals(spawn.refusals)}.`,
+    `Subagent tool: ${tool.tool.n} rounds over ${tool.parents} parents; p50(tool) - p50(echo) = ` +
+      `${ms(tool.medianDifference)} ms (${ratio(tool.medianDifference, spawn.floor.p50)} the spawn floor); ` +
+      `paired per round: p50 ${ms(tool.extra.p50)} ms, p99 ${ms(tool.extra.p99)} ms.`,
+    `Fan-out: ${fanout.total.n} rounds of ${fanout.children} children, one fresh parent each; ` +
+      `total p50 ${ms(fanout.total.p50)} ms vs floor ${ms(fanout.floor.p50)} ms ` +
+      `(${ratio(fanout.total.p50, fanout.floor.p50)}); refused starts (retried): ${refusals(fanout.refusals)}.`,
+  ];
 
-  console.log(`\n${terminalTable(rows)}\n\n${buildLine}\n${coldLine}\n${targetsLine}\n`);
+  const stepRow = (name, s) => [
+    name,
+    String(s.offeredRate),
+    String(s.seconds),
+    String(s.sent),
+    String(s.accepted),
+    s.acceptedPerSecond.toFixed(0),
+    ms(s.latency.p50),
+    ms(s.latency.p99),
+    String(s.status429),
+    String(s.status503),
+    String(s.status5xx),
+    String(s.noAnswer + s.otherStatus + s.notSent),
+    Number.isFinite(s.drainMs) ? ms(s.drainMs) : "> 30 s",
+    `${s.cpu.workerdPct}%`,
+    s.cpu.workerdMsPerAccepted === null ? "-" : s.cpu.workerdMsPerAccepted.toFixed(2),
+    `${s.cpu.nodePct}%`,
+    s.pressure ? `${s.pressure.cpuSomePct}%` : "-",
+    s.stable ? "yes" : "no",
+  ];
+  const loadTable = grid(
+    [
+      "phase",
+      "offered/s",
+      "s",
+      "sent",
+      "accepted",
+      "accepted/s",
+      "p50 ms",
+      "p99 ms",
+      "429",
+      "503",
+      "other 5xx",
+      "other",
+      "idle after ms",
+      "workerd cpu",
+      "workerd cpu ms/msg",
+      "node cpu",
+      "cpu pressure",
+      "sustained",
+    ],
+    [
+      ...load.steps.map((s) => stepRow(`step ${s.offeredRate}/s, try ${s.attempt}`, s)),
+      stepRow(`hold ${load.chosenRate}/s`, load.hold),
+    ],
+  );
+  const c = load.check;
+  const loadLines = [
+    `Load: ${load.sessions} sessions, admin token, plain text messages round-robin, open loop (sends leave on ` +
+      `schedule, not after the previous answer). Rate chosen by stepping ${PLAN.loadSteps.join(" -> ")} msgs/s ` +
+      `for ${PLAN.stepSeconds} s each (a miss is tried once more), stopping at the first step not sustained; ` +
+      `sustained = at least ${STABLE.acceptedShare * 100}% accepted, no 429/503/5xx/unanswered send, accept ` +
+      `p50 <= ${STABLE.p50Ms} ms and p99 <= ${STABLE.p99Ms} ms, every session idle within ${STABLE.drainMs} ms ` +
+      "of the last send. CPU columns: % of one core over the phase (workerd: all its threads; node: this " +
+      "harness, the load generator); cpu pressure: share of the phase in which some task on the machine " +
+      "waited for a CPU (/proc/pressure/cpu), i.e. how contended the shared machine was. " +
+      (load.noneSustained
+        ? `No step was sustained: held the lowest, ${load.chosenRate}/s.`
+        : `Held ${load.chosenRate} msgs/s, the highest step sustained.`),
+    `Hold: ${load.hold.accepted} of ${load.hold.sent} accepted in ${load.hold.seconds} s = ` +
+      `${load.hold.acceptedPerSecond.toFixed(1)} accepted msgs/s (by 5 s window: ` +
+      `${load.hold.acceptedPerSecondBy5s.join(", ") || "-"}); accept p50 ${ms(load.hold.latency.p50)} ms, ` +
+      `p99 ${ms(load.hold.latency.p99)} ms, max ${ms(load.hold.latency.max)} ms; ` +
+      `429: ${load.hold.status429}, 503: ${load.hold.status503}, other 5xx: ${load.hold.status5xx}, ` +
+      `no answer: ${load.hold.noAnswer}; ${load.hold.stable ? "held within the sustained limits" : "NOT within the sustained limits"}; ` +
+      `accept p50/p99 ms by 5 s window: ${load.hold.latencyBy5s.map((w) => `${ms(w.p50)}/${ms(w.p99)}`).join(", ") || "-"}.`,
+    `Capacity: at the held rate workerd used ${load.hold.cpu.workerdMsPerAccepted?.toFixed(2) ?? "-"} ms of CPU per ` +
+      "accepted message (the accept and its echo turn; almost all on one thread), so it would saturate near " +
+      `${load.hold.cpu.workerdMsPerAccepted ? Math.round(1000 / load.hold.cpu.workerdMsPerAccepted) : "-"} msgs/s ` +
+      `with a core to itself; the load generator used ${load.hold.cpu.nodeMsPerSend?.toFixed(2) ?? "-"} ms per send; ` +
+      `the machine's CPU pressure during the hold was ${load.hold.pressure?.cpuSomePct ?? "-"}%.`,
+    `Answered exactly once: ${c.answeredOnce} of ${c.accepted} accepted messages (steps and hold), ` +
+      `lost ${c.lost}, duplicated ${c.duplicated}, wrong text ${c.mismatched}; ${c.unacknowledged} sends ` +
+      `without a 202 (${c.unacknowledgedAnswered} of them answered anyway); ${c.events} events read in ` +
+      `${c.pages} pages (${(c.readMs / 1000).toFixed(1)} s).`,
+  ];
+  const targetsLine =
+    `Targets: accepted p50 within 1.5x floor A: ${acceptedRatio.toFixed(2)}x, ${verdict(acceptedRatio, 1.5)}; ` +
+    `echo message-to-answer p50 within 4x: ${echoRatio.toFixed(2)}x, ${verdict(echoRatio, 4)}; ` +
+    `spawn-to-result p50 within 2x the spawn floor: ${spawnRatio.toFixed(2)}x, ${verdict(spawnRatio, 2)}; ` +
+    `fan-out per child p50 within 2.5x the fan-out floor: ${fanoutRatio.toFixed(2)}x, ${verdict(fanoutRatio, 2.5)}; ` +
+    `load: lost ${c.lost}, duplicated ${c.duplicated}` +
+    `${c.lost + c.duplicated + c.mismatched === 0 ? ", every accepted message answered once" : ", MISSED"}.`;
 
-  if (args.get("no-readme") !== "true") {
-    const cpu = cpus()[0]?.model?.trim() ?? "unknown CPU";
+  console.log(
+    [
+      "",
+      terminalTable(rows),
+      "",
+      terminalTable(delegationRows, { floorName: "floor" }),
+      "",
+      alignTable(loadTable),
+      "",
+      buildLine,
+      coldLine,
+      ...delegationLines,
+      ...loadLines,
+      targetsLine,
+      "",
+    ].join("\n"),
+  );
+
+  const cpu = cpus()[0]?.model?.trim() ?? "unknown CPU";
+  const date = new Date().toISOString().slice(0, 10);
+  const pressureAtEnd = pressure();
+  const waited =
+    pressureAtStart && pressureAtEnd
+      ? `; some task waited for a CPU during ${Math.round(
+          (100 * (pressureAtEnd.cpuUs - pressureAtStart.cpuUs)) /
+            ((pressureAtEnd.at - pressureAtStart.at) * 1000),
+        )}% of the run (/proc/pressure/cpu)`
+      : "";
+  const machine =
+    `${availableParallelism()} cores (${cpu}), Linux ${release()}, Node ${process.version}, ` +
+    `workerd through Miniflare 5, ${measured}, load average ${loadAtStart.toFixed(2)} at the start${waited}`;
+  mkdirSync(join(ROOT, "test-results"), { recursive: true });
+  const loadJson = {
+    date: new Date().toISOString(),
+    command,
+    machine,
+    sessions: load.sessions,
+    token: "admin (exempt from the per-token rate limit)",
+    stepsTried: load.steps,
+    sustainedWhen: STABLE,
+    chosenRate: load.chosenRate,
+    noStepSustained: load.noneSustained,
+    hold: load.hold,
+    check: load.check,
+  };
+  writeFileSync(join(ROOT, "test-results", "load.json"), `${JSON.stringify(loadJson, null, 2)}\n`);
+  log("wrote test-results/load.json");
+
+  if (WRITE_README) {
     const section = [
-      `Run on ${new Date().toISOString().slice(0, 10)}: \`${command}\`, ${availableParallelism()} cores (${cpu}), ` +
-        `Linux ${release()}, Node ${process.version}, workerd through Miniflare 5, load average ` +
-        `${loadAtStart.toFixed(2)} at the start; ${N} sequential requests per latency row after a ` +
+      `Run on ${date}: \`${command}\`, ${machine}; ${N} sequential requests per latency row after a ` +
         "warm-up (fewer where n says so).",
       "",
       table(rows),
       "",
       buildLine,
       coldLine,
+      "",
+      "Delegation (ratios to the floor measured in the same rounds: the spawn floor per spawn, the fan-out floor per child):",
+      "",
+      table(delegationRows, { floorName: "floor" }),
+      "",
+      ...delegationLines,
+      "",
+      `Load (${LOAD_SECONDS} s hold; the same figures are in test-results/load.json):`,
+      "",
+      loadTable,
+      "",
+      ...loadLines,
+      "",
       targetsLine,
     ].join("\n");
     writeReadme(join(import.meta.dirname, "README.md"), section);

@@ -12,8 +12,11 @@ export class Client {
     return new Client(this.url, token);
   }
 
-  /** One request; resolves with { status, body } (body parsed as JSON when there is one). */
-  async call(method, path, body, expected) {
+  /**
+   * One request; resolves with { status, body } (body parsed as JSON when there is one).
+   * `timeoutMs` bounds it (default 15 s; long-polls pass more than their `wait`).
+   */
+  async call(method, path, body, expected, timeoutMs = REQUEST_TIMEOUT_MS) {
     const response = await fetch(`${this.url}${path}`, {
       method,
       headers: {
@@ -21,7 +24,7 @@ export class Client {
         ...(body === undefined ? {} : { "content-type": "application/json" }),
       },
       body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      signal: AbortSignal.timeout(timeoutMs),
     });
     const text = await response.text();
     const parsed = text ? JSON.parse(text) : undefined;

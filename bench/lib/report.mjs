@@ -5,9 +5,12 @@ import { ms, ratio } from "./stats.mjs";
 const START = "<!-- results:start -->";
 const END = "<!-- results:end -->";
 
-/** rows: { name, n, p50, p99, floor?: { p50, p99 }, target?, note? } */
-export function table(rows) {
-  const head = ["measurement", "n", "p50 ms", "p99 ms", "p50 / floor A", "p99 / floor A", "target"];
+/**
+ * rows: { name, n, p50, p99, floor?: { p50, p99 }, target? }; the ratio columns divide by the
+ * row's floor (`floorName` names it in the header).
+ */
+export function table(rows, { floorName = "floor A" } = {}) {
+  const head = ["measurement", "n", "p50 ms", "p99 ms", `p50 / ${floorName}`, `p99 / ${floorName}`, "target"];
   const body = rows.map((r) => [
     r.name,
     String(r.n ?? ""),
@@ -20,9 +23,9 @@ export function table(rows) {
   return [head, head.map(() => "---"), ...body].map((cells) => `| ${cells.join(" | ")} |`).join("\n");
 }
 
-/** The same table aligned for a terminal. */
-export function terminalTable(rows) {
-  const markdown = table(rows)
+/** Any markdown table (head, rule, body rows) aligned for a terminal. */
+export function alignTable(markdownTable) {
+  const markdown = markdownTable
     .split("\n")
     .filter((_, i) => i !== 1)
     .map((line) =>
@@ -35,6 +38,16 @@ export function terminalTable(rows) {
   return markdown
     .map((cells) => cells.map((c, k) => (k === 0 ? c.padEnd(widths[k]) : c.padStart(widths[k]))).join("  "))
     .join("\n");
+}
+
+/** The latency table aligned for a terminal. */
+export function terminalTable(rows, options) {
+  return alignTable(table(rows, options));
+}
+
+/** A plain markdown table from a header and rows of cells. */
+export function grid(head, body) {
+  return [head, head.map(() => "---"), ...body].map((cells) => `| ${cells.join(" | ")} |`).join("\n");
 }
 
 export function writeReadme(path, section) {

@@ -1,24 +1,8 @@
 // The measurements. Each takes a Client (admin token) and bounds every loop in count and time.
 import { textOf } from "./client.mjs";
-import { pool, summarize, timeSequential } from "./stats.mjs";
+import { pool, summarize } from "./stats.mjs";
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Spawn floor: a parent object calls a brand-new child (one write each side), per spawn. */
-export async function floorSpawn(admin, { n, warmup, budgetMs }) {
-  const once = () => admin.call("POST", "/bench/floor/spawn?key=spawn-parent", undefined, 200);
-  await timeSequential(warmup, budgetMs, once);
-  return summarize(await timeSequential(n, budgetMs, once));
-}
-
-/** Fan-out floor: one parent, `children` brand-new children at once; total and per child. */
-export async function floorFanout(admin, { children, rounds, budgetMs }) {
-  const once = () =>
-    admin.call("POST", `/bench/floor/fanout?key=fanout-parent&n=${children}`, undefined, 200);
-  await timeSequential(1, budgetMs, once);
-  const totals = await timeSequential(rounds, budgetMs, once);
-  return { total: summarize(totals), perChild: summarize(totals.map((t) => t / children)), children };
-}
 
 /** Polls GET /v1/sessions/:id until `done(view)`; bounded by `timeoutMs`. */
 export async function waitFor(client, id, done, timeoutMs, everyMs = 100) {
