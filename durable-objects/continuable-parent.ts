@@ -224,8 +224,11 @@ export class ContinuableParent {
         continue; // unreachable now: the alarm comes back
       }
       ctx.stores.transact(() => {
-        if (known) this.#publishEpoch(runId, childId, children.get(childId)?.provider ?? "spawn");
-        else epochs.forget(runId);
+        if (known) {
+          // the child runs this epoch: it is the child's current one (the call that started it died)
+          children.ownEpoch(childId, runId);
+          this.#publishEpoch(runId, childId, children.get(childId)?.provider ?? "spawn");
+        } else epochs.forget(runId);
       });
       repaired = true;
     }
