@@ -41,6 +41,23 @@ const suites = [
     report: join(reports, "workers.json"),
   },
   {
+    // the seeded fault campaign (200 schedules, about 2 minutes): its summary line and
+    // test-results/faults.json come from its own reporter
+    name: "fault-campaign",
+    cmd: "npx",
+    args: [
+      "vitest",
+      "run",
+      "-c",
+      "vitest.faults.config.ts",
+      "--reporter=default",
+      "--reporter=./test/faults/reporter.ts",
+      "--reporter=json",
+      `--outputFile.json=${join(reports, "fault-campaign.json")}`,
+    ],
+    report: join(reports, "fault-campaign.json"),
+  },
+  {
     name: "e2e",
     cmd: process.execPath,
     args: [
