@@ -141,6 +141,7 @@ export class OneShotRuns {
   /** Finishes starts that an earlier instance reserved but did not publish (it was evicted). */
   async repairStarts(): Promise<boolean> {
     let repaired = false;
+    if (!this.repairOwed()) return false;
     for (const run of this.#ctx.stores.runs.starting()) {
       if (this.#publishing.has(run.runId)) continue;
       repaired = (await this.#publish(run.runId)).ok || repaired;
@@ -150,7 +151,7 @@ export class OneShotRuns {
 
   /** Whether a reserved start waits for repair (the alarm must come back for it). */
   repairOwed(): boolean {
-    return this.#ctx.stores.runs.starting().some((r) => !this.#publishing.has(r.runId));
+    return this.#ctx.stores.runs.startingIds().some((runId) => !this.#publishing.has(runId));
   }
 
   view(run: RunRow): RunView {

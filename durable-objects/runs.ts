@@ -132,6 +132,14 @@ export class Runs {
   }
 
   /** Runs whose start was interrupted (the object died between reserving and publishing). */
+  /** Ids of runs reserved but not yet published (cheap: no spec parsing). */
+  startingIds(): string[] {
+    return this.sql
+      .exec<{ run_id: string }>("SELECT run_id FROM runs WHERE state = 'starting'")
+      .toArray()
+      .map((r) => r.run_id);
+  }
+
   starting(): RunRow[] {
     return this.sql
       .exec<RawRun>("SELECT * FROM runs WHERE state = 'starting' ORDER BY created_at")

@@ -1,7 +1,7 @@
 /**
  * Ordered, additive migrations of a session's SQLite database, run synchronously and gated by a
- * version row in `meta` (Durable Objects have no `PRAGMA user_version`). Each migration runs in
- * one transaction with its version bump, so a crash never leaves a half-migrated schema.
+ * version row in `meta` (Durable Objects have no `PRAGMA user_version`). The pending steps run in
+ * one transaction with the version bump, so a crash never leaves a half-migrated schema.
  */
 
 export const SESSION_MIGRATIONS: readonly string[] = [
@@ -116,6 +116,8 @@ export const SESSION_MIGRATIONS: readonly string[] = [
      last_error TEXT
    ) STRICT;
    CREATE INDEX remote_runs_due ON remote_runs (phase, next_at);`,
+  // 6: the drive loop asks for reserved-but-unpublished runs on every pass
+  `CREATE INDEX runs_by_state ON runs (state);`,
 ];
 
 export const SCHEMA_VERSION = SESSION_MIGRATIONS.length;
@@ -140,13 +142,14 @@ export function migrate(
   storage.transactionSync(() => {
     sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT");
   });
-  for (let version = schemaVersion(sql); version < migrations.length; version++) {
-    storage.transactionSync(() => {
-      sql.exec(migrations[version]!);
-      sql.exec(
-        "INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        String(version + 1),
-      );
-    });
-  }
+  const from = schemaVersion(sql);
+  if (from >= migrations.length) return;
+  // every pending step in one transaction with the version bump: all of them or none
+  storage.transactionSync(() => {
+    for (let version = from; version < migrations.length; version++) sql.exec(migrations[version]!);
+    sql.exec(
+      "INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+      String(migrations.length),
+    );
+  });
 }
