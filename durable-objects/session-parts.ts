@@ -1,7 +1,7 @@
 import { builtinTools } from "../src/agent/builtin-tools";
 import type { SessionHost } from "../src/agent/host";
 import { type ModelSettings, modelFor } from "../src/agent/model-router";
-import { TurnDriver } from "../src/agent/turn-driver";
+import { MAX_STEPS_PER_TURN, TurnDriver } from "../src/agent/turn-driver";
 import type { SessionHeader } from "../src/contract/session";
 import { registryStub, sessionStub } from "../src/http/sessions";
 import { CallbackSender } from "./callback-sender";
@@ -68,6 +68,7 @@ export function assembleParts(state: DurableObjectState, env: Env, kick: () => v
     get sessionId() {
       return header()?.id ?? "";
     },
+    maxSteps: positiveInt(env.MAX_STEPS_PER_TURN, MAX_STEPS_PER_TURN),
     modelRoute: model,
     model: () => modelFor(model(), modelSettings(env)),
     system: () => header()?.options.persona,
@@ -112,4 +113,9 @@ function modelSettings(env: Env): ModelSettings {
   if (vars.OPENAI_API_KEY) settings.openAiApiKey = vars.OPENAI_API_KEY;
   if (vars.AI) settings.ai = vars.AI as unknown as NonNullable<ModelSettings["ai"]>;
   return settings;
+}
+
+function positiveInt(raw: string | undefined, fallback: number): number {
+  const n = Number(raw);
+  return Number.isSafeInteger(n) && n > 0 ? n : fallback;
 }

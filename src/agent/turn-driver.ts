@@ -13,6 +13,7 @@ import type { Tool, ToolOutcome, ToolRegistry } from "./tools";
  * Completed steps are never redone; a crash mid-step re-runs that step.
  */
 
+/** Model calls one turn may make before it ends as `error` (`MAX_STEPS_PER_TURN` overrides). */
 export const MAX_STEPS_PER_TURN = 64;
 
 export interface DriverStores {
@@ -36,6 +37,8 @@ export interface DriverStores {
 export interface SessionAgent<Host> {
   stores: DriverStores;
   sessionId: string;
+  /** The step budget of one turn (default `MAX_STEPS_PER_TURN`). */
+  maxSteps?: number;
   modelRoute(): string;
   model(): ModelClient;
   system(): string | undefined;
@@ -167,10 +170,9 @@ export class TurnDriver<Host> {
     }
     if (plan.kind !== "tools") {
       for (const messageId of plan.claim) this.#claim(messageId, loop.openTurn!);
-      if (loop.step >= MAX_STEPS_PER_TURN) {
-        stores.loop.set(
-          this.#endTurn(loop, "error", { error: `step budget of ${MAX_STEPS_PER_TURN} exhausted` }),
-        );
+      const budget = this.#agent.maxSteps ?? MAX_STEPS_PER_TURN;
+      if (loop.step >= budget) {
+        stores.loop.set(this.#endTurn(loop, "error", { error: `step budget of ${budget} exhausted` }));
         return { plan: { kind: "idle" }, fence: { epoch: -1, turn: -1, step: -1 } };
       }
     }
