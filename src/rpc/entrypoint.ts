@@ -3,7 +3,9 @@ import { type Outcome, SubagentError } from "../contract/errors";
 import { type StartRequest, StartRequestSchema, type SubagentResult } from "../contract/run";
 import type { SessionView } from "../contract/session";
 import type { EventPage } from "../contract/session-api";
+import { ContinuableStartSchema, DrainBody, FollowupBody } from "../contract/continuable";
 import { CreateSessionBody, SendMessageBody } from "../contract/wire";
+import type { ChildEntry, DescendantEntry } from "../core/listing";
 import { compact } from "../core/compact";
 import { validate } from "../http/body";
 import { createTopLevelSession } from "../http/session-create";
@@ -111,5 +113,45 @@ export class SubagentsEntrypoint extends WorkerEntrypoint<Env> {
 
   async describe(sessionId: string): Promise<SessionView> {
     return unwrap(await sessionStub(this.env, arg(sessionId, SessionIdArg)).describe(ADMIN));
+  }
+
+  /** A continuable child; resolves at its inbox acceptance, before its first turn. */
+  async startContinuable(
+    parentId: string,
+    request: unknown,
+  ): Promise<{ childId: string; messageId: string }> {
+    const id = arg(parentId, SessionIdArg);
+    return unwrap(
+      await sessionStub(this.env, id).startContinuable(ADMIN, compact(arg(request, ContinuableStartSchema))),
+    );
+  }
+
+  /** The only way to continue a child (cold-resumes a settled one); as its direct parent. */
+  async followup(parentId: string, childId: string, message: unknown): Promise<{ messageId: string }> {
+    const id = arg(parentId, SessionIdArg);
+    const child = arg(childId, SessionIdArg);
+    const { content } = arg(message, FollowupBody);
+    return unwrap(await sessionStub(this.env, id).followupChild(ADMIN, child, content));
+  }
+
+  /** Interrupts a child's current turn, with the parent's authority. */
+  async interruptChild(parentId: string, childId: string): Promise<{ accepted: true }> {
+    const id = arg(parentId, SessionIdArg);
+    return unwrap(await sessionStub(this.env, id).interruptChild(ADMIN, arg(childId, SessionIdArg)));
+  }
+
+  /** Drains every descendant (no ids) or the given direct children, child-first. */
+  async drain(parentId: string, childIds?: unknown): Promise<{ drained: string[] }> {
+    const id = arg(parentId, SessionIdArg);
+    const { childIds: ids } = arg(childIds === undefined ? {} : { childIds }, DrainBody);
+    return unwrap(await sessionStub(this.env, id).drainChildren(ADMIN, ids));
+  }
+
+  async listChildren(sessionId: string): Promise<{ entries: ChildEntry[] }> {
+    return unwrap(await sessionStub(this.env, arg(sessionId, SessionIdArg)).listChildren(ADMIN));
+  }
+
+  async listDescendants(sessionId: string): Promise<{ entries: DescendantEntry[] }> {
+    return unwrap(await sessionStub(this.env, arg(sessionId, SessionIdArg)).listDescendants(ADMIN));
   }
 }

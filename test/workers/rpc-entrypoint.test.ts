@@ -45,4 +45,29 @@ describe("the RPC entrypoint for service bindings", () => {
     );
     expect((await rpc.providers()).map((p: any) => p.name).slice(0, 2)).toEqual(["spawn", "fork"]);
   });
+
+  it("manages continuable children: start, list, follow up, drain", async () => {
+    const session = await rpc.createSession({});
+    const started = await rpc.startContinuable(session.id, {
+      provider: "spawn",
+      prompt: JSON.stringify({ script: [{ think: 5000 }, { say: "slow" }] }),
+      label: "helper",
+    });
+    expect(started.messageId).toMatch(/^msg_/);
+    const listed = await rpc.listChildren(session.id);
+    expect(listed.entries.map((e: any) => [e.id, e.mode, e.label])).toEqual([
+      [started.childId, "continuable", "helper"],
+    ]);
+    const followed = await rpc.followup(session.id, started.childId, { content: "second" });
+    expect(followed.messageId).toMatch(/^msg_/);
+    expect(await failureOf(() => rpc.followup(session.id, "nope", { content: "x" }))).toMatch(
+      /^INVALID_REQUEST/,
+    );
+    const drained = await rpc.drain(session.id);
+    expect(drained.drained).toEqual([started.childId]);
+    expect((await rpc.listDescendants(session.id)).entries.map((e: any) => [e.id, e.depth])).toEqual([
+      [started.childId, 1],
+    ]);
+    expect(await rpc.interruptChild(session.id, started.childId)).toEqual({ accepted: true });
+  });
 });
