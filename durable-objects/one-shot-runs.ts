@@ -9,6 +9,7 @@ import { renderForeground } from "../src/core/run-rendering";
 import { abortedBeforeStart } from "../src/core/run-result";
 import { checkStart } from "../src/providers/start-checks";
 import { forkSeed, lineageOf, placeChild } from "./child-spec";
+import type { AcpRuns } from "./acp-runs";
 import type { RemoteRuns } from "./remote-runs";
 import type { RunRow } from "./runs";
 import type { SessionContext } from "./session-context";
@@ -22,13 +23,15 @@ import type { SessionContext } from "./session-context";
 export class OneShotRuns {
   readonly #ctx: SessionContext;
   readonly #remote: RemoteRuns;
+  readonly #acp: AcpRuns;
   /** Starts being published by this instance right now (repair must not race them). */
   readonly #publishing = new Set<string>();
   readonly #waiters = new Map<string, Set<() => void>>();
 
-  constructor(ctx: SessionContext, remote: RemoteRuns) {
+  constructor(ctx: SessionContext, remote: RemoteRuns, acp: AcpRuns) {
     this.#ctx = ctx;
     this.#remote = remote;
+    this.#acp = acp;
   }
 
   async start(request: StartRequest, origin?: RunOrigin): Promise<Outcome<RunView>> {
@@ -42,9 +45,11 @@ export class OneShotRuns {
     const { provider, info, descriptor } = checked.value;
     const raced = origin && runs.byCallKey(origin.callKey);
     if (raced) return ok(this.view(raced));
-    if (provider.kind === "remote") {
-      // another deployment runs it (remote-runs.ts): published here at once, no child object
-      const started = this.#remote.start(request, origin, provider, descriptor);
+    if (provider.kind === "remote" || provider.kind === "acp") {
+      // another deployment (remote-runs.ts) or an ACP agent (acp-runs.ts) runs it: published here
+      // at once, no child object
+      const transport = provider.kind === "acp" ? this.#acp : this.#remote;
+      const started = transport.start(request, origin, provider, descriptor);
       return started.ok ? ok(this.view(runs.get(started.value)!)) : started;
     }
     const placed = placeChild(ctx, header, { ...request, maxDepth: checked.value.maxDepth });
@@ -201,6 +206,8 @@ export class OneShotRuns {
   requestCancel(run: RunRow, reason?: string): void {
     this.#ctx.stores.runs.requestCancel(run.runId);
     if (run.local) this.#enqueueCancel(run, reason);
+    else if (this.#acp.owns(run))
+      this.#acp.requestCancel(run.runId); // session/cancel, then `aborted`
     else this.#remote.requestCancel(run.runId); // settled `aborted` by the transport, then interrupted there
   }
 

@@ -152,6 +152,14 @@ export class Runs {
     return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM runs WHERE local = 0").one().n;
   }
 
+  /** Published runs with no child session here (remote and ACP) that have no result yet. */
+  unsettledRemote(): RunRow[] {
+    return this.sql
+      .exec<RawRun>("SELECT * FROM runs WHERE state = 'running' AND local = 0")
+      .toArray()
+      .map(toRow);
+  }
+
   unsettledCount(): number {
     return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM runs WHERE state != 'settled'").one().n;
   }

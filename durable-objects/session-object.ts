@@ -351,13 +351,14 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   async #drive(): Promise<void> {
-    const { driver, delivery, runs, children, self, remote } = this.#parts!;
+    const { driver, delivery, runs, children, self, remote, acp } = this.#parts!;
     await this.ctx.storage.setAlarm(Date.now() + SAFETY_NET_MS);
     await faultPoint(this.#id(), "after-accept");
     for (;;) {
       this.#wake = false;
       // remote transport calls run beside the steps (each is bounded in time); awaited below
       remote.pump();
+      acp.pump(); // ACP connections live in memory; this applies their results and ends orphans
       // the outbox is drained between steps too: a cancel must not wait for the turn to end
       const stepped = await driver.step();
       const sent = await delivery.drainOutbox();
@@ -366,6 +367,7 @@ export class SessionObject extends DurableObject<Env> {
       if (await children.repairStarts()) continue;
       if (self.settleIfDone()) continue;
       if (await remote.drain()) continue;
+      if (await acp.drain()) continue;
       await this.#schedule();
       if (!this.#wake) return;
     }
@@ -373,9 +375,9 @@ export class SessionObject extends DurableObject<Env> {
 
   /** When the one alarm must fire next: now for an owed step or start repair, else the next retry or poll. */
   #nextDue(): number | undefined {
-    const { driver, runs, children, stores, remote } = this.#parts!;
+    const { driver, runs, children, stores, remote, acp } = this.#parts!;
     if (driver.owesStep() || runs.repairOwed() || children.repairOwed()) return Date.now();
-    const times = [stores.outbox.nextDue(), remote.nextDue()].filter((t) => t !== undefined);
+    const times = [stores.outbox.nextDue(), remote.nextDue(), acp.nextDue()].filter((t) => t !== undefined);
     return times.length === 0 ? undefined : Math.min(...times);
   }
 

@@ -4,6 +4,7 @@ import { type ModelSettings, modelFor } from "../src/agent/model-router";
 import { MAX_STEPS_PER_TURN, TurnDriver } from "../src/agent/turn-driver";
 import type { SessionHeader } from "../src/contract/session";
 import { registryStub, sessionStub } from "../src/http/sessions";
+import { AcpRuns } from "./acp-runs";
 import { CallbackSender } from "./callback-sender";
 import { ContinuableChild } from "./continuable-child";
 import { ContinuableParent } from "./continuable-parent";
@@ -29,12 +30,13 @@ export interface Parts {
   self: ContinuableChild;
   delivery: Delivery;
   remote: RemoteRuns;
+  acp: AcpRuns;
 }
 
 /**
  * Wires a session object's parts over its (migrated) storage: the stores, the shared context, the
  * turn driver and its turn-end hooks, delivery (which part applies which envelope) and the remote
- * transport. `kick` starts the object's drive loop without waiting.
+ * and ACP transports. `kick` starts the object's drive loop without waiting.
  */
 export function assembleParts(state: DurableObjectState, env: Env, kick: () => void): Parts {
   const stores = new SessionStores(state.storage);
@@ -57,7 +59,8 @@ export function assembleParts(state: DurableObjectState, env: Env, kick: () => v
   };
   const remote = new RemoteRuns(ctx, (envelope) => delivery.deliver(envelope));
   const callbacks = new CallbackSender(ctx);
-  const runs = new OneShotRuns(ctx, remote);
+  const acp = new AcpRuns(ctx, (envelope) => delivery.deliver(envelope));
+  const runs = new OneShotRuns(ctx, remote, acp);
   const oneShot = new OneShotChild(ctx);
   const children = new ContinuableParent(ctx);
   const self = new ContinuableChild(ctx, children, runs);
@@ -104,7 +107,7 @@ export function assembleParts(state: DurableObjectState, env: Env, kick: () => v
     },
     (envelope) => callbacks.send(envelope),
   );
-  return { stores, ctx, driver, stream, runs, oneShot, children, self, delivery, remote };
+  return { stores, ctx, driver, stream, runs, oneShot, children, self, delivery, remote, acp };
 }
 
 function modelSettings(env: Env): ModelSettings {

@@ -171,7 +171,7 @@ export interface ProviderCapabilities {
 
 export interface ProviderInfo {
   name: string;
-  kind: "spawn" | "fork" | "remote";
+  kind: "spawn" | "fork" | "remote" | "acp";
   capabilities: ProviderCapabilities;
   inheritsParentContext: boolean;
   continuable: boolean;
@@ -181,6 +181,7 @@ export interface ProviderInfo {
 
 export type RegisterProviderRequest =
   | { kind: "remote"; url: string; token?: string }
+  | { kind: "acp"; url: string; token?: string }
   | { kind: "spawn" }
   | { kind: "fork" };
 

@@ -1,10 +1,12 @@
 import { z } from "zod";
 import { ServiceUrl } from "../contract/wire";
+import { AcpUrl } from "./acp-protocol";
 
 /**
  * What each provider kind offers. `spawn` and `fork` create child sessions in this deployment;
  * `remote` hands work to another deployment of this runtime (out-of-process semantics: no
- * start-time capabilities, `local: false`).
+ * start-time capabilities, `local: false`); `acp` hands a one-shot run to an external Agent Client
+ * Protocol server over a WebSocket (same out-of-process semantics).
  */
 
 export interface SubagentCapabilities {
@@ -21,11 +23,11 @@ export interface ProviderInfo {
   inheritsParentContext: boolean;
   continuable: boolean;
   local: boolean;
-  /** For remote providers: where the other deployment lives (never its token). */
+  /** For remote and acp providers: where the other side lives (never its token). */
   url?: string;
 }
 
-export type ProviderKind = "spawn" | "fork" | "remote";
+export type ProviderKind = "spawn" | "fork" | "remote" | "acp";
 
 export interface ProviderRecord {
   name: string;
@@ -63,9 +65,10 @@ export function describeProvider(record: ProviderRecord): ProviderInfo {
         local: true,
       };
     case "remote":
+    case "acp":
       return {
         name: record.name,
-        kind: "remote",
+        kind: record.kind,
         capabilities: NONE,
         inheritsParentContext: false,
         continuable: false,
@@ -88,6 +91,11 @@ export const RegisterProviderBody = z.discriminatedUnion("kind", [
   z.strictObject({
     kind: z.literal("remote"),
     url: ServiceUrl,
+    token: z.string().min(1).max(4096).optional(),
+  }),
+  z.strictObject({
+    kind: z.literal("acp"),
+    url: AcpUrl,
     token: z.string().min(1).max(4096).optional(),
   }),
   z.strictObject({ kind: z.literal("spawn") }),
