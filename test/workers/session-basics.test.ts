@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { allEvents, api, assistantTexts, createSession, waitForEvents } from "./helpers";
+import { api, assistantTexts, createSession, waitForEvents } from "./helpers";
 
 describe("a session answers messages through its turn driver", () => {
   it("echoes a plain message in one turn with contiguous seq", async () => {
