@@ -1,15 +1,12 @@
 import type { RunOrigin } from "../src/agent/host";
-import type { ChildInit } from "../src/contract/child-init";
-import { type ContentBlock, toBlocks } from "../src/contract/content";
-import { fail, type Outcome, ok } from "../src/contract/errors";
-import { newRunId } from "../src/contract/ids";
+import type { ContentBlock } from "../src/contract/content";
+import { type Outcome, ok } from "../src/contract/errors";
 import type { StartRequest, SubagentResult } from "../src/contract/run";
-import { childDepth, deploymentDepthCap } from "../src/core/depth";
 import type { Descriptor } from "../src/core/descriptor";
 import { AcpConnection, type AcpTimeouts } from "../src/providers/acp-client";
 import { failedResult } from "../src/providers/acp-protocol";
 import type { ProviderRecord } from "../src/providers/catalog";
-import { childBudget, lineageOf } from "./child-spec";
+import { prepareOutOfProcess, publishOutOfProcess } from "./out-of-process";
 import type { ResultSink } from "./remote-runs";
 import type { RunRow } from "./runs";
 import type { SessionContext } from "./session-context";
@@ -56,50 +53,19 @@ export class AcpRuns {
     descriptor: Descriptor,
   ): Outcome<string> {
     const ctx = this.#ctx;
-    const header = ctx.header()!;
-    if (request.childId !== undefined)
-      return fail(
-        "INVALID_REQUEST",
-        `childId: provider ${provider.name} is an ACP agent and mints its own run id`,
-      );
-    if (provider.url === undefined) return fail("NO_PROVIDER", `provider ${provider.name} has no url`);
-    const depth = childDepth(header.delegationDepth, undefined, deploymentDepthCap(ctx.limits.depthCap));
-    if (!depth.ok) return depth;
-    const budget = childBudget(ctx);
-    if (!budget.ok) return budget;
-    const runId = newRunId();
-    const id = `${PREFIX}${runId}`;
-    const prompt = toBlocks(request.prompt);
-    const spec: ChildInit = {
-      v: 1,
-      id,
-      runId,
-      provider: provider.name,
-      ...lineageOf(header),
-      delegationDepth: depth.value,
-      mode: "one-shot",
-      descriptor: descriptor as unknown as Record<string, unknown>,
-      // the ACP agent uses whatever model it is configured with
-      options: { model: request.model ?? "acp-agent" },
-      prompt,
-      ...(request.label === undefined ? {} : { label: request.label }),
-    };
-    const { runs, log } = ctx.stores;
-    ctx.stores.transact(() => {
-      runs.insert({
-        runId,
-        childId: id,
-        provider: provider.name,
-        local: false,
-        callKey: origin?.callKey ?? null,
-        taskId: origin?.background ? runs.nextTaskId() : null,
-        toolName: origin?.toolName ?? null,
-        spec,
-        createdAt: Date.now(),
-      });
-      runs.markRunning(runId);
-      log.append("subagent/start", { runId, provider: provider.name, id, local: false });
-    });
+    const prepared = prepareOutOfProcess(ctx, request, provider, "acp");
+    if (!prepared.ok) return prepared;
+    const { runId, prompt } = prepared.value;
+    // the ACP agent uses whatever model it is configured with
+    ctx.stores.transact(() =>
+      publishOutOfProcess(ctx, prepared.value, {
+        provider,
+        descriptor,
+        request,
+        origin,
+        defaultModel: "acp-agent",
+      }),
+    );
     this.#connect(runId, provider, prompt);
     return ok(runId);
   }

@@ -1,12 +1,8 @@
 import type { RunOrigin } from "../src/agent/host";
-import type { ChildInit } from "../src/contract/child-init";
-import { toBlocks } from "../src/contract/content";
 import type { RunResultEnvelope } from "../src/contract/envelope";
-import { fail, type Outcome, ok } from "../src/contract/errors";
-import { newRunId } from "../src/contract/ids";
+import { type Outcome, ok } from "../src/contract/errors";
 import { ServiceUrl } from "../src/contract/wire";
 import type { StartRequest, SubagentResult } from "../src/contract/run";
-import { childDepth, deploymentDepthCap } from "../src/core/depth";
 import type { Descriptor } from "../src/core/descriptor";
 import { childJurisdiction, placementOf } from "../src/core/placement";
 import type { ProviderRecord } from "../src/providers/catalog";
@@ -24,7 +20,7 @@ import {
   scrub,
   transportResult,
 } from "../src/providers/remote-protocol";
-import { childBudget, lineageOf } from "./child-spec";
+import { prepareOutOfProcess, publishOutOfProcess } from "./out-of-process";
 import type { RemoteRequest, RemoteRow } from "./remote-store";
 import type { RunRow } from "./runs";
 import type { SessionContext } from "./session-context";
@@ -85,18 +81,11 @@ export class RemoteRuns {
   ): Outcome<string> {
     const ctx = this.#ctx;
     const header = ctx.header()!;
-    if (request.childId !== undefined)
-      return fail("INVALID_REQUEST", `childId: provider ${provider.name} is remote and mints its own run id`);
-    if (provider.url === undefined) return fail("NO_PROVIDER", `provider ${provider.name} has no url`);
-    const depth = childDepth(header.delegationDepth, undefined, deploymentDepthCap(ctx.limits.depthCap));
-    if (!depth.ok) return depth;
+    const prepared = prepareOutOfProcess(ctx, request, provider, "remote");
+    if (!prepared.ok) return prepared;
     const jurisdiction = childJurisdiction(header.jurisdiction, request.jurisdiction);
     if (!jurisdiction.ok) return jurisdiction;
-    const budget = childBudget(ctx);
-    if (!budget.ok) return budget;
-    const runId = newRunId();
-    const id = `remote:${runId}`;
-    const prompt = toBlocks(request.prompt);
+    const { runId, prompt } = prepared.value;
     const placement = placementOf({ jurisdiction: jurisdiction.value, locationHint: request.locationHint });
     const { publicUrl } = ctx.remote;
     const remoteRequest: RemoteRequest = {
@@ -104,40 +93,19 @@ export class RemoteRuns {
       ...(request.label === undefined ? {} : { label: request.label }),
       ...(request.model === undefined ? {} : { model: request.model }),
       ...placement,
-      delegationDepth: depth.value,
+      delegationDepth: prepared.value.depth,
       ...(publicUrl === undefined ? {} : { callbackUrl: callbackUrl(publicUrl, header.id, runId) }),
     };
-    const spec: ChildInit = {
-      v: 1,
-      id,
-      runId,
-      provider: provider.name,
-      ...lineageOf(header),
-      delegationDepth: depth.value,
-      mode: "one-shot",
-      descriptor: descriptor as unknown as Record<string, unknown>,
-      // the remote deployment picks its own default model when none is named
-      options: { model: request.model ?? "remote-default" },
-      prompt,
-      ...(request.label === undefined ? {} : { label: request.label }),
-      ...placement,
-    };
     const now = Date.now();
-    const { runs, remote, log } = ctx.stores;
     ctx.stores.transact(() => {
-      runs.insert({
-        runId,
-        childId: id,
-        provider: provider.name,
-        local: false,
-        callKey: origin?.callKey ?? null,
-        taskId: origin?.background ? runs.nextTaskId() : null,
-        toolName: origin?.toolName ?? null,
-        spec,
-        createdAt: now,
-      });
-      runs.markRunning(runId);
-      remote.insert(
+      // the remote deployment picks its own default model when none is named
+      publishOutOfProcess(
+        ctx,
+        prepared.value,
+        { provider, descriptor, request, origin, defaultModel: "remote-default", placement },
+        now,
+      );
+      ctx.stores.remote.insert(
         {
           runId,
           url: provider.url!,
@@ -147,7 +115,6 @@ export class RemoteRuns {
         },
         now,
       );
-      log.append("subagent/start", { runId, provider: provider.name, id, local: false });
     });
     ctx.kick();
     return ok(runId);
