@@ -1,7 +1,7 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { type FaultPointName, installFaults } from "../../src/core/faults";
+import { hold } from "./fault-helpers";
 import { api, allEvents, createSession, sessionStubFor, waitForEvents } from "./helpers";
 
 /**
@@ -107,32 +107,6 @@ async function view(id: string, token?: string): Promise<any> {
 async function childOf(parent: string, n = 0): Promise<string> {
   const log = await waitForEvents(parent, (es) => ofType(es, "subagent/start").length > n);
   return ofType(log, "subagent/start")[n].data.id;
-}
-
-/** Holds a session's fault point until released; `reached` resolves when it is hit. */
-function hold(scope: string, point: FaultPointName) {
-  let reached!: () => void;
-  let release!: () => void;
-  const reachedP = new Promise<void>((r) => {
-    reached = r;
-  });
-  const released = new Promise<void>((r) => {
-    release = r;
-  });
-  let held = false;
-  const remove = installFaults(scope, (p) => {
-    if (p !== point || held) return;
-    held = true;
-    reached();
-    return released;
-  });
-  return {
-    reached: reachedP,
-    release() {
-      release();
-      remove();
-    },
-  };
 }
 
 interface FakeRequest {

@@ -1,7 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { type FaultPointName, installFaults } from "../../src/core/faults";
+import { installFaults } from "../../src/core/faults";
+import { hold } from "./fault-helpers";
 import { api, allEvents, createSession, sessionStubFor, waitForEvents } from "./helpers";
 
 /**
@@ -145,32 +146,6 @@ async function subscribe(id: string, options: { accept?: boolean } = {}): Promis
   });
   if (options.accept !== false) socket.accept();
   return sub;
-}
-
-/** Holds a session's fault point until released; resolves `reached` when it is hit. */
-function hold(scope: string, point: FaultPointName) {
-  let reached!: () => void;
-  let release!: () => void;
-  const reachedP = new Promise<void>((r) => {
-    reached = r;
-  });
-  const released = new Promise<void>((r) => {
-    release = r;
-  });
-  let held = false;
-  const remove = installFaults(scope, (p) => {
-    if (p !== point || held) return;
-    held = true;
-    reached();
-    return released;
-  });
-  return {
-    reached: reachedP,
-    release() {
-      release();
-      remove();
-    },
-  };
 }
 
 describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {

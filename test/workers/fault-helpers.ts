@@ -407,3 +407,29 @@ export async function expectQuiet(ids: readonly string[]): Promise<void> {
   expect(await Promise.all(ids.map(events))).toEqual(before);
   expect(await Promise.all(ids.map(alarmOf))).toEqual(ids.map(() => null));
 }
+
+/** Holds a session's fault point until released; `reached` resolves when it is hit. */
+export function hold(scope: string, point: FaultPointName): { reached: Promise<void>; release(): void } {
+  let reached!: () => void;
+  let release!: () => void;
+  const reachedP = new Promise<void>((r) => {
+    reached = r;
+  });
+  const released = new Promise<void>((r) => {
+    release = r;
+  });
+  let held = false;
+  const remove = installFaults(scope, (p) => {
+    if (p !== point || held) return;
+    held = true;
+    reached();
+    return released;
+  });
+  return {
+    reached: reachedP,
+    release() {
+      release();
+      remove();
+    },
+  };
+}
