@@ -1,29 +1,18 @@
-// The dashboard in a real browser (Debian's chromium driven by playwright-core) against
+// The dashboard in a real browser (the packaged Chromium of lib/browser.mjs, driven by playwright-core) against
 // `wrangler dev`: sign in, create a session, talk to it, start a continuable child, watch the tree,
 // interrupt and follow up, and check that what the page shows is what the API says.
 //
 // The screenshot goes to test-results/dashboard.png; with UPDATE_SCREENSHOT=1 also to
 // docs/dashboard.png (the committed one the README shows).
 import assert from "node:assert/strict";
-import { copyFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { chromium } from "playwright-core";
 import { bundle } from "../../ui/build.mjs";
 import { allEvents, api } from "./lib/api.mjs";
+import { launchBrowser } from "./lib/browser.mjs";
 import { REPO_ROOT, removeDir, startDevServer, tempDir } from "./lib/dev-server.mjs";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const STEP_MS = 20_000;
 const SLOW = JSON.stringify({ script: [{ think: 10_000 }, { say: "slow" }] });
 /** Log events the transcript does not show (bookkeeping), as the dashboard decides. */
@@ -81,14 +70,10 @@ describe("the dashboard in a real browser", { timeout: 300_000 }, () => {
   let childId;
 
   before(async () => {
-    assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium`);
     dir = tempDir();
     profile = tempDir("subagents-chromium-");
     server = await startDevServer({ persistTo: dir });
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_ARGS,
+    context = await launchBrowser(profile, {
       viewport: { width: 1280, height: 860 },
     });
     page = context.pages()[0] ?? (await context.newPage());
