@@ -11,7 +11,6 @@ interface Attachment {
   lastSeq: number;
 }
 
-export const STREAM_PROTOCOL = "subagents.v1";
 const REPLAY_PAGE = 500;
 
 export class EventStream {
@@ -20,7 +19,8 @@ export class EventStream {
     readonly log: EventLog,
   ) {}
 
-  open(after: number): Response {
+  /** Opens a socket replaying from `after`; `protocol` is the subprotocol to answer, if any. */
+  open(after: number, protocol: string | undefined): Response {
     const pair = new WebSocketPair();
     const server = pair[1];
     this.ctx.acceptWebSocket(server);
@@ -35,7 +35,7 @@ export class EventStream {
     return new Response(null, {
       status: 101,
       webSocket: pair[0],
-      headers: { "sec-websocket-protocol": STREAM_PROTOCOL },
+      headers: protocol === undefined ? {} : { "sec-websocket-protocol": protocol },
     });
   }
 

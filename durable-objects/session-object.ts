@@ -10,6 +10,7 @@ import type {
 import type { Envelope } from "../src/contract/envelope";
 import { fail, ok, type Outcome } from "../src/contract/errors";
 import { newMessageId } from "../src/contract/ids";
+import { offersStreamProtocol, STREAM_PROTOCOL } from "../src/contract/stream";
 import type { RunView, StartedRun, StartRequest } from "../src/contract/run";
 import type { Caller, SessionHeader, SessionView } from "../src/contract/session";
 import type { CreateSession, EventPage, OutboxEntry, SendInput } from "../src/contract/session-api";
@@ -259,7 +260,10 @@ export class SessionObject extends DurableObject<Env> {
     const after = Number(new URL(request.url).searchParams.get("after") ?? "-1");
     const { stream, stores } = this.#parts!;
     // a cursor past the end would silently skip the events that fill the gap
-    return stream.open(Math.min(after, stores.log.nextSeq() - 1));
+    const protocol = offersStreamProtocol(request.headers.get("sec-websocket-protocol"))
+      ? STREAM_PROTOCOL
+      : undefined;
+    return stream.open(Math.min(after, stores.log.nextSeq() - 1), protocol);
   }
 
   override async alarm(info?: AlarmInvocationInfo): Promise<void> {

@@ -1,3 +1,4 @@
+import { STREAM_PROTOCOL } from "../contract/stream";
 import { SubagentError } from "./errors";
 import type { EventPage, SessionEvent } from "./types";
 
@@ -10,7 +11,7 @@ import type { EventPage, SessionEvent } from "./types";
  * the iteration with that `SubagentError`.
  */
 
-export const STREAM_PROTOCOL = "subagents.v1";
+export { STREAM_PROTOCOL };
 
 /** The part of a WebSocket the stream uses (the browser's, Node's, or an adapter). */
 export interface WebSocketLike {

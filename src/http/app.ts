@@ -16,6 +16,7 @@ import { failure, json } from "./respond";
 import { registryStub, sessionStub } from "./sessions";
 import { type Caller, DEFAULT_TENANT, tenantOf } from "../contract/session";
 import { isSessionId } from "../contract/ids";
+import { offersStreamProtocol, STREAM_PROTOCOL } from "../contract/stream";
 import { compact } from "../core/compact";
 
 /**
@@ -106,9 +107,13 @@ export function buildRouter() {
       }
       const query = validate(queryOf(request), StreamQuery);
       if (!query.ok) return failure(query);
-      const forwarded = new Request(`https://session/stream?after=${query.value.after}`, {
-        headers: { upgrade: "websocket", "x-subagents-caller": JSON.stringify(caller) },
-      });
+      const headers: Record<string, string> = {
+        upgrade: "websocket",
+        "x-subagents-caller": JSON.stringify(caller),
+      };
+      if (offersStreamProtocol(request.headers.get("sec-websocket-protocol")))
+        headers["sec-websocket-protocol"] = STREAM_PROTOCOL;
+      const forwarded = new Request(`https://session/stream?after=${query.value.after}`, { headers });
       return sessionStub(env, id).fetch(forwarded);
     }),
   );

@@ -122,6 +122,22 @@ describe("the HTTP API over wrangler dev", { timeout: 240_000 }, () => {
     }
   });
 
+  it("a standard client that authenticates with the Authorization header and offers no subprotocol connects", {
+    timeout: TEST_TIMEOUT_MS,
+  }, async () => {
+    const session = await createSession(server);
+    await sendMessage(server, session.id, "header auth", session.token);
+    const log = await waitForEvents(server, session.id, (es) => turnEnds(es).length >= 1, 20_000);
+    const stream = await openStream(server, session.id, { token: session.token, auth: "header" });
+    try {
+      assert.equal(stream.ws.protocol, "", "no subprotocol is answered when none was offered");
+      const got = await stream.until((all) => all.length >= log.length, 15_000);
+      assert.deepEqual(got, log);
+    } finally {
+      stream.close();
+    }
+  });
+
   it("the stream from ?after=-1 (the default) replays the whole log", {
     timeout: TEST_TIMEOUT_MS,
   }, async () => {

@@ -116,6 +116,25 @@ describe("the WebSocket event stream replays and then pushes live events", () =>
     expect(refused.webSocket).toBeFalsy();
   });
 
+  it("answers no subprotocol to a client that offered none (it authenticated with the header)", async () => {
+    const { id } = await createSession();
+    await sendMessage(id, "over the header");
+    const log = await waitForTurnEnds(id, 1);
+
+    const sub = await subscribe(id);
+    expect(sub.response.headers.get("sec-websocket-protocol")).toBeNull();
+    await sub.waitFor((es) => es.length >= log.length);
+    expect(sub.received).toEqual(log);
+    sub.close();
+  });
+
+  it("answers no subprotocol when the offer lacks subagents.v1 (only the token)", async () => {
+    const { id, token } = await createSession();
+    const sub = await subscribe(id, { protocols: [`bearer.${token}`] });
+    expect(sub.response.headers.get("sec-websocket-protocol")).toBeNull();
+    sub.close();
+  });
+
   it("keeps a stream across an eviction of the session: later events arrive, none is repeated", async () => {
     const { id } = await createSession();
     await sendMessage(id, "before");

@@ -98,16 +98,20 @@ export function range(from, toExclusive) {
 }
 
 /**
- * Opens the event stream with the token as a subprotocol (browsers cannot set headers).
- * Resolves with the socket once it is open, and a `next(predicate, timeoutMs)` that waits for the
- * received events to satisfy `predicate` (every message is kept, in order, in `received`).
+ * Opens the event stream with Node's standard WebSocket client: by default with the token as a
+ * subprotocol next to `subagents.v1` (as browsers must, since they cannot set headers), or with
+ * `auth: "header"` as an `Authorization` header and no subprotocol offered. Resolves with the
+ * socket once it is open, and an `until(predicate, timeoutMs)` that waits for the received events
+ * to satisfy `predicate` (every message is kept, in order, in `received`).
  */
-export function openStream(server, id, { after, token } = {}) {
+export function openStream(server, id, { after, token, auth = "subprotocol" } = {}) {
   const query = after === undefined ? "" : `?after=${after}`;
-  const ws = new WebSocket(`${server.wsUrl}/v1/sessions/${id}/events/stream${query}`, [
-    "subagents.v1",
-    `bearer.${token ?? server.token}`,
-  ]);
+  const url = `${server.wsUrl}/v1/sessions/${id}/events/stream${query}`;
+  const bearer = token ?? server.token;
+  const ws =
+    auth === "header"
+      ? new WebSocket(url, { headers: { authorization: `Bearer ${bearer}` } })
+      : new WebSocket(url, ["subagents.v1", `bearer.${bearer}`]);
   const received = [];
   const waiters = new Set();
   let closed = null;
