@@ -168,20 +168,38 @@ export class ContinuableChild {
     if (!header) return ok({ drained: [] });
     if (header.parentSession !== parentId)
       return fail("UNAUTHORIZED", `${header.id} is not a child of ${parentId}`);
-    stores.transact(() => stores.flags.set("draining", "1"));
-    const below = await this.#parent.drain();
+    // the flag records who asked, so a drain cut short by a reset is finished at boot (repairDrain)
+    stores.transact(() => stores.flags.set("draining", `parent:${parentId}`));
     let aborted = false;
-    stores.transact(() => {
-      for (const run of stores.runs.unsettled()) this.#runs.requestCancel(run);
-      stores.inbox.discardPending("drained by parent");
-      aborted = ctx.driver().closeForInterrupt("parent");
-      stores.inbox.discardPending("drained by parent");
-      this.#settle(true);
-      stores.flags.delete("draining");
+    const below = await this.#parent.whileDraining(async () => {
+      const answer = await this.#parent.drain();
+      stores.transact(() => {
+        for (const run of stores.runs.unsettled()) this.#runs.requestCancel(run);
+        stores.inbox.discardPending("drained by parent");
+        aborted = ctx.driver().closeForInterrupt("parent");
+        stores.inbox.discardPending("drained by parent");
+        this.#settle(true);
+        stores.flags.delete("draining");
+      });
+      return answer;
     });
     if (aborted) ctx.driver().abortInFlight("parent");
     ctx.kick();
     return ok({ drained: below.ok ? below.value.drained : [] });
+  }
+
+  /**
+   * In the drive loop: finishes a drain that an earlier instance was reset in the middle of (the
+   * durable flag says whose drain it was). Resolves true when it finished one.
+   */
+  async repairDrain(): Promise<boolean> {
+    const scope = this.#parent.drainCutShort();
+    if (scope === undefined) return false;
+    if (scope.startsWith("parent:")) await this.drainFrom(scope.slice("parent:".length));
+    else await this.#parent.drain();
+    if (this.#parent.drainCutShort() !== undefined)
+      this.#ctx.stores.transact(() => this.#ctx.stores.flags.delete("draining"));
+    return true;
   }
 
   /** In the drive loop when no step is owed: a settled epoch ends here (notice in the outbox). */

@@ -10,6 +10,7 @@ import { fail, type Outcome, ok } from "../src/contract/errors";
 import type { InboxLane, MessageSource } from "../src/contract/events";
 import { newRunId } from "../src/contract/ids";
 import { checkMaxDepthForm } from "../src/core/depth";
+import { faultPoint } from "../src/core/faults";
 import { DESCRIPTOR_VERSION } from "../src/core/descriptor";
 import { describeProvider } from "../src/providers/catalog";
 import { forkSeed, lineageOf, placeChild } from "./child-spec";
@@ -25,6 +26,8 @@ export class ContinuableParent {
   readonly #ctx: SessionContext;
   /** Epochs this instance is starting or resuming right now (repair must not race them). */
   readonly #inFlight = new Set<string>();
+  /** Drains this instance runs right now (the durable flag alone cannot tell a live drain from a cut one). */
+  #drainsRunning = 0;
 
   constructor(ctx: SessionContext) {
     this.#ctx = ctx;
@@ -32,6 +35,29 @@ export class ContinuableParent {
 
   draining(): boolean {
     return this.#ctx.stores.flags.get("draining") !== undefined;
+  }
+
+  /**
+   * The scope of a drain that an earlier instance began and never finished (it was reset between
+   * setting the durable `draining` flag and clearing it): `"self"` for this session's own drain,
+   * `"parent:<id>"` for a drain its parent asked for. Undefined while a drain of this instance
+   * runs, or when none was cut short. The drive loop finishes such a drain, so a reset mid-drain
+   * never leaves the session refusing work.
+   */
+  drainCutShort(): string | undefined {
+    if (this.#drainsRunning > 0) return undefined;
+    const scope = this.#ctx.stores.flags.get("draining");
+    return scope === "1" ? "self" : scope; // "1": written by versions before the scope was kept
+  }
+
+  /** Runs `fn` as a drain of this instance (a cut-short repair must not race it). */
+  async whileDraining<T>(fn: () => Promise<T>): Promise<T> {
+    this.#drainsRunning++;
+    try {
+      return await fn();
+    } finally {
+      this.#drainsRunning--;
+    }
   }
 
   /**
@@ -189,19 +215,24 @@ export class ContinuableParent {
     const targets = all ? children.ownedContinuable() : [...new Set(childIds)];
     const stranger = targets.find((id) => !children.has(id));
     if (stranger) return fail("UNAUTHORIZED", `${stranger} is not a child of this session`);
-    if (all) ctx.stores.transact(() => flags.set("draining", "1"));
+    // the whole-subtree drain closes admission; a drain its parent asked for has set the flag already
+    const owns = all && !this.draining();
+    if (owns) ctx.stores.transact(() => flags.set("draining", "self"));
     const drained: string[] = [];
-    try {
-      for (const id of targets) {
-        if (children.get(id)?.mode !== "continuable") continue;
-        const answer = await ctx.session(id).drainFrom(self);
-        if (!answer.ok) continue;
-        drained.push(id, ...answer.value.drained);
-        ctx.stores.transact(() => children.setState(id, "released"));
+    await this.whileDraining(async () => {
+      try {
+        await faultPoint(self, "mid-drain");
+        for (const id of targets) {
+          if (children.get(id)?.mode !== "continuable") continue;
+          const answer = await ctx.session(id).drainFrom(self);
+          if (!answer.ok) continue;
+          drained.push(id, ...answer.value.drained);
+          ctx.stores.transact(() => children.setState(id, "released"));
+        }
+      } finally {
+        if (owns) ctx.stores.transact(() => flags.delete("draining"));
       }
-    } finally {
-      if (all) ctx.stores.transact(() => flags.delete("draining"));
-    }
+    });
     ctx.kick();
     return ok({ drained });
   }

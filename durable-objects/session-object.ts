@@ -363,6 +363,8 @@ export class SessionObject extends DurableObject<Env> {
       // remote transport calls run beside the steps (each is bounded in time); awaited below
       remote.pump();
       acp.pump(); // ACP connections live in memory; this applies their results and ends orphans
+      // a drain cut short by a reset comes first: it ends the very turn a step would run
+      if (await self.repairDrain()) continue;
       // the outbox is drained between steps too: a cancel must not wait for the turn to end
       const stepped = await driver.step();
       const sent = await delivery.drainOutbox();
@@ -380,7 +382,13 @@ export class SessionObject extends DurableObject<Env> {
   /** When the one alarm must fire next: now for an owed step or start repair, else the next retry or poll. */
   #nextDue(): number | undefined {
     const { driver, runs, children, stores, remote, acp } = this.#parts!;
-    if (driver.owesStep() || runs.repairOwed() || children.repairOwed()) return Date.now();
+    if (
+      driver.owesStep() ||
+      runs.repairOwed() ||
+      children.repairOwed() ||
+      children.drainCutShort() !== undefined
+    )
+      return Date.now();
     const times = [stores.outbox.nextDue(), remote.nextDue(), acp.nextDue()].filter((t) => t !== undefined);
     return times.length === 0 ? undefined : Math.min(...times);
   }

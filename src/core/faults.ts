@@ -14,7 +14,8 @@ export type FaultPointName =
   | "after-send"
   | "before-apply"
   | "in-alarm"
-  | "in-init";
+  | "in-init"
+  | "mid-drain";
 
 export type FaultPlan = (point: FaultPointName) => void | Promise<void>;
 
