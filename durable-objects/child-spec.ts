@@ -41,10 +41,37 @@ export interface PlacedChild {
   placement: Placement;
 }
 
+/** The id a child gets: the caller's (checked against the child's jurisdiction) or a new one. */
+function placedChildId(
+  jurisdiction: Jurisdiction | undefined,
+  reserved: string | undefined,
+): Outcome<string> {
+  const id = reserved ?? newPlacedId(jurisdiction);
+  if (!isSessionId(id)) return fail("INVALID_REQUEST", "childId must be a UUID");
+  return placeId(id, jurisdiction);
+}
+
+/** The id a caller-reserved `childId` is placed under in this parent, if the request is placeable. */
+export function reservedChildId(
+  header: SessionHeader,
+  request: Pick<ChildRequest, "childId" | "jurisdiction">,
+): string | undefined {
+  if (request.childId === undefined) return undefined;
+  const jurisdiction = childJurisdiction(header.jurisdiction, request.jurisdiction);
+  if (!jurisdiction.ok) return undefined;
+  const placed = placedChildId(jurisdiction.value, request.childId);
+  return placed.ok ? placed.value : undefined;
+}
+
+/**
+ * `reattach`: the request is a retry of a start this parent already reserved under the same id,
+ * so the id is not a duplicate and the child was already counted against the budget.
+ */
 export function placeChild(
   ctx: SessionContext,
   header: SessionHeader,
   request: ChildRequest,
+  reattach = false,
 ): Outcome<PlacedChild> {
   const depth = childDepth(header.delegationDepth, request.maxDepth, deploymentDepthCap(ctx.limits.depthCap));
   if (!depth.ok) return depth;
@@ -58,14 +85,14 @@ export function placeChild(
   if (problem) return fail("INVALID_REQUEST", `model: ${problem}`);
   const jurisdiction = childJurisdiction(header.jurisdiction, request.jurisdiction);
   if (!jurisdiction.ok) return jurisdiction;
-  const reserved = request.childId ?? newPlacedId(jurisdiction.value);
-  if (!isSessionId(reserved)) return fail("INVALID_REQUEST", "childId must be a UUID");
-  const placedId = placeId(reserved, jurisdiction.value);
+  const placedId = placedChildId(jurisdiction.value, request.childId);
   if (!placedId.ok) return placedId;
   const childId = placedId.value;
-  if (ctx.stores.children.has(childId)) return fail("DUPLICATE_CHILD", `child ${childId} already exists`);
-  const budget = childBudget(ctx);
-  if (!budget.ok) return budget;
+  if (!reattach) {
+    if (ctx.stores.children.has(childId)) return fail("DUPLICATE_CHILD", `child ${childId} already exists`);
+    const budget = childBudget(ctx);
+    if (!budget.ok) return budget;
+  }
   return ok({
     childId,
     depth: depth.value,

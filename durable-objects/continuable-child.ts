@@ -1,6 +1,7 @@
 import { toBlocks } from "../src/contract/content";
 import type { ContinuableInit, FollowupInput, InterruptAuthority } from "../src/contract/continuable";
 import type { ReportDelivery, ReportEnvelope } from "../src/contract/envelope";
+import { faultPoint } from "../src/core/faults";
 import { fail, type Outcome, ok } from "../src/contract/errors";
 import { newMessageId } from "../src/contract/ids";
 import type { SessionHeader } from "../src/contract/session";
@@ -50,6 +51,7 @@ export class ContinuableChild {
   }
 
   async init(spec: ContinuableInit): Promise<Outcome<{ id: string; messageId: string }>> {
+    await faultPoint(spec.id, "in-init");
     const { stores } = this.#ctx;
     const existing = stores.header.get();
     if (existing) {

@@ -11,9 +11,10 @@ import type { InboxLane, MessageSource } from "../src/contract/events";
 import { newRunId } from "../src/contract/ids";
 import { checkMaxDepthForm } from "../src/core/depth";
 import { faultPoint } from "../src/core/faults";
+import { requestKey } from "../src/core/request-key";
 import { DESCRIPTOR_VERSION } from "../src/core/descriptor";
 import { describeProvider } from "../src/providers/catalog";
-import { forkSeed, lineageOf, placeChild } from "./child-spec";
+import { forkSeed, lineageOf, placeChild, reservedChildId } from "./child-spec";
 import type { SessionContext } from "./session-context";
 
 /**
@@ -86,10 +87,24 @@ export class ContinuableParent {
     }
     const depthForm = checkMaxDepthForm(spec.maxDepth);
     if (depthForm) return depthForm;
-    const placed = placeChild(ctx, header, { ...spec, maxDepth: spec.maxDepth as number | undefined });
+    // A caller-reserved id remembers the request it was started with and the first epoch's run id:
+    // the same request again is a retry and re-attaches (or creates the child a failed attempt did
+    // not); another request for the id is DUPLICATE_CHILD.
+    const key = callKey === undefined && spec.childId !== undefined ? requestKey(spec) : undefined;
+    const reserved = key === undefined ? undefined : reservedChildId(header, spec);
+    const prior = reserved === undefined ? undefined : stores.flags.get(`start-key:${reserved}`);
+    const [priorKey, priorRunId] = prior?.split(" ") ?? [];
+    if (prior !== undefined && priorKey !== key)
+      return fail("DUPLICATE_CHILD", `child ${reserved} was started with a different request`);
+    const placed = placeChild(
+      ctx,
+      header,
+      { ...spec, maxDepth: spec.maxDepth as number | undefined },
+      prior !== undefined,
+    );
     if (!placed.ok) return placed;
     const { childId, options } = placed.value;
-    const runId = newRunId();
+    const runId = priorRunId ?? newRunId();
     const seed = info.kind === "fork" ? forkSeed(ctx) : [];
     const init: ContinuableInit = {
       v: 1,
@@ -114,26 +129,45 @@ export class ContinuableParent {
       ...(seed.length === 0 ? {} : { seed }),
       ...placed.value.placement,
     };
+    const priorState = prior === undefined ? undefined : stores.epochs.state(runId);
+    if (priorState === "published" || priorState === "ended") {
+      // that start went through (its answer was lost): the child's idempotent init gives its message id
+      const again = await ctx.session(childId, init.locationHint).initContinuable(init);
+      return again.ok ? ok({ childId, messageId: again.value.messageId }) : again;
+    }
     stores.transact(() => {
-      stores.children.own(childId, record.name, "continuable", spec.label, Date.now());
+      if (!stores.children.has(childId))
+        stores.children.own(childId, record.name, "continuable", spec.label, Date.now());
       stores.children.ownEpoch(childId, runId);
       stores.epochs.reserve(runId, childId);
       if (callKey !== undefined) stores.flags.set(`call:${callKey}`, childId);
+      if (key !== undefined) stores.flags.set(`start-key:${childId}`, `${key} ${runId}`);
     });
     let created: Outcome<{ id: string; messageId: string }>;
+    let ambiguous = false;
     this.#inFlight.add(runId);
     try {
       created = await ctx.session(childId, init.locationHint).initContinuable(init);
     } catch {
-      created = fail("OVERLOADED", "the child could not be created right now");
+      ambiguous = true; // the init may have landed: a retry with the same id re-attaches to it
+      created = fail(
+        "OVERLOADED",
+        key === undefined
+          ? "the child could not be created right now"
+          : "the child could not be created right now; retry the same request with the same childId",
+      );
     } finally {
       this.#inFlight.delete(runId);
     }
     if (!created.ok) {
+      const published = stores.epochs.state(runId) === "published";
       stores.transact(() => {
-        stores.children.forget(childId);
-        stores.epochs.forget(runId);
+        if (!published) {
+          stores.children.forget(childId);
+          stores.epochs.forget(runId);
+        }
         if (callKey !== undefined) stores.flags.delete(`call:${callKey}`);
+        if (key !== undefined && !ambiguous && !published) stores.flags.delete(`start-key:${childId}`);
       });
       return created;
     }

@@ -6,13 +6,20 @@ import { fail, type Outcome, ok } from "../src/contract/errors";
 import { newRunId } from "../src/contract/ids";
 import type { RunView, StartRequest, SubagentResult } from "../src/contract/run";
 import { renderForeground } from "../src/core/run-rendering";
+import { requestKey } from "../src/core/request-key";
 import { abortedBeforeStart } from "../src/core/run-result";
 import { checkStart } from "../src/providers/start-checks";
-import { forkSeed, lineageOf, placeChild } from "./child-spec";
+import { forkSeed, lineageOf, placeChild, reservedChildId } from "./child-spec";
 import type { AcpRuns } from "./acp-runs";
 import type { RemoteRuns } from "./remote-runs";
 import type { RunRow } from "./runs";
 import type { SessionContext } from "./session-context";
+
+/**
+ * How long a start that failed ambiguously (every `init` attempt errored; the child may exist)
+ * waits for its caller's retry with the same childId before its child is cancelled.
+ */
+export const HELD_START_MS = 60_000;
 
 /**
  * One-shot runs, parent side: reserve rows -> `init` the child (idempotent, caller-reserved id)
@@ -52,6 +59,10 @@ export class OneShotRuns {
       const started = transport.start(request, origin, provider, descriptor);
       return started.ok ? ok(this.view(runs.get(started.value)!)) : started;
     }
+    const key = requestKey(request);
+    const reserved = origin === undefined ? reservedChildId(header, request) : undefined;
+    const prior = reserved === undefined ? undefined : runs.byChildId(reserved);
+    if (prior) return this.#reattach(prior, key);
     const placed = placeChild(ctx, header, { ...request, maxDepth: checked.value.maxDepth });
     if (!placed.ok) return placed;
     const { childId } = placed.value;
@@ -76,19 +87,65 @@ export class OneShotRuns {
     const createdAt = Date.now();
     ctx.stores.transact(() => {
       children.own(childId, provider.name, "one-shot", request.label, createdAt);
-      runs.insert({
-        runId,
-        childId,
-        provider: provider.name,
-        local: true,
-        callKey: origin?.callKey ?? null,
-        taskId: origin?.background ? runs.nextTaskId() : null,
-        toolName: origin?.toolName ?? null,
-        spec,
-        createdAt,
-      });
+      runs.insert(
+        {
+          runId,
+          childId,
+          provider: provider.name,
+          local: true,
+          callKey: origin?.callKey ?? null,
+          taskId: origin?.background ? runs.nextTaskId() : null,
+          toolName: origin?.toolName ?? null,
+          spec,
+          createdAt,
+        },
+        request.childId === undefined ? undefined : key,
+      );
     });
     return this.#publish(runId);
+  }
+
+  /**
+   * A start whose caller-reserved child id already has a run here: the same request is a retry
+   * and gets that run (a held attempt is taken up again and its child created or re-attached, an
+   * unpublished one is published now); any other request for the id is `DUPLICATE_CHILD`.
+   */
+  async #reattach(prior: RunRow, key: string): Promise<Outcome<RunView>> {
+    const { runs, children } = this.#ctx.stores;
+    if (prior.requestKey !== key)
+      return fail("DUPLICATE_CHILD", `child ${prior.childId} was started with a different request`);
+    if (prior.heldUntil !== null) {
+      this.#ctx.stores.transact(() => {
+        runs.unhold(prior.runId);
+        if (!children.has(prior.childId))
+          children.own(prior.childId, prior.provider, "one-shot", prior.spec.label, prior.createdAt);
+      });
+    }
+    const run = runs.get(prior.runId)!;
+    if (run.state === "starting" && !this.#publishing.has(run.runId)) return this.#publish(run.runId);
+    return ok(this.view(run));
+  }
+
+  /**
+   * Abandons held starts whose retry window has passed: the child the lost init may have created
+   * is cancelled, and the attempt is forgotten. Resolves true when it abandoned one.
+   */
+  abandonExpiredHolds(): boolean {
+    const { runs } = this.#ctx.stores;
+    const expired = runs.heldExpired(Date.now());
+    if (expired.length === 0) return false;
+    this.#ctx.stores.transact(() => {
+      for (const run of expired) {
+        runs.delete(run.runId);
+        this.#enqueueCancel(run);
+      }
+    });
+    return true;
+  }
+
+  /** When the next held start's retry window ends (the alarm must come back then). */
+  nextHoldExpiry(): number | undefined {
+    return this.#ctx.stores.runs.nextHeldExpiry();
   }
 
   /** Creates the child (idempotently) and records `subagent/start`; settles at once if the result is in. */
@@ -120,14 +177,26 @@ export class OneShotRuns {
         }
       }
       if (created === undefined || !created.ok) {
-        // No child to speak of: forget the reservation; if an init did land unseen, cancel it.
+        // No child to speak of. A refusal forgets the reservation. After an ambiguous failure
+        // (an init may have landed unseen) a caller-reserved id is held for the caller's retry,
+        // which re-attaches or creates the child; any other attempt is forgotten and cancelled.
+        const held = created === undefined && run.requestKey !== null;
         ctx.stores.transact(() => {
-          runs.delete(runId);
           children.forget(run.childId);
-          if (created === undefined) this.#enqueueCancel(run);
+          if (held) runs.hold(runId, Date.now() + HELD_START_MS);
+          else runs.delete(runId);
+          if (created === undefined && !held) this.#enqueueCancel(run);
         });
         if (created === undefined) ctx.kick();
-        return created ?? fail("OVERLOADED", "the child could not be created right now; try again");
+        return (
+          created ??
+          fail(
+            "OVERLOADED",
+            held
+              ? "the child could not be created right now; retry the same request with the same childId"
+              : "the child could not be created right now; try again",
+          )
+        );
       }
       ctx.stores.transact(() => {
         if (!runs.markRunning(runId)) return;

@@ -22,6 +22,10 @@ export interface RunRow {
   result: SubagentResult | null;
   cancelRequested: boolean;
   createdAt: number;
+  /** The start request's {@link requestKey} (runs with a caller-reserved child id). */
+  requestKey: string | null;
+  /** Set while a start that failed ambiguously waits for its caller's retry (see `hold`). */
+  heldUntil: number | null;
 }
 
 type RawRun = {
@@ -37,6 +41,8 @@ type RawRun = {
   result: string | null;
   cancel_requested: number;
   created_at: number;
+  request_key: string | null;
+  held_until: number | null;
 };
 
 function toRow(r: RawRun): RunRow {
@@ -53,16 +59,21 @@ function toRow(r: RawRun): RunRow {
     result: r.result === null ? null : (JSON.parse(r.result) as SubagentResult),
     cancelRequested: r.cancel_requested === 1,
     createdAt: r.created_at,
+    requestKey: r.request_key,
+    heldUntil: r.held_until,
   };
 }
 
 export class Runs {
   constructor(readonly sql: SqlStorage) {}
 
-  insert(row: Omit<RunRow, "state" | "result" | "cancelRequested">): void {
+  insert(
+    row: Omit<RunRow, "state" | "result" | "cancelRequested" | "requestKey" | "heldUntil">,
+    requestKey?: string,
+  ): void {
     this.sql.exec(
-      `INSERT INTO runs (run_id, child_id, provider, local, call_key, task_id, tool_name, state, spec, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, 'starting', ?, ?)`,
+      `INSERT INTO runs (run_id, child_id, provider, local, call_key, task_id, tool_name, state, spec, created_at, request_key)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 'starting', ?, ?, ?)`,
       row.runId,
       row.childId,
       row.provider,
@@ -72,11 +83,45 @@ export class Runs {
       row.toolName,
       JSON.stringify(row.spec),
       row.createdAt,
+      requestKey ?? null,
     );
   }
 
   get(runId: string): RunRow | undefined {
     return this.#one("SELECT * FROM runs WHERE run_id = ?", runId);
+  }
+
+  /** The run of a child (a one-shot child has exactly one). */
+  byChildId(childId: string): RunRow | undefined {
+    return this.#one("SELECT * FROM runs WHERE child_id = ?", childId);
+  }
+
+  /**
+   * Holds a start that failed ambiguously (its child may exist) until `until`: it is neither
+   * repaired nor counted as running, a result that arrives is kept, and the caller's retry of the
+   * same request takes it up again (`unhold`). Past `until` it is abandoned.
+   */
+  hold(runId: string, until: number): void {
+    this.sql.exec("UPDATE runs SET held_until = ? WHERE run_id = ? AND state = 'starting'", until, runId);
+  }
+
+  unhold(runId: string): void {
+    this.sql.exec("UPDATE runs SET held_until = NULL WHERE run_id = ?", runId);
+  }
+
+  /** Held starts whose retry window has passed. */
+  heldExpired(now: number): RunRow[] {
+    return this.sql
+      .exec<RawRun>("SELECT * FROM runs WHERE held_until IS NOT NULL AND held_until <= ?", now)
+      .toArray()
+      .map(toRow);
+  }
+
+  nextHeldExpiry(): number | undefined {
+    const row = this.sql
+      .exec<{ at: number | null }>("SELECT min(held_until) AS at FROM runs WHERE held_until IS NOT NULL")
+      .one();
+    return row.at ?? undefined;
   }
 
   byCallKey(callKey: string): RunRow | undefined {
@@ -128,21 +173,24 @@ export class Runs {
   }
 
   unsettled(): RunRow[] {
-    return this.sql.exec<RawRun>("SELECT * FROM runs WHERE state != 'settled'").toArray().map(toRow);
+    return this.sql
+      .exec<RawRun>("SELECT * FROM runs WHERE state != 'settled' AND held_until IS NULL")
+      .toArray()
+      .map(toRow);
   }
 
-  /** Runs whose start was interrupted (the object died between reserving and publishing). */
-  /** Ids of runs reserved but not yet published (cheap: no spec parsing). */
+  /** Ids of runs reserved but not yet published, held ones aside (cheap: no spec parsing). */
   startingIds(): string[] {
     return this.sql
-      .exec<{ run_id: string }>("SELECT run_id FROM runs WHERE state = 'starting'")
+      .exec<{ run_id: string }>("SELECT run_id FROM runs WHERE state = 'starting' AND held_until IS NULL")
       .toArray()
       .map((r) => r.run_id);
   }
 
+  /** Runs whose start was interrupted (the object died between reserving and publishing). */
   starting(): RunRow[] {
     return this.sql
-      .exec<RawRun>("SELECT * FROM runs WHERE state = 'starting' ORDER BY created_at")
+      .exec<RawRun>("SELECT * FROM runs WHERE state = 'starting' AND held_until IS NULL ORDER BY created_at")
       .toArray()
       .map(toRow);
   }
@@ -161,7 +209,9 @@ export class Runs {
   }
 
   unsettledCount(): number {
-    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM runs WHERE state != 'settled'").one().n;
+    return this.sql
+      .exec<{ n: number }>("SELECT count(*) AS n FROM runs WHERE state != 'settled' AND held_until IS NULL")
+      .one().n;
   }
 
   /** Foreground calls (by call key) whose child is still running: the turn waits for them. */

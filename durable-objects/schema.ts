@@ -118,6 +118,11 @@ export const SESSION_MIGRATIONS: readonly string[] = [
    CREATE INDEX remote_runs_due ON remote_runs (phase, next_at);`,
   // 6: the drive loop asks for reserved-but-unpublished runs on every pass
   `CREATE INDEX runs_by_state ON runs (state);`,
+  // 7: a retried start with a caller-reserved child id re-attaches: the request it was made with,
+  // and how long an attempt that failed ambiguously is held for such a retry
+  `ALTER TABLE runs ADD COLUMN request_key TEXT;
+   ALTER TABLE runs ADD COLUMN held_until INTEGER;
+   CREATE INDEX runs_by_child ON runs (child_id);`,
 ];
 
 export const SCHEMA_VERSION = SESSION_MIGRATIONS.length;

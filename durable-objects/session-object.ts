@@ -370,6 +370,7 @@ export class SessionObject extends DurableObject<Env> {
       const sent = await delivery.drainOutbox();
       if (stepped || sent) continue;
       if (await runs.repairStarts()) continue;
+      if (runs.abandonExpiredHolds()) continue;
       if (await children.repairStarts()) continue;
       if (self.settleIfDone()) continue;
       if (await remote.drain()) continue;
@@ -389,7 +390,9 @@ export class SessionObject extends DurableObject<Env> {
       children.drainCutShort() !== undefined
     )
       return Date.now();
-    const times = [stores.outbox.nextDue(), remote.nextDue(), acp.nextDue()].filter((t) => t !== undefined);
+    const times = [stores.outbox.nextDue(), runs.nextHoldExpiry(), remote.nextDue(), acp.nextDue()].filter(
+      (t) => t !== undefined,
+    );
     return times.length === 0 ? undefined : Math.min(...times);
   }
 

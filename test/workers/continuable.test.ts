@@ -106,8 +106,9 @@ describe("continuable children", () => {
       body: { provider: "spawn", prompt: "x", mode: "continuable", label: "a", childId },
     });
     expect(first.status).toBe(202);
+    // the same request again would be a retry (continuable-start-retry.test.ts); another one is refused
     const dup = await api("POST", `/v1/sessions/${parent.id}/subagents`, {
-      body: { provider: "spawn", prompt: "x", mode: "continuable", label: "a", childId },
+      body: { provider: "spawn", prompt: "another prompt", mode: "continuable", label: "a", childId },
     });
     expect(dup.status).toBe(409);
     expect(dup.body.error.code).toBe("DUPLICATE_CHILD");

@@ -1,5 +1,6 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { HELD_START_MS } from "../../durable-objects/one-shot-runs";
 import { backoffMs, MAX_ATTEMPTS } from "../../durable-objects/outbox";
 import { Children, Runs } from "../../durable-objects/runs";
 import type { ChildInit } from "../../src/contract/child-init";
@@ -57,6 +58,8 @@ interface Started {
   /** The HTTP status of `POST /v1/sessions/:id/subagents`. */
   status: number;
   body: any;
+  /** The prompt the start was made with (a retry of the same request repeats it). */
+  prompt: string;
   output: string;
   parentFaults: Faults;
   childFaults: Faults;
@@ -89,6 +92,7 @@ async function startChild(label: string, options: StartOptions = {}): Promise<St
     childId,
     status: res.status,
     body: res.body,
+    prompt,
     output,
     parentFaults,
     childFaults,
@@ -169,6 +173,7 @@ async function reserveLikeStart(label: string, options: Pick<StartOptions, "chil
     childId,
     status: 0,
     body: undefined,
+    prompt,
     output: `echo: ${prompt}`,
     parentFaults,
     childFaults,
@@ -197,33 +202,32 @@ describe("eviction at every step of the one-shot protocol", () => {
     });
 
     it.each(["parent", "child"] as const)(
-      "%s evicted after a start whose init never answered (503): the start rolled back, the retry with the same id creates the child once",
+      "%s evicted after a start whose init never answered (503): the attempt is held, the retry of the same request creates the child once",
       async (side) => {
         const s = await startChild(`init never answers, ${side}`, { child: () => throwAt("in-init", 3) });
         expect(s.status).toBe(503);
         expect(s.body.error.code).toBe("OVERLOADED");
         await quiesce([s.parentId, s.childId]);
-        // rolled back: nothing reserved, nothing published, the child was told not to run that run
-        expect(await sqlRows(s.parentId, "SELECT run_id FROM runs")).toEqual([]);
+        // held for the caller's retry: not published, not owned, nothing cancelled, no child yet
+        const [held] = await sqlRows<{ state: string; held_until: number | null }>(
+          s.parentId,
+          "SELECT state, held_until FROM runs",
+        );
+        expect(held?.state).toBe("starting");
+        expect(held?.held_until).toBeGreaterThan(Date.now());
         expect(await sqlRows(s.parentId, "SELECT child_id FROM children")).toEqual([]);
         expect(ofType(await events(s.parentId), "subagent/start")).toEqual([]);
+        expect((await api("GET", `/v1/sessions/${s.parentId}`)).body.status).toBe("idle");
         expect(await headerRows(s.childId)).toBe(0);
-        const cancels = await outboxOf(s.parentId);
-        expect(cancels.map((r) => [r.kind, r.target, r.delivered_at !== null])).toEqual([
-          ["cancel-run", s.childId, true],
-        ]);
+        expect(await outboxOf(s.parentId)).toEqual([]);
 
         await evict(side === "parent" ? s.parentId : s.childId);
         const retried = await api("POST", `/v1/sessions/${s.parentId}/subagents`, {
-          body: { provider: "spawn", prompt: "fault test: retried", mode: "one-shot", childId: s.childId },
+          body: { provider: "spawn", prompt: s.prompt, mode: "one-shot", childId: s.childId },
         });
         expect(retried.status).toBe(201);
-        const retry: Started = {
-          ...s,
-          output: "echo: fault test: retried",
-          runId: async () => retried.body.runId,
-        };
-        await finish(retry);
+        expect(retried.body).toEqual({ runId: await s.runId(), id: s.childId, local: true });
+        await finish(s);
         expect(s.childFaults.count("in-init")).toBe(4);
       },
     );
@@ -281,7 +285,7 @@ describe("eviction at every step of the one-shot protocol", () => {
         };
     }
 
-    it("an init that landed although every attempt failed (503) is cancelled; its one result is absorbed, nothing stays live", async () => {
+    it("an init that landed although every attempt failed (503) is held for a retry; past the window its child is cancelled and its one result absorbed", async () => {
       const release = { delivery: false };
       const s = await startChild("ambiguous init", { child: ambiguousInit(release) });
       expect(s.status).toBe(503);
@@ -292,6 +296,23 @@ describe("eviction at every step of the one-shot protocol", () => {
         [s.parentId, s.childId],
         () => outboxDrained(s.childId),
         "the child's outbox to drain",
+      );
+      await quiesce([s.parentId, s.childId]);
+      // the result came in while the attempt was held: kept in the held row, nothing published
+      const [held] = await sqlRows<{ result: string | null; held_until: number | null }>(
+        s.parentId,
+        "SELECT result, held_until FROM runs",
+      );
+      expect(held?.held_until).not.toBeNull();
+      expect(JSON.parse(held!.result!).stopReason).toBe("completed");
+
+      // nobody retried: past the window the attempt is abandoned and its child told so
+      clock.advance(HELD_START_MS + 1);
+      await driveUntil(
+        [s.parentId, s.childId],
+        async () =>
+          (await outboxOf(s.parentId)).some((r) => r.kind === "cancel-run" && r.delivered_at !== null),
+        "the abandoned attempt's cancel",
       );
       await quiesce([s.parentId, s.childId]);
 
@@ -311,29 +332,34 @@ describe("eviction at every step of the one-shot protocol", () => {
       await expectQuiet([s.parentId, s.childId]);
     });
 
-    // A 503 means nothing was started: the child the lost init created was cancelled, and its id
-    // is spent. A retry with the same child id is refused (409); a retry without one starts afresh.
-    it("after that 503, a retry with the same child id is refused and a retry without one runs once", async () => {
+    // A 503 is "try again": the same request with the same child id re-attaches to the child the
+    // lost init created (it ran once, its result is the run's); another request for the id is refused.
+    it("after that 503, the same request with the same child id re-attaches; a different request for the id is DUPLICATE_CHILD", async () => {
       const release = { delivery: true };
       const s = await startChild("ambiguous init, then retry", { child: ambiguousInit(release) });
       expect(s.status).toBe(503);
       await quiesce([s.parentId, s.childId]);
+      const other = await api("POST", `/v1/sessions/${s.parentId}/subagents`, {
+        body: { provider: "spawn", prompt: "another prompt", mode: "one-shot", childId: s.childId },
+      });
+      expect(other.status).toBe(409);
+      expect(other.body.error.code).toBe("DUPLICATE_CHILD");
+
       const retried = await api("POST", `/v1/sessions/${s.parentId}/subagents`, {
-        body: {
-          provider: "spawn",
-          prompt: "fault test: ambiguous init, then retry",
-          mode: "one-shot",
-          childId: s.childId,
-        },
+        body: { provider: "spawn", prompt: s.prompt, mode: "one-shot", childId: s.childId },
       });
-      expect(retried.status).toBe(409);
-      expect(retried.body.error.code).toBe("DUPLICATE_CHILD");
-      const fresh = await api("POST", `/v1/sessions/${s.parentId}/subagents`, {
-        body: { provider: "spawn", prompt: "fault test: retry without a child id", mode: "one-shot" },
+      expect(retried.status).toBe(201);
+      expect(retried.body.id).toBe(s.childId);
+      await finish(s);
+      expect(ofType(await events(s.childId), "turn/start")).toHaveLength(1);
+
+      // a retry of a start that succeeded answers the same run again, with its result
+      const again = await api("POST", `/v1/sessions/${s.parentId}/subagents`, {
+        body: { mode: "one-shot", childId: s.childId, prompt: s.prompt, provider: "spawn" },
       });
-      expect(fresh.status).toBe(201);
-      const run = await api("GET", `/v1/sessions/${s.parentId}/runs/${fresh.body.runId}?wait=5000`);
-      expect(run.body.result.stopReason).toBe("completed");
+      expect(again.status).toBe(201);
+      expect(again.body).toEqual(retried.body);
+      expect(ofType(await events(s.parentId), "subagent/start")).toHaveLength(1);
     });
 
     it("child evicted after init, before its first step: the alarm runs its one turn", async () => {
