@@ -49,8 +49,10 @@ function errorFromResponse(status, text2) {
   return new SubagentError(status, "BAD_RESPONSE", `HTTP ${status}${snippet ? `: ${snippet}` : ""}`);
 }
 
-// src/client/stream.ts
+// src/contract/stream.ts
 var STREAM_PROTOCOL = "subagents.v1";
+
+// src/client/stream.ts
 var OPEN_TIMEOUT_MS = 15e3;
 var FATAL_STATUSES = /* @__PURE__ */ new Set([400, 401, 403, 404]);
 var EventStream = class {

@@ -1,5 +1,6 @@
-// Builds the TypeScript Worker with esbuild (wrangler's own) and runs it in workerd through
-// Miniflare 5, configured from wrangler.toml, with the bench routes on, a random admin token,
+// Builds the benchmark Worker (bench/worker/entry.ts: the product plus the floor object) with
+// esbuild (wrangler's own) and runs it in workerd through Miniflare 5, configured from
+// wrangler.toml plus the floor's binding, with a random admin token,
 // local tracing off and fresh temporary persistence. Loopback only.
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -48,7 +49,8 @@ export async function startWorker() {
   try {
     const t0 = performance.now();
     const fromConfig = unstable_getMiniflareWorkerOptions(join(ROOT, "wrangler.toml"));
-    const scriptPath = await bundle(fromConfig.main ?? join(ROOT, "src/index.ts"), dir);
+    // the product's Worker plus the floor object and its /bench/ routes (bench/worker/entry.ts)
+    const scriptPath = await bundle(join(ROOT, "bench/worker/entry.ts"), dir);
     const buildMs = performance.now() - t0;
     const adminToken = `bench-${randomBytes(24).toString("hex")}`;
     // Every binding and setting wrangler.toml declares (Durable Objects, vars, rate limits, ...),
@@ -62,7 +64,8 @@ export async function startWorker() {
       modules: true,
       scriptPath,
       rootPath: dir,
-      bindings: { ...fromToml.bindings, BENCH_ROUTES: "1", ADMIN_TOKEN: adminToken },
+      bindings: { ...fromToml.bindings, ADMIN_TOKEN: adminToken },
+      durableObjects: { ...fromToml.durableObjects, FLOOR: { className: "FloorObject", useSQLite: true } },
       host: "127.0.0.1",
       port: 0,
     });

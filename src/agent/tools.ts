@@ -1,3 +1,4 @@
+import type { ToolFilter } from "../contract/tool-filter";
 import { z } from "zod";
 import type { ContentBlock } from "../contract/content";
 import type { ToolSpec } from "./model";
@@ -29,10 +30,7 @@ export interface Tool<Args = unknown, Host = unknown> {
   run(args: Args, context: ToolContext, host: Host): Promise<ToolOutcome> | ToolOutcome;
 }
 
-export interface ToolFilter {
-  allow?: string[] | undefined;
-  deny?: string[] | undefined;
-}
+export type { ToolFilter };
 
 export function text(value: string, isError = false): ToolOutcome {
   return isError

@@ -1,6 +1,7 @@
+import type { Descriptor } from "./descriptor";
 import type { ContentBlock } from "./content";
 import type { SessionEvent } from "./events";
-import type { Jurisdiction, LocationHint } from "../core/placement";
+import type { Jurisdiction, LocationHint } from "./placement";
 import type { AgentOptions } from "./session";
 
 /**
@@ -19,7 +20,7 @@ export interface ChildInit {
   delegationDepth: number;
   mode: "one-shot";
   label?: string;
-  descriptor: Record<string, unknown>;
+  descriptor: Descriptor;
   options: AgentOptions;
   prompt: ContentBlock[];
   /** Fork: the parent's balanced completed-turn prefix (events from seq 0). */

@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { ChildInit } from "./child-init";
 import { WireContent } from "./content";
 import type { MessageSource } from "./events";
-import { JurisdictionSchema, LocationHintSchema } from "../core/placement";
+import { JurisdictionSchema, LocationHintSchema } from "./placement";
 import { ModelRoute, ToolFilterSchema } from "./wire";
 
 /** A continuable start (HTTP body with mode "continuable", RPC argument, tool call). */

@@ -33,11 +33,18 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+/** One problem found in a request: where (`path`), what (`message`) and the validator's `code`. */
+export interface Issue {
+  readonly path: readonly string[];
+  readonly message: string;
+  readonly code: string;
+}
+
 export interface Failure {
   readonly ok: false;
   readonly code: ErrorCode;
   readonly message: string;
-  readonly issues?: readonly unknown[];
+  readonly issues?: readonly Issue[];
 }
 
 export interface Success<T> {
@@ -52,7 +59,7 @@ export function ok<T>(value: T): Success<T> {
   return { ok: true, value };
 }
 
-export function fail(code: ErrorCode, message: string, issues?: readonly unknown[]): Failure {
+export function fail(code: ErrorCode, message: string, issues?: readonly Issue[]): Failure {
   return issues === undefined ? { ok: false, code, message } : { ok: false, code, message, issues };
 }
 
@@ -61,7 +68,7 @@ export class SubagentError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
-    readonly issues?: readonly unknown[],
+    readonly issues?: readonly Issue[],
   ) {
     super(message);
   }
@@ -79,8 +86,4 @@ export class SubagentError extends Error {
 export function unwrap<T>(outcome: Outcome<T>): T {
   if (outcome.ok) return outcome.value;
   throw SubagentError.from(outcome);
-}
-
-export function isErrorCode(value: string): value is ErrorCode {
-  return Object.hasOwn(ERROR_STATUS, value);
 }

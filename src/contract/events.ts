@@ -1,3 +1,5 @@
+import type { Descriptor } from "./descriptor";
+import type { JsonValue } from "./json";
 import type { ContentBlock } from "./content";
 
 /**
@@ -46,10 +48,10 @@ export interface EventData {
     name: string;
     content: ContentBlock[];
     isError: boolean;
-    structured?: unknown;
+    structured?: JsonValue;
   };
   "session/end-seed": { seedLength: number };
-  "subagent/descriptor": Record<string, unknown>;
+  "subagent/descriptor": Descriptor;
   "subagent/start": { runId: string; provider: string; id: string; local: boolean };
   "subagent/end": {
     runId: string;

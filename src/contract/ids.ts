@@ -10,10 +10,6 @@ export function isSessionId(value: unknown): value is SessionId {
   return typeof value === "string" && UUID.test(value);
 }
 
-export function newSessionId(): SessionId {
-  return crypto.randomUUID() as SessionId;
-}
-
 export function newMessageId(): MessageId {
   return `msg_${crypto.randomUUID()}` as MessageId;
 }

@@ -1,7 +1,8 @@
+import type { JsonValue } from "./json";
 import { z } from "zod";
 import type { ContentBlock } from "./content";
 import { WireContent } from "./content";
-import { JurisdictionSchema, LocationHintSchema } from "../core/placement";
+import { JurisdictionSchema, LocationHintSchema } from "./placement";
 import { ModelRoute, ToolFilterSchema } from "./wire";
 
 /** Known stop reasons; consumers treat any other value as a failure. */
@@ -9,7 +10,8 @@ export type SubagentStopReason = "completed" | "aborted" | "error" | "max-tokens
 
 export interface SubagentResult {
   output: ContentBlock[];
-  structured?: unknown;
+  /** The value captured by `structured_output` (JSON, valid against the run's `outputSchema`). */
+  structured?: JsonValue;
   stopReason: SubagentStopReason;
   diagnostic?: string;
 }

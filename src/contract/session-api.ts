@@ -5,9 +5,9 @@ import type { Outcome } from "./errors";
 import type { SessionEvent } from "./events";
 import type { RunView, StartRequest, StartedRun } from "./run";
 import type { AgentOptions, Caller, SessionView } from "./session";
-import type { ProviderInfo, ProviderRecord } from "../providers/catalog";
-import type { ChildEntry, DescendantEntry } from "../core/listing";
-import type { Jurisdiction, LocationHint } from "../core/placement";
+import type { ProviderInfo, ProviderRecord } from "./provider";
+import type { ChildEntry, DescendantEntry } from "./listing";
+import type { Jurisdiction, LocationHint } from "./placement";
 import type { ContinuableInit, ContinuableStart, FollowupInput, InterruptAuthority } from "./continuable";
 
 /** What the registry Worker may ask of a session's object (its RPC surface). */

@@ -1,5 +1,5 @@
-import type { ToolFilter } from "../agent/tools";
-import type { Jurisdiction, LocationHint } from "../core/placement";
+import type { ToolFilter } from "./tool-filter";
+import type { Jurisdiction, LocationHint } from "./placement";
 
 /** The durable identity of a session: written once (by `create` or `init`), never rewritten. */
 export interface SessionHeader {

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { JurisdictionSchema, LocationHintSchema } from "../core/placement";
+import { JurisdictionSchema, LocationHintSchema } from "./placement";
 import { WireContent } from "./content";
 
 /** Zod schemas of every HTTP body and query. Strict: unknown fields are rejected. */

@@ -1,44 +1,17 @@
-import type { Jurisdiction, LocationHint } from "./placement";
+import type { ChildEntry, DescendantEntry } from "../contract/listing";
 
 /**
  * Discovery rows (contract 5.5): children ordered by `createdAt` then id; descendants in a stable
  * pre-order with `parentId` and `depth`, guarded against cycles. Pure.
  */
 
-export type ChildEntry =
-  | {
-      kind: "child";
-      id: string;
-      activity: "running" | "inactive";
-      hasChildren: boolean;
-      mode: "one-shot" | "continuable";
-      label?: string;
-      status: "running" | "waiting" | "idle";
-      provider: string;
-      createdAt: number;
-      jurisdiction?: Jurisdiction;
-      locationHint?: LocationHint;
-    }
-  | {
-      kind: "diagnostic";
-      id: string;
-      reason: "corrupt" | "unavailable" | "unsupported";
-      createdAt: number;
-      /** Its header names another parent: listed here, but it belongs elsewhere in the tree. */
-      foreign?: true;
-    };
-
-export type DescendantEntry = ChildEntry & { parentId: string; depth: number };
+export type { ChildEntry, DescendantEntry };
 
 /** A row as callers see it (the internal `foreign` mark removed). */
 export function publicEntry<T extends ChildEntry>(entry: T): T {
   if (entry.kind !== "diagnostic" || !entry.foreign) return entry;
   const { foreign: _foreign, ...row } = entry;
   return row as T;
-}
-
-export function orderEntries<T extends { id: string; createdAt: number }>(entries: readonly T[]): T[] {
-  return [...entries].sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
 /**

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import { JURISDICTIONS, type Jurisdiction, type LocationHint, type Placement } from "../contract/placement";
 import { fail, type Outcome, ok } from "../contract/errors";
 
 /**
@@ -14,20 +14,15 @@ import { fail, type Outcome, ok } from "../contract/errors";
  * a lookup, and `GET /v1/sessions/:id` keeps working for every session.
  */
 
-export const LOCATION_HINTS = ["wnam", "enam", "weur", "eeur", "apac", "oc", "afr", "me", "sam"] as const;
-export const JURISDICTIONS = ["eu", "fedramp"] as const;
-
-export type LocationHint = (typeof LOCATION_HINTS)[number];
-export type Jurisdiction = (typeof JURISDICTIONS)[number];
-
-export const LocationHintSchema = z.enum(LOCATION_HINTS);
-export const JurisdictionSchema = z.enum(JURISDICTIONS);
-
-/** What a session records about its placement (header, views, listings). */
-export interface Placement {
-  jurisdiction?: Jurisdiction;
-  locationHint?: LocationHint;
-}
+export {
+  JURISDICTIONS,
+  type Jurisdiction,
+  JurisdictionSchema,
+  LOCATION_HINTS,
+  type LocationHint,
+  LocationHintSchema,
+  type Placement,
+} from "../contract/placement";
 
 const CODE: Record<Jurisdiction, string> = { eu: "1", fedramp: "2" };
 const BY_CODE = new Map<string, Jurisdiction>(JURISDICTIONS.map((j) => [CODE[j], j]));

@@ -1,6 +1,7 @@
 import type { ContentBlock } from "../contract/content";
 import { isEmptyContent } from "../contract/content";
 import type { TurnEndReason } from "../contract/events";
+import type { JsonValue } from "../contract/json";
 import type { SubagentResult, SubagentStopReason } from "../contract/run";
 
 /** How a one-shot child's own log becomes its result (contract 1.5, 6.7). Pure. */
@@ -52,7 +53,7 @@ export interface OneShotFacts {
   turnEnd?: { reason: TurnEndReason; error?: string };
   /** Whether an output schema was requested, and the committed capture if one was made. */
   schemaRequested: boolean;
-  capture?: { value: unknown };
+  capture?: { value: JsonValue };
 }
 
 export function oneShotResult(facts: OneShotFacts): SubagentResult {

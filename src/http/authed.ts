@@ -2,8 +2,8 @@ import type { IRequest } from "itty-router";
 import { fail, type Outcome } from "../contract/errors";
 import type { Caller } from "../contract/session";
 import { authenticate, isFailure, type TokenSettings } from "./auth";
-import { failure, json } from "./respond";
-import { sessionStub } from "./sessions";
+import { failure, json } from "../contract/respond";
+import { sessionStub } from "../platform/stubs";
 
 export type Authed = (request: IRequest, env: Env, caller: Caller) => Promise<Response>;
 type Handler = (request: IRequest, env: Env, ctx: ExecutionContext) => Promise<Response>;

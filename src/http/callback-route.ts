@@ -4,8 +4,8 @@ import { isSessionId } from "../contract/ids";
 import { SIGNATURE_HEADER, TIMESTAMP_HEADER } from "../providers/remote-protocol";
 import { reply } from "./authed";
 import { readText } from "./body";
-import { failure } from "./respond";
-import { sessionStub } from "./sessions";
+import { failure } from "../contract/respond";
+import { sessionStub } from "../platform/stubs";
 
 /**
  * `POST /v1/callbacks/:parentId/:runId`: another deployment posts the result of a run this

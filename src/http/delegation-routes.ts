@@ -7,8 +7,8 @@ import { compact } from "../core/compact";
 import { ProviderName, RegisterProviderBody } from "../providers/catalog";
 import { type Authed, authed, reply } from "./authed";
 import { queryOf, readBody, validate } from "./body";
-import { failure, json } from "./respond";
-import { registryStub, sessionStub } from "./sessions";
+import { failure, json } from "../contract/respond";
+import { registryStub, sessionStub } from "../platform/stubs";
 import { z } from "zod";
 import { EventsQuery } from "../contract/wire";
 

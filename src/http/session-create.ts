@@ -6,7 +6,7 @@ import { compact } from "../core/compact";
 import { sha256Hex } from "../core/hash";
 import { newPlacedId, placedIdFromDigest, placementOf } from "../core/placement";
 import { newSessionToken } from "./auth";
-import { registryStub, sessionStub } from "./sessions";
+import { registryStub, sessionStub } from "../platform/stubs";
 import type { z } from "zod";
 
 /**

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { ProviderInfo, ProviderKind, ProviderRecord, SubagentCapabilities } from "../contract/provider";
 import { ServiceUrl } from "../contract/wire";
 import { AcpUrl } from "./acp-protocol";
 
@@ -9,32 +10,7 @@ import { AcpUrl } from "./acp-protocol";
  * Protocol server over a WebSocket (same out-of-process semantics).
  */
 
-export interface SubagentCapabilities {
-  outputSchema: boolean;
-  depthLimit: boolean;
-  toolFilter: boolean;
-  persona: boolean;
-}
-
-export interface ProviderInfo {
-  name: string;
-  kind: ProviderKind;
-  capabilities: SubagentCapabilities;
-  inheritsParentContext: boolean;
-  continuable: boolean;
-  local: boolean;
-  /** For remote and acp providers: where the other side lives (never its token). */
-  url?: string;
-}
-
-export type ProviderKind = "spawn" | "fork" | "remote" | "acp";
-
-export interface ProviderRecord {
-  name: string;
-  kind: ProviderKind;
-  url?: string;
-  token?: string;
-}
+export type { ProviderInfo, ProviderKind, ProviderRecord, SubagentCapabilities };
 
 const ALL: SubagentCapabilities = { outputSchema: true, depthLimit: true, toolFilter: true, persona: true };
 const NONE: SubagentCapabilities = {

@@ -9,7 +9,7 @@ import type { ChildEntry, DescendantEntry } from "../core/listing";
 import { compact } from "../core/compact";
 import { validate } from "../http/body";
 import { createTopLevelSession } from "../http/session-create";
-import { registryStub, sessionStub } from "../http/sessions";
+import { registryStub, sessionStub } from "../platform/stubs";
 import type { ProviderInfo } from "../providers/catalog";
 import { z } from "zod";
 

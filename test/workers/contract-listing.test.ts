@@ -1,7 +1,7 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { SessionObject } from "../../durable-objects/session-object";
+import { SessionObject } from "../../durable-objects/session/session-object";
 import type { ChildInit } from "../../src/contract/child-init";
 import { type ChildEntry, preOrder } from "../../src/core/listing";
 import {
@@ -220,7 +220,7 @@ async function initChild(
     delegationDepth: depth,
     mode: "one-shot",
     label,
-    descriptor: descriptor({ label }),
+    descriptor: { version: 2, mode: "one-shot", provider: "spawn", label },
     options: { model: "scripted" },
     prompt: [{ type: "text", text: "leaf" }],
   };

@@ -1,8 +1,8 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { HELD_START_MS } from "../../durable-objects/one-shot-runs";
-import { backoffMs, MAX_ATTEMPTS } from "../../durable-objects/outbox";
-import { Children, Runs } from "../../durable-objects/runs";
+import { HELD_START_MS } from "../../durable-objects/delegation/one-shot/one-shot-runs";
+import { backoffMs, MAX_ATTEMPTS } from "../../durable-objects/store/outbox";
+import { Children, Runs } from "../../durable-objects/store/runs";
 import type { ChildInit } from "../../src/contract/child-init";
 import type { Envelope } from "../../src/contract/envelope";
 import type { FaultPointName } from "../../src/core/faults";

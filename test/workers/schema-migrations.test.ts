@@ -1,7 +1,12 @@
 import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { migrate, SCHEMA_VERSION, SESSION_MIGRATIONS, schemaVersion } from "../../durable-objects/schema";
+import {
+  migrate,
+  SCHEMA_VERSION,
+  SESSION_MIGRATIONS,
+  schemaVersion,
+} from "../../durable-objects/store/schema";
 
 function freshStub(): DurableObjectStub {
   return env.SESSIONS.get(env.SESSIONS.idFromName(crypto.randomUUID()));

@@ -1,0 +1,296 @@
+import { toBlocks } from "../../../src/contract/content";
+import type { ContinuableInit, FollowupInput, InterruptAuthority } from "../../../src/contract/continuable";
+import type { ReportDelivery, ReportEnvelope } from "../../../src/contract/envelope";
+import { faultPoint } from "../../../src/core/faults";
+import { fail, type Outcome, ok } from "../../../src/contract/errors";
+import { newMessageId } from "../../../src/contract/ids";
+import type { SessionHeader } from "../../../src/contract/session";
+import { type Descriptor, foldDescriptor } from "../../../src/core/descriptor";
+import {
+  epochOutcome,
+  noticeSummary,
+  noticeText,
+  reportText,
+  residencyOf,
+} from "../../../src/core/settlement";
+import { childHeader, writeSeed } from "../child-spec";
+import type { ContinuableParent } from "./continuable-parent";
+import type { OneShotRuns } from "../one-shot/one-shot-runs";
+import type { SessionContext } from "../../session/session-context";
+
+/**
+ * Continuable children, child side (contract 4): the activation row is the current epoch;
+ * running / waiting / settled are derived from durable state. A settled epoch writes exactly one
+ * notice to the outbox and ends; a follow-up to a settled child starts a new epoch (cold resume).
+ */
+
+interface ActivationRow {
+  epoch: number;
+  runId: string;
+  provider: string;
+  startedSeq: number;
+}
+
+const NOT_RESUMABLE = "has no supported continuation state; do not retry send_message with it";
+
+export class ContinuableChild {
+  readonly #ctx: SessionContext;
+  readonly #parent: ContinuableParent;
+  readonly #runs: OneShotRuns;
+
+  /** `parent` is this session's own parent-side role (a child drains its children first). */
+  constructor(ctx: SessionContext, parent: ContinuableParent, runs: OneShotRuns) {
+    this.#ctx = ctx;
+    this.#parent = parent;
+    this.#runs = runs;
+  }
+
+  activation(): ActivationRow | undefined {
+    const row = this.#ctx.stores.sql
+      .exec<{ epoch: number; run_id: string; provider: string; started_seq: number }>(
+        "SELECT epoch, run_id, provider, started_seq FROM activation WHERE id = 1",
+      )
+      .toArray()[0];
+    return row
+      ? { epoch: row.epoch, runId: row.run_id, provider: row.provider, startedSeq: row.started_seq }
+      : undefined;
+  }
+
+  async init(spec: ContinuableInit): Promise<Outcome<{ id: string; messageId: string }>> {
+    await faultPoint(spec.id, "in-init");
+    const { stores } = this.#ctx;
+    const existing = stores.header.get();
+    if (existing) {
+      const first = stores.log.ofTypes(["agent/inbox/inserted"], 0)[0];
+      const same =
+        existing.parentSession === spec.parentSession &&
+        existing.mode === "continuable" &&
+        stores.flags.get("first_run_id") === spec.runId;
+      return same && first
+        ? ok({ id: existing.id, messageId: first.data.messageId })
+        : fail("DUPLICATE_CHILD", `session ${spec.id} already exists`);
+    }
+    const messageId = newMessageId();
+    stores.transact(() => {
+      stores.header.set({ ...childHeader(spec, spec.seed?.length ?? 0), mode: "continuable" });
+      writeSeed(this.#ctx, spec.seed);
+      stores.log.append("subagent/descriptor", spec.descriptor);
+      stores.flags.set("first_run_id", spec.runId);
+      this.#activate(1, spec.runId, spec.provider);
+      stores.inbox.admit({
+        messageId,
+        lane: "next-turn",
+        waking: true,
+        source: { kind: "user" },
+        content: spec.prompt,
+        contentHash: messageId,
+      });
+    });
+    this.#ctx.kick();
+    return ok({ id: spec.id, messageId });
+  }
+
+  /** Whether this child ever ran the epoch `runId` (its parent repairs an unpublished start with it). */
+  knowsEpoch(runId: string): boolean {
+    const { stores } = this.#ctx;
+    return (
+      stores.flags.get("first_run_id") === runId ||
+      this.activation()?.runId === runId ||
+      stores.outbox.has(`settled:${runId}`)
+    );
+  }
+
+  receiveFollowup(input: FollowupInput): Outcome<{ messageId: string; resumed: boolean }> {
+    const { stores } = this.#ctx;
+    const header = stores.header.get();
+    if (!header)
+      return fail("NOT_RESUMABLE", "subagent is unavailable (unknown id); do not retry send_message with it");
+    if (header.parentSession !== input.from)
+      return fail("UNAUTHORIZED", `subagent ${header.id} belongs to another parent session`);
+    const descriptor = header.mode === "continuable" ? this.#ownDescriptor(header) : undefined;
+    if (descriptor?.mode !== "continuable")
+      return fail("NOT_RESUMABLE", `subagent ${header.id} ${NOT_RESUMABLE}`);
+    if (this.#parent.draining()) return fail("DRAINING", `subagent ${header.id} is draining`);
+    let messageId: string = newMessageId();
+    let resumed = false;
+    stores.transact(() => {
+      const prior =
+        input.idempotencyKey === undefined ? undefined : stores.inbox.byIdempotencyKey(input.idempotencyKey);
+      if (prior !== undefined) {
+        messageId = prior; // already taken: the same message, no new epoch
+        return;
+      }
+      if (!this.activation()) {
+        // cold resume: a new epoch from the descriptor (the provider is never asked again)
+        this.#activate(Number(stores.flags.get("epochs") ?? "1") + 1, input.resumeRunId, descriptor.provider);
+        resumed = true;
+      }
+      stores.inbox.admit({
+        messageId,
+        lane: "next-turn",
+        waking: true,
+        source: input.source,
+        content: toBlocks(input.content),
+        contentHash: messageId,
+        ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
+      });
+      stores.loop.set({ ...stores.loop.get(), parked: false });
+    });
+    this.#ctx.kick();
+    return ok({ messageId, resumed });
+  }
+
+  /** Resume authority reads only the child's own suffix: a fork seed's descriptor never governs. */
+  #ownDescriptor(header: SessionHeader): Descriptor | undefined {
+    try {
+      return foldDescriptor(
+        this.#ctx.stores.log.ofTypes(["subagent/descriptor"], header.seedLength ?? 0).map((e) => e.data),
+      );
+    } catch {
+      return undefined;
+    }
+  }
+
+  interruptBy(authority: InterruptAuthority): Outcome<{ accepted: true }> {
+    const header = this.#ctx.header();
+    if (!header) return ok({ accepted: true });
+    if (authority.kind === "user" && header.parentSession !== authority.parentSessionId) {
+      return fail("UNAUTHORIZED", `${header.id} is not a child of ${authority.parentSessionId}`);
+    }
+    if (authority.kind === "ancestor") {
+      if (authority.ancestorId === header.id) return fail("UNAUTHORIZED", "an agent cannot interrupt itself");
+      if (!header.lineage.includes(authority.ancestorId)) {
+        return fail("UNAUTHORIZED", `${header.id} is not a live descendant of the caller`);
+      }
+    }
+    if (header.mode !== "continuable" || !this.activation()) return ok({ accepted: true });
+    this.#ctx.driver().interrupt(authority.kind === "user" ? "user" : "parent");
+    return ok({ accepted: true });
+  }
+
+  /** Drained by the parent: children first, then this epoch ends without waking the parent. */
+  async drainFrom(parentId: string): Promise<Outcome<{ drained: string[] }>> {
+    const ctx = this.#ctx;
+    const { stores } = ctx;
+    const header = ctx.header();
+    if (!header) return ok({ drained: [] });
+    if (header.parentSession !== parentId)
+      return fail("UNAUTHORIZED", `${header.id} is not a child of ${parentId}`);
+    // the flag records who asked, so a drain cut short by a reset is finished at boot (repairDrain)
+    stores.transact(() => stores.flags.set("draining", `parent:${parentId}`));
+    let aborted = false;
+    const below = await this.#parent.whileDraining(async () => {
+      const answer = await this.#parent.drain();
+      stores.transact(() => {
+        for (const run of stores.runs.unsettled()) this.#runs.requestCancel(run);
+        stores.inbox.discardPending("drained by parent");
+        aborted = ctx.driver().closeForInterrupt("parent");
+        stores.inbox.discardPending("drained by parent");
+        this.#settle(true);
+        stores.flags.delete("draining");
+      });
+      return answer;
+    });
+    if (aborted) ctx.driver().abortInFlight("parent");
+    ctx.kick();
+    return ok({ drained: below.ok ? below.value.drained : [] });
+  }
+
+  /**
+   * In the drive loop: finishes a drain that an earlier instance was reset in the middle of (the
+   * durable flag says whose drain it was). Resolves true when it finished one.
+   */
+  async repairDrain(): Promise<boolean> {
+    const scope = this.#parent.drainCutShort();
+    if (scope === undefined) return false;
+    if (scope.startsWith("parent:")) await this.drainFrom(scope.slice("parent:".length));
+    else await this.#parent.drain();
+    if (this.#parent.drainCutShort() !== undefined)
+      this.#ctx.stores.transact(() => this.#ctx.stores.flags.delete("draining"));
+    return true;
+  }
+
+  /** In the drive loop when no step is owed: a settled epoch ends here (notice in the outbox). */
+  settleIfDone(): boolean {
+    if (this.#ctx.header()?.mode !== "continuable" || !this.activation()) return false;
+    return this.#ctx.stores.transact(() => this.#settle(false));
+  }
+
+  residency(): ReturnType<typeof residencyOf> {
+    const { stores } = this.#ctx;
+    return residencyOf({
+      openTurn: stores.loop.get().openTurn !== null,
+      pendingWaking: stores.inbox.pending().some((p) => p.waking),
+      ownedChildren: stores.children.ownedContinuable().length + stores.runs.unsettledCount(),
+    });
+  }
+
+  /** The child's `report` tool: exactly one edge up, to the durable parent. */
+  async report(text: string, delivery: ReportDelivery): Promise<Outcome<{ messageId: string }>> {
+    const header = this.#ctx.header();
+    if (header?.mode !== "continuable" || !this.activation()) {
+      return fail("UNAUTHORIZED", "only a continuable child can report to its parent");
+    }
+    if (this.#parent.draining()) return fail("DRAINING", "this subagent is draining");
+    const messageId = newMessageId();
+    const envelope: ReportEnvelope = {
+      v: 1,
+      id: `report:${messageId}`,
+      from: header.id,
+      to: header.parentSession!,
+      kind: "report",
+      messageId,
+      text: reportText(header.id, text),
+      delivery,
+    };
+    try {
+      const answer = await this.#ctx.session(header.parentSession!).deliver(envelope);
+      if (!answer.ok)
+        return fail("PARENT_UNAVAILABLE", `the parent could not take the report: ${answer.message}`);
+    } catch {
+      return fail("PARENT_UNAVAILABLE", "the parent could not be reached");
+    }
+    return ok({ messageId });
+  }
+
+  #activate(epoch: number, runId: string, provider: string): void {
+    const { stores } = this.#ctx;
+    stores.sql.exec(
+      "INSERT INTO activation (id, epoch, run_id, provider, started_seq) VALUES (1, ?, ?, ?, ?)",
+      epoch,
+      runId,
+      provider,
+      stores.log.nextSeq(),
+    );
+  }
+
+  /** Ends the epoch: outcome from its own log suffix, one notice to the parent, activation gone. */
+  #settle(drained: boolean): boolean {
+    const { stores } = this.#ctx;
+    const activation = this.activation();
+    const header = this.#ctx.header()!;
+    if (!activation || (!drained && this.residency() !== "settled")) return false;
+    const from = activation.startedSeq;
+    const outcome = epochOutcome({
+      turnEnds: stores.log.ofTypes(["turn/end"], from).map((e) => e.data.reason),
+      assistant: stores.log.ofTypes(["assistant/message"], from).map((e) => e.data.content),
+      droppedWork: stores.log.ofTypes(["agent/inbox/discarded"], from).length > 0,
+    });
+    stores.outbox.enqueue({
+      v: 1,
+      id: `settled:${activation.runId}`,
+      from: header.id,
+      to: header.parentSession!,
+      kind: "settled",
+      runId: activation.runId,
+      stopReason: outcome.stopReason,
+      output: outcome.output,
+      text: noticeText(header.id, outcome.stopReason, outcome.output),
+      summary: noticeSummary(header.id, outcome.stopReason),
+      drained,
+    });
+    stores.sql.exec("DELETE FROM activation WHERE id = 1");
+    stores.flags.set("epochs", String(activation.epoch));
+    return true;
+  }
+}

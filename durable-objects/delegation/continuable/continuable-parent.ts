@@ -1,0 +1,373 @@
+import { isEmptyContent, toBlocks } from "../../../src/contract/content";
+import type {
+  ContinuableInit,
+  ContinuableStart,
+  FollowupInput,
+  InterruptAuthority,
+} from "../../../src/contract/continuable";
+import type { ReportEnvelope, SettledEnvelope } from "../../../src/contract/envelope";
+import { fail, type Outcome, ok } from "../../../src/contract/errors";
+import type { InboxLane, MessageSource } from "../../../src/contract/events";
+import { newRunId } from "../../../src/contract/ids";
+import { checkMaxDepthForm } from "../../../src/core/depth";
+import { faultPoint } from "../../../src/core/faults";
+import { requestKey } from "../../../src/core/request-key";
+import { DESCRIPTOR_VERSION } from "../../../src/core/descriptor";
+import { describeProvider } from "../../../src/providers/catalog";
+import { forkSeed, lineageOf, placeChild, reservedChildId } from "../child-spec";
+import type { SessionContext } from "../../session/session-context";
+
+/**
+ * Continuable children, parent side (contract 4): start (answers at the child's inbox
+ * acceptance), follow-up (direct parent only; cold-resumes a settled child as a new epoch),
+ * interrupt, drain (child-first), and applying what children send: reports and one settlement
+ * notice per epoch. Ownership is acquired before a child can run and released by its notice.
+ */
+export class ContinuableParent {
+  readonly #ctx: SessionContext;
+  /** Epochs this instance is starting or resuming right now (repair must not race them). */
+  readonly #inFlight = new Set<string>();
+  /** Drains this instance runs right now (the durable flag alone cannot tell a live drain from a cut one). */
+  #drainsRunning = 0;
+
+  constructor(ctx: SessionContext) {
+    this.#ctx = ctx;
+  }
+
+  draining(): boolean {
+    return this.#ctx.stores.flags.get("draining") !== undefined;
+  }
+
+  /**
+   * The scope of a drain that an earlier instance began and never finished (it was reset between
+   * setting the durable `draining` flag and clearing it): `"self"` for this session's own drain,
+   * `"parent:<id>"` for a drain its parent asked for. Undefined while a drain of this instance
+   * runs, or when none was cut short. The drive loop finishes such a drain, so a reset mid-drain
+   * never leaves the session refusing work.
+   */
+  drainCutShort(): string | undefined {
+    if (this.#drainsRunning > 0) return undefined;
+    const scope = this.#ctx.stores.flags.get("draining");
+    return scope === "1" ? "self" : scope; // "1": written by versions before the scope was kept
+  }
+
+  /** Runs `fn` as a drain of this instance (a cut-short repair must not race it). */
+  async whileDraining<T>(fn: () => Promise<T>): Promise<T> {
+    this.#drainsRunning++;
+    try {
+      return await fn();
+    } finally {
+      this.#drainsRunning--;
+    }
+  }
+
+  /**
+   * `callKey` (a tool call's turn and id) makes a start from the model idempotent: a call re-run
+   * after a crash finds the child it already started instead of starting a second one.
+   */
+  async start(
+    spec: ContinuableStart,
+    callKey?: string,
+  ): Promise<Outcome<{ childId: string; messageId: string }>> {
+    const ctx = this.#ctx;
+    const { stores } = ctx;
+    const header = ctx.header()!;
+    const started = callKey === undefined ? undefined : stores.flags.get(`call:${callKey}`);
+    if (started !== undefined)
+      return ok({ childId: started, messageId: stores.flags.get(`call-message:${callKey}`) ?? "" });
+    if (this.draining()) return fail("DRAINING", "this session is draining its children");
+    const record = await ctx.provider(spec.provider);
+    if (!record) return fail("NO_PROVIDER", `no provider named ${spec.provider}`);
+    const info = describeProvider(record);
+    if (!info.continuable) {
+      return fail(
+        "UNSUPPORTED_CAPABILITY",
+        `provider ${spec.provider} does not support continuable children`,
+      );
+    }
+    const depthForm = checkMaxDepthForm(spec.maxDepth);
+    if (depthForm) return depthForm;
+    // A caller-reserved id remembers the request it was started with and the first epoch's run id:
+    // the same request again is a retry and re-attaches (or creates the child a failed attempt did
+    // not); another request for the id is DUPLICATE_CHILD.
+    const key = callKey === undefined && spec.childId !== undefined ? requestKey(spec) : undefined;
+    const reserved = key === undefined ? undefined : reservedChildId(header, spec);
+    const prior = reserved === undefined ? undefined : stores.flags.get(`start-key:${reserved}`);
+    const [priorKey, priorRunId] = prior?.split(" ") ?? [];
+    if (prior !== undefined && priorKey !== key)
+      return fail("DUPLICATE_CHILD", `child ${reserved} was started with a different request`);
+    const placed = placeChild(
+      ctx,
+      header,
+      { ...spec, maxDepth: spec.maxDepth as number | undefined },
+      prior !== undefined,
+    );
+    if (!placed.ok) return placed;
+    const { childId, options } = placed.value;
+    const runId = priorRunId ?? newRunId();
+    const seed = info.kind === "fork" ? forkSeed(ctx) : [];
+    const init: ContinuableInit = {
+      v: 1,
+      id: childId,
+      runId,
+      provider: record.name,
+      ...lineageOf(header),
+      delegationDepth: placed.value.depth,
+      mode: "continuable",
+      label: spec.label,
+      descriptor: {
+        version: DESCRIPTOR_VERSION,
+        mode: "continuable",
+        provider: record.name,
+        label: spec.label,
+        agentModel: options.model,
+        ...(spec.persona === undefined ? {} : { persona: spec.persona }),
+        ...(spec.toolFilter === undefined ? {} : { toolFilter: spec.toolFilter }),
+      },
+      options,
+      prompt: toBlocks(spec.prompt),
+      ...(seed.length === 0 ? {} : { seed }),
+      ...placed.value.placement,
+    };
+    const priorState = prior === undefined ? undefined : stores.epochs.state(runId);
+    if (priorState === "published" || priorState === "ended") {
+      // that start went through (its answer was lost): the child's idempotent init gives its message id
+      const again = await ctx.session(childId, init.locationHint).initContinuable(init);
+      return again.ok ? ok({ childId, messageId: again.value.messageId }) : again;
+    }
+    stores.transact(() => {
+      if (!stores.children.has(childId))
+        stores.children.own(childId, record.name, "continuable", spec.label, Date.now());
+      stores.children.ownEpoch(childId, runId);
+      stores.epochs.reserve(runId, childId);
+      if (callKey !== undefined) stores.flags.set(`call:${callKey}`, childId);
+      if (key !== undefined) stores.flags.set(`start-key:${childId}`, `${key} ${runId}`);
+    });
+    let created: Outcome<{ id: string; messageId: string }>;
+    let ambiguous = false;
+    this.#inFlight.add(runId);
+    try {
+      created = await ctx.session(childId, init.locationHint).initContinuable(init);
+    } catch {
+      ambiguous = true; // the init may have landed: a retry with the same id re-attaches to it
+      created = fail(
+        "OVERLOADED",
+        key === undefined
+          ? "the child could not be created right now"
+          : "the child could not be created right now; retry the same request with the same childId",
+      );
+    } finally {
+      this.#inFlight.delete(runId);
+    }
+    if (!created.ok) {
+      const published = stores.epochs.state(runId) === "published";
+      stores.transact(() => {
+        if (!published) {
+          stores.children.forget(childId);
+          stores.epochs.forget(runId);
+        }
+        if (callKey !== undefined) stores.flags.delete(`call:${callKey}`);
+        if (key !== undefined && !ambiguous && !published) stores.flags.delete(`start-key:${childId}`);
+      });
+      return created;
+    }
+    stores.transact(() => {
+      this.#publishEpoch(runId, childId, record.name);
+      if (callKey !== undefined) stores.flags.set(`call-message:${callKey}`, created.value.messageId);
+    });
+    return ok({ childId, messageId: created.value.messageId });
+  }
+
+  /** The only way to continue a child: direct parent only; cold-resumes a settled child. */
+  async followup(
+    childId: string,
+    content: FollowupInput["content"],
+    source: MessageSource,
+    idempotencyKey?: string,
+  ): Promise<Outcome<{ messageId: string }>> {
+    const ctx = this.#ctx;
+    const { children } = ctx.stores;
+    if (this.draining()) return fail("DRAINING", "this session is draining its children");
+    const row = children.get(childId);
+    if (row?.mode === "one-shot") {
+      return fail(
+        "NOT_RESUMABLE",
+        `subagent ${childId} has no supported continuation state (a one-shot child)`,
+      );
+    }
+    const resumeRunId = newRunId();
+    // the epoch a cold resume would start is reserved first, so a crash mid-call leaves it repairable
+    ctx.stores.transact(() => {
+      if (row) children.ownEpoch(childId, null);
+      ctx.stores.epochs.reserve(resumeRunId, childId);
+    });
+    let answer: Outcome<{ messageId: string; resumed: boolean }>;
+    this.#inFlight.add(resumeRunId);
+    try {
+      const from = ctx.header()!.id;
+      answer = await ctx.session(childId).followup({
+        from,
+        content,
+        source,
+        resumeRunId,
+        ...(idempotencyKey === undefined ? {} : { idempotencyKey: `${from}:${idempotencyKey}` }),
+      });
+    } catch {
+      answer = fail("NOT_RESUMABLE", `subagent ${childId} is unavailable right now`);
+    } finally {
+      this.#inFlight.delete(resumeRunId);
+    }
+    ctx.stores.transact(() => {
+      if (answer.ok && answer.value.resumed) {
+        children.ownEpoch(childId, resumeRunId);
+        this.#publishEpoch(resumeRunId, childId, row?.provider ?? "spawn");
+        return;
+      }
+      ctx.stores.epochs.forget(resumeRunId);
+      if (row?.state === "released" && children.get(childId)?.epochRunId === row.epochRunId) {
+        children.setState(childId, "released"); // nothing new runs: ownership goes back as it was
+      }
+    });
+    return answer.ok ? ok({ messageId: answer.value.messageId }) : answer;
+  }
+
+  /** Interrupt a session below this one (direct child: user authority; deeper: ancestor authority). */
+  async interrupt(targetId: string, authority: InterruptAuthority): Promise<Outcome<{ accepted: true }>> {
+    try {
+      return await this.#ctx.session(targetId).interruptBy(authority);
+    } catch {
+      return ok({ accepted: true }); // an unreachable target has nothing to interrupt
+    }
+  }
+
+  /** Drains all descendants (no ids) or selected direct children, child-first. */
+  async drain(childIds?: string[]): Promise<Outcome<{ drained: string[] }>> {
+    const ctx = this.#ctx;
+    const { children, flags } = ctx.stores;
+    const self = ctx.header()!.id;
+    const all = childIds === undefined;
+    const targets = all ? children.ownedContinuable() : [...new Set(childIds)];
+    const stranger = targets.find((id) => !children.has(id));
+    if (stranger) return fail("UNAUTHORIZED", `${stranger} is not a child of this session`);
+    // the whole-subtree drain closes admission; a drain its parent asked for has set the flag already
+    const owns = all && !this.draining();
+    if (owns) ctx.stores.transact(() => flags.set("draining", "self"));
+    const drained: string[] = [];
+    await this.whileDraining(async () => {
+      try {
+        await faultPoint(self, "mid-drain");
+        for (const id of targets) {
+          if (children.get(id)?.mode !== "continuable") continue;
+          const answer = await ctx.session(id).drainFrom(self);
+          if (!answer.ok) continue;
+          drained.push(id, ...answer.value.drained);
+          ctx.stores.transact(() => children.setState(id, "released"));
+        }
+      } finally {
+        if (owns) ctx.stores.transact(() => flags.delete("draining"));
+      }
+    });
+    ctx.kick();
+    return ok({ drained });
+  }
+
+  /**
+   * Finishes epochs an earlier instance reserved but never published (it died mid-start): the
+   * child says whether that epoch exists; if so it is published (and a held notice applied),
+   * else the reservation is dropped.
+   */
+  async repairStarts(): Promise<boolean> {
+    const ctx = this.#ctx;
+    const { epochs, children } = ctx.stores;
+    let repaired = false;
+    for (const { runId, childId } of epochs.starting()) {
+      if (this.#inFlight.has(runId)) continue;
+      let known: boolean;
+      try {
+        known = await ctx.session(childId).knowsEpoch(runId);
+      } catch {
+        continue; // unreachable now: the alarm comes back
+      }
+      ctx.stores.transact(() => {
+        if (known) {
+          // the child runs this epoch: it is the child's current one (the call that started it died)
+          children.ownEpoch(childId, runId);
+          this.#publishEpoch(runId, childId, children.get(childId)?.provider ?? "spawn");
+        } else epochs.forget(runId);
+      });
+      repaired = true;
+    }
+    return repaired;
+  }
+
+  repairOwed(): boolean {
+    return this.#ctx.stores.epochs.starting().some((e) => !this.#inFlight.has(e.runId));
+  }
+
+  // ---- inside the delivery transaction ----
+
+  applyReport(envelope: ReportEnvelope): void {
+    if (!this.#ctx.stores.children.has(envelope.from)) return;
+    const lane: InboxLane = envelope.delivery === "wakeup" ? "next-turn" : "next-step";
+    const source: MessageSource = { kind: "subagent-report", form: "relay", senderSessionId: envelope.from };
+    this.#admit(envelope.messageId, lane, envelope.delivery !== "quiet", source, envelope.text);
+  }
+
+  /** A notice that outruns its epoch's `subagent/start` waits for it, so start precedes end. */
+  applySettled(envelope: SettledEnvelope): void {
+    const state = this.#ctx.stores.epochs.state(envelope.runId);
+    if (state === undefined || state === "starting") this.#ctx.stores.epochs.holdEarly(envelope);
+    else if (state === "published") this.#applyNotice(envelope);
+  }
+
+  /** Records `subagent/start` for an epoch (once) and applies a notice that arrived before it. */
+  #publishEpoch(runId: string, childId: string, provider: string): void {
+    const { published, early } = this.#ctx.stores.epochs.publish(runId);
+    if (!published) return;
+    this.#ctx.stores.log.append("subagent/start", { runId, provider, id: childId, local: true });
+    if (early) this.#applyNotice(early);
+  }
+
+  #applyNotice(notice: SettledEnvelope): void {
+    const { stores } = this.#ctx;
+    if (!stores.epochs.end(notice.runId)) return;
+    stores.log.append("subagent/end", {
+      runId: notice.runId,
+      provider: stores.children.get(notice.from)?.provider ?? "spawn",
+      id: notice.from,
+      local: true,
+      stopReason: notice.stopReason,
+      ...(isEmptyContent(notice.output) ? {} : { lastAssistantMessage: notice.output }),
+    });
+    stores.children.releaseEpoch(notice.from, notice.runId);
+    // A drained child's notice that reaches a drained (settled) continuable session is recorded
+    // but not queued: it does not survive that session's own drain.
+    const header = this.#ctx.header();
+    const settledSelf =
+      header?.mode === "continuable" && stores.sql.exec("SELECT 1 FROM activation").toArray().length === 0;
+    if (notice.drained && settledSelf) return;
+    // Idle parent: one ordinary turn; busy parent: batched into its next step; draining: no wake.
+    const quiet = notice.drained || this.draining();
+    const busy = stores.loop.get().openTurn !== null;
+    const source: MessageSource = {
+      kind: "subagent-settled",
+      form: "notice",
+      summary: notice.summary,
+      senderSessionId: notice.from,
+    };
+    this.#admit(`msg_${notice.id}`, quiet || busy ? "next-step" : "next-turn", !quiet, source, notice.text);
+  }
+
+  #admit(messageId: string, lane: InboxLane, waking: boolean, source: MessageSource, text: string): void {
+    const { stores } = this.#ctx;
+    stores.inbox.admit({
+      messageId,
+      lane,
+      waking,
+      source,
+      content: [{ type: "text", text }],
+      contentHash: messageId,
+    });
+    if (waking) stores.loop.set({ ...stores.loop.get(), parked: false });
+  }
+}

@@ -1,0 +1,124 @@
+import type { ChildInit } from "../../../src/contract/child-init";
+import type { CancelRunEnvelope } from "../../../src/contract/envelope";
+import { fail, type Outcome, ok } from "../../../src/contract/errors";
+import type { SubagentResult } from "../../../src/contract/run";
+import type { SessionHeader } from "../../../src/contract/session";
+import { faultPoint } from "../../../src/core/faults";
+import { abortedBeforeStart, oneShotResult } from "../../../src/core/run-result";
+import { childHeader, writeSeed } from "../child-spec";
+import type { SessionContext } from "../../session/session-context";
+
+/**
+ * One-shot runs, child side: `init` writes header, seed, descriptor and prompt in one
+ * transaction; the turn's end writes the one result to the outbox in the same transaction; a
+ * cancel ends the turn as `aborted` (or, before the turn, reports `aborted` without running it).
+ */
+export class OneShotChild {
+  readonly #ctx: SessionContext;
+
+  constructor(ctx: SessionContext) {
+    this.#ctx = ctx;
+  }
+
+  /** Creates this session as a one-shot child. Idempotent for the same parent and run. */
+  async init(spec: ChildInit): Promise<Outcome<{ id: string }>> {
+    await faultPoint(spec.id, "in-init");
+    const { stores } = this.#ctx;
+    const existing = stores.header.get();
+    if (existing) {
+      return existing.parentSession === spec.parentSession && existing.oneShot?.runId === spec.runId
+        ? ok({ id: existing.id })
+        : fail("DUPLICATE_CHILD", `session ${spec.id} already exists`);
+    }
+    stores.transact(() => {
+      const header: SessionHeader = {
+        ...childHeader(spec, spec.seed?.length ?? 0),
+        mode: "one-shot",
+        oneShot: {
+          runId: spec.runId,
+          provider: spec.provider,
+          ...(spec.outputSchema === undefined ? {} : { outputSchema: spec.outputSchema }),
+        },
+      };
+      stores.header.set(header);
+      writeSeed(this.#ctx, spec.seed);
+      stores.log.append("subagent/descriptor", spec.descriptor);
+      if (stores.flags.get(`cancelled:${spec.runId}`) === spec.parentSession) {
+        this.#report(header, abortedBeforeStart()); // cancelled before it existed: the prompt never runs
+        return;
+      }
+      stores.inbox.admit({
+        messageId: `msg_${spec.runId}`,
+        lane: "next-turn",
+        waking: true,
+        source: { kind: "user" },
+        content: spec.prompt,
+        contentHash: spec.runId,
+      });
+    });
+    this.#ctx.kick();
+    return ok({ id: spec.id });
+  }
+
+  /** Inside the transaction that ends this child's turn: its result goes to the outbox. */
+  onTurnEnd(header: SessionHeader): void {
+    const from = header.seedLength ?? 0;
+    const { log } = this.#ctx.stores;
+    const turnEnd = log.last("turn/end", from)?.data;
+    const captured = log
+      .ofTypes(["tool/result"], from)
+      .filter((e) => e.data.name === "structured_output" && !e.data.isError)
+      .map((e) => e.data.structured)
+      .filter((value) => value !== undefined)
+      .pop();
+    this.#report(
+      header,
+      oneShotResult({
+        assistant: log.ofTypes(["assistant/message"], from).map((e) => e.data.content),
+        ...(turnEnd === undefined
+          ? {}
+          : {
+              turnEnd:
+                turnEnd.error === undefined
+                  ? { reason: turnEnd.reason }
+                  : { reason: turnEnd.reason, error: turnEnd.error },
+            }),
+        schemaRequested: header.oneShot?.outputSchema !== undefined,
+        ...(captured === undefined ? {} : { capture: { value: captured } }),
+      }),
+    );
+  }
+
+  /**
+   * Inside the delivery transaction: the parent cancels the run. Resolves true when an open turn
+   * was ended (the caller then aborts the in-flight model call).
+   */
+  cancel(envelope: CancelRunEnvelope, header: SessionHeader | undefined): boolean {
+    const { stores } = this.#ctx;
+    if (!header) {
+      stores.flags.add(`cancelled:${envelope.runId}`, envelope.from); // the cancel outran `init`
+      return false;
+    }
+    if (header.parentSession !== envelope.from || header.oneShot?.runId !== envelope.runId) return false;
+    if (stores.outbox.has(`result:${envelope.runId}`)) return false;
+    if (stores.loop.get().openTurn !== null)
+      return this.#ctx.driver().closeForInterrupt(envelope.reason ?? "parent");
+    stores.inbox.discardPending("cancelled by parent");
+    this.#report(header, abortedBeforeStart());
+    return false;
+  }
+
+  /** Writes the one result of this run to the outbox (a second call changes nothing). */
+  #report(header: SessionHeader, result: SubagentResult): void {
+    const runId = header.oneShot!.runId;
+    this.#ctx.stores.outbox.enqueue({
+      v: 1,
+      id: `result:${runId}`,
+      from: header.id,
+      to: header.parentSession!,
+      kind: "run-result",
+      runId,
+      result,
+    });
+  }
+}

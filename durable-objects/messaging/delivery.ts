@@ -1,0 +1,116 @@
+import { type CallbackEnvelope, ENVELOPE_VERSIONS, type Envelope } from "../../src/contract/envelope";
+import { fail, type Outcome, ok } from "../../src/contract/errors";
+import type { SessionHeader } from "../../src/contract/session";
+import { faultPoint } from "../../src/core/faults";
+import { isOverloaded } from "../delegation/one-shot/one-shot-runs";
+import type { SessionContext } from "../session/session-context";
+
+/**
+ * Messages between session objects. Sending: the driver drains the outbox in order, one link
+ * (target) at a time, backing off on failure. Receiving: each envelope is applied once, in its
+ * link's order, in one transaction with its effects (`seen` ids, per-sender `links` counters).
+ */
+
+/** Applies one kind of envelope inside the delivery transaction; true when a turn was ended. */
+export type EnvelopeHandler = (envelope: Envelope, header: SessionHeader | undefined) => boolean;
+
+/** Sends an envelope that leaves the deployment (a callback); throws when the attempt failed. */
+export type ExternalSender = (envelope: CallbackEnvelope) => Promise<void>;
+
+export class Delivery {
+  readonly #ctx: SessionContext;
+  readonly #apply: EnvelopeHandler;
+  readonly #external: ExternalSender;
+
+  constructor(ctx: SessionContext, apply: EnvelopeHandler, external: ExternalSender) {
+    this.#ctx = ctx;
+    this.#apply = apply;
+    this.#external = external;
+  }
+
+  async deliver(envelope: Envelope): Promise<Outcome<{ applied: boolean }>> {
+    if (!ENVELOPE_VERSIONS.includes(envelope.v)) {
+      return fail("INVALID_REQUEST", `envelope version ${envelope.v} is not understood`);
+    }
+    if (envelope.kind === "callback")
+      return fail("INVALID_REQUEST", "callbacks are not delivered to objects");
+    await faultPoint(envelope.to, "before-apply");
+    const ctx = this.#ctx;
+    const header = ctx.header();
+    // Only a cancel may reach a session that does not exist yet (it outran the child's creation).
+    if ((!header && envelope.kind !== "cancel-run") || (header && envelope.to !== header.id)) {
+      return fail("NOT_FOUND", "no such session");
+    }
+    const outcome = ctx.stores.transact(() => {
+      const order = this.#linkOrder(envelope);
+      if (order !== "next" || !this.#firstSeen(envelope.id))
+        return { order, applied: false, interrupted: false };
+      return { order, applied: true, interrupted: this.#apply(envelope, header) };
+    });
+    if (outcome.order === "early")
+      return fail("OUT_OF_ORDER", "an earlier envelope on this link has not arrived yet");
+    if (outcome.interrupted) ctx.driver().abortInFlight("parent");
+    if (outcome.applied) ctx.kick();
+    return ok({ applied: outcome.applied });
+  }
+
+  /** Delivers due outbox rows. Resolves true when something was delivered (more may be owed). */
+  async drainOutbox(): Promise<boolean> {
+    const ctx = this.#ctx;
+    const { outbox } = ctx.stores;
+    const scope = ctx.header()?.id ?? "";
+    let delivered = false;
+    const blocked = new Set<string>();
+    for (const row of outbox.due(Date.now())) {
+      if (blocked.has(row.target)) continue;
+      try {
+        await faultPoint(scope, "after-outbox-write");
+        if (row.envelope.kind === "callback") await this.#external(row.envelope);
+        else {
+          const answer = await ctx.session(row.target).deliver(row.envelope);
+          await faultPoint(scope, "after-send");
+          if (!answer.ok && answer.code === "NOT_FOUND")
+            throw new Error(`target ${row.target} does not exist`);
+          if (!answer.ok) throw new Error(`${answer.code}: ${answer.message}`);
+        }
+        ctx.stores.transact(() => outbox.markDelivered(row.id));
+        delivered = true;
+      } catch (error) {
+        blocked.add(row.target); // per-link order: the rest of this link waits
+        const message = error instanceof Error ? error.message : String(error);
+        ctx.stores.transact(() => outbox.markFailed(row, message.slice(0, 500), isOverloaded(error)));
+      }
+    }
+    return delivered;
+  }
+
+  /** Per-link order at the receiver: apply envelope n only after n-1; older ones are duplicates. */
+  #linkOrder(envelope: Envelope): "next" | "early" | "old" {
+    if (envelope.linkSeq === undefined) return "next"; // direct deliveries (reports) carry no link order
+    const { sql } = this.#ctx.stores;
+    const row = sql
+      .exec<{ next_seq: number }>("SELECT next_seq FROM links WHERE sender = ?", envelope.from)
+      .toArray()[0];
+    const next = row?.next_seq ?? 1;
+    if (envelope.linkSeq < next) return "old";
+    if (envelope.linkSeq > next) return "early";
+    sql.exec(
+      "INSERT INTO links (sender, next_seq) VALUES (?, ?) ON CONFLICT (sender) DO UPDATE SET next_seq = excluded.next_seq",
+      envelope.from,
+      next + 1,
+    );
+    return "next";
+  }
+
+  #firstSeen(envelopeId: string): boolean {
+    return (
+      this.#ctx.stores.sql
+        .exec(
+          "INSERT INTO seen (envelope_id, at) VALUES (?, ?) ON CONFLICT DO NOTHING RETURNING envelope_id",
+          envelopeId,
+          Date.now(),
+        )
+        .toArray().length > 0
+    );
+  }
+}

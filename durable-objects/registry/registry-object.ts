@@ -1,0 +1,179 @@
+import { DurableObject } from "cloudflare:workers";
+import { fail, ok, type Outcome } from "../../src/contract/errors";
+import {
+  DEFAULT_PROVIDERS,
+  describeProvider,
+  type ProviderInfo,
+  type ProviderRecord,
+} from "../../src/providers/catalog";
+import type { DirectoryEntry, RegistryEvent } from "../../src/contract/session-api";
+import type { Jurisdiction, LocationHint } from "../../src/core/placement";
+import { migrate } from "../store/schema";
+
+const REGISTRY_MIGRATIONS: readonly string[] = [
+  `CREATE TABLE providers (
+     name TEXT PRIMARY KEY,
+     position INTEGER NOT NULL UNIQUE,
+     record TEXT NOT NULL
+   ) STRICT;
+   CREATE TABLE events (
+     seq INTEGER PRIMARY KEY,
+     type TEXT NOT NULL,
+     at INTEGER NOT NULL,
+     data TEXT NOT NULL
+   ) STRICT;`,
+  // 2: the directory of top-level sessions (children are found through their parents)
+  `CREATE TABLE sessions (
+     id TEXT PRIMARY KEY,
+     created_at INTEGER NOT NULL,
+     label TEXT
+   ) STRICT;
+   CREATE INDEX sessions_newest ON sessions (created_at DESC, id DESC);`,
+  // 3: tenancy: each directory entry belongs to one tenant
+  `ALTER TABLE sessions ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';
+   CREATE INDEX sessions_by_tenant ON sessions (tenant, created_at DESC, id DESC);`,
+  // 4: placement: the jurisdiction and location hint a top-level session was created with
+  `ALTER TABLE sessions ADD COLUMN jurisdiction TEXT;
+   ALTER TABLE sessions ADD COLUMN location_hint TEXT;`,
+];
+
+/**
+ * The provider registry: one object for the whole deployment, so every isolate agrees on which
+ * names exist. Names keep registration order; `spawn` and `fork` are registered first. Adding
+ * and removing append `subagent/provider-added` / `-removed` to the registry's own log.
+ * Removal blocks new starts only: runs already returned are never revoked.
+ */
+export class RegistryObject extends DurableObject<Env> {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    migrate(ctx.storage, REGISTRY_MIGRATIONS);
+    const { sql } = ctx.storage;
+    if (sql.exec("SELECT count(*) AS n FROM events").one().n === 0) {
+      ctx.storage.transactionSync(() => {
+        for (const record of DEFAULT_PROVIDERS) this.#insert(record);
+      });
+    }
+  }
+
+  list(): ProviderInfo[] {
+    return this.#records().map(describeProvider);
+  }
+
+  /** The full record, transport credentials included: for the runtime only, never for listings. */
+  resolve(name: string): ProviderRecord | undefined {
+    return this.#records().find((r) => r.name === name);
+  }
+
+  register(record: ProviderRecord): Outcome<ProviderInfo> {
+    if (this.resolve(record.name))
+      return fail("DUPLICATE_PROVIDER", `provider ${record.name} is already registered`);
+    this.ctx.storage.transactionSync(() => this.#insert(record));
+    return ok(describeProvider(record));
+  }
+
+  remove(name: string): Outcome<{ removed: string }> {
+    const { sql } = this.ctx.storage;
+    const removed = this.ctx.storage.transactionSync(() => {
+      const gone = sql.exec("DELETE FROM providers WHERE name = ? RETURNING name", name).toArray().length > 0;
+      if (gone) this.#append("subagent/provider-removed", { name });
+      return gone;
+    });
+    return removed ? ok({ removed: name }) : fail("NO_PROVIDER", `no provider named ${name}`);
+  }
+
+  /** Records a top-level session in the directory (idempotent). */
+  addSession(tenant: string, entry: DirectoryEntry): void {
+    this.ctx.storage.sql.exec(
+      "INSERT INTO sessions (id, created_at, label, tenant, jurisdiction, location_hint) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+      entry.id,
+      entry.createdAt,
+      entry.label ?? null,
+      tenant,
+      entry.jurisdiction ?? null,
+      entry.locationHint ?? null,
+    );
+  }
+
+  /** Top-level sessions, newest first; `before` is the cursor a previous page returned. */
+  sessions(
+    tenant: string,
+    limit: number,
+    before?: { createdAt: number; id: string },
+  ): { sessions: DirectoryEntry[]; next: string | null } {
+    const columns = "id, created_at, label, jurisdiction, location_hint";
+    const rows = this.ctx.storage.sql
+      .exec<{
+        id: string;
+        created_at: number;
+        label: string | null;
+        jurisdiction: string | null;
+        location_hint: string | null;
+      }>(
+        before
+          ? `SELECT ${columns} FROM sessions WHERE tenant = ? AND (created_at, id) < (?, ?) ORDER BY created_at DESC, id DESC LIMIT ?`
+          : `SELECT ${columns} FROM sessions WHERE tenant = ? ORDER BY created_at DESC, id DESC LIMIT ?`,
+        ...(before ? [tenant, before.createdAt, before.id, limit + 1] : [tenant, limit + 1]),
+      )
+      .toArray();
+    const page = rows.slice(0, limit).map(
+      (r): DirectoryEntry => ({
+        id: r.id,
+        createdAt: r.created_at,
+        ...(r.label === null ? {} : { label: r.label }),
+        ...(r.jurisdiction === null ? {} : { jurisdiction: r.jurisdiction as Jurisdiction }),
+        ...(r.location_hint === null ? {} : { locationHint: r.location_hint as LocationHint }),
+      }),
+    );
+    const last = page.at(-1);
+    return { sessions: page, next: rows.length > limit && last ? `${last.createdAt}.${last.id}` : null };
+  }
+
+  events(after: number, limit: number): RegistryEvent[] {
+    return this.ctx.storage.sql
+      .exec<{ seq: number; type: string; at: number; data: string }>(
+        "SELECT seq, type, at, data FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+        after,
+        limit,
+      )
+      .toArray()
+      .map((r) => ({
+        seq: r.seq,
+        type: r.type as RegistryEvent["type"],
+        at: r.at,
+        data: JSON.parse(r.data),
+      }));
+  }
+
+  #records(): ProviderRecord[] {
+    return this.ctx.storage.sql
+      .exec<{ record: string }>("SELECT record FROM providers ORDER BY position")
+      .toArray()
+      .map((r) => JSON.parse(r.record) as ProviderRecord);
+  }
+
+  #insert(record: ProviderRecord): void {
+    const { sql } = this.ctx.storage;
+    const position = sql
+      .exec<{ p: number }>("SELECT coalesce(max(position), 0) + 1 AS p FROM providers")
+      .one().p;
+    sql.exec(
+      "INSERT INTO providers (name, position, record) VALUES (?, ?, ?)",
+      record.name,
+      position,
+      JSON.stringify(record),
+    );
+    this.#append("subagent/provider-added", { name: record.name, provider: describeProvider(record) });
+  }
+
+  #append(type: RegistryEvent["type"], data: RegistryEvent["data"]): void {
+    const { sql } = this.ctx.storage;
+    const seq = sql.exec<{ s: number }>("SELECT coalesce(max(seq), -1) + 1 AS s FROM events").one().s;
+    sql.exec(
+      "INSERT INTO events (seq, type, at, data) VALUES (?, ?, ?, ?)",
+      seq,
+      type,
+      Date.now(),
+      JSON.stringify(data),
+    );
+  }
+}

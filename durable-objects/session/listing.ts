@@ -1,0 +1,92 @@
+import { foldDescriptor } from "../../src/core/descriptor";
+import { type ChildEntry, type DescendantEntry, preOrder } from "../../src/core/listing";
+import { placementOf } from "../../src/core/placement";
+import type { SessionContext } from "./session-context";
+
+/**
+ * Discovery (contract 5): a parent's children table is the cached rung (id, creation time); each
+ * child's own `entry()` is the cold rung (identity from its descriptors, last wins, and activity),
+ * asked with bounded concurrency. A child that cannot answer is an `unavailable` diagnostic and
+ * never hides its healthy siblings.
+ */
+
+const LISTING_CONCURRENCY = 4;
+
+/** This session as a row of its parent's listing; null while it has no descriptor. */
+export function entryOf(
+  ctx: SessionContext,
+  expectedParent: string,
+  facts: { status: "running" | "waiting" | "idle"; live: boolean },
+): ChildEntry | null {
+  const header = ctx.header();
+  const createdAt = header?.createdAt ?? 0;
+  if (!header) return { kind: "diagnostic", id: "", reason: "unavailable", createdAt };
+  if (header.parentSession !== expectedParent) {
+    return { kind: "diagnostic", id: header.id, reason: "corrupt", createdAt, foreign: true };
+  }
+  let identity: ReturnType<typeof foldDescriptor>;
+  try {
+    identity = foldDescriptor(
+      ctx.stores.log
+        .ofTypes(["subagent/descriptor"])
+        .map((e) => e.data)
+        .slice(-1),
+    );
+  } catch {
+    return { kind: "diagnostic", id: header.id, reason: "corrupt", createdAt };
+  }
+  // no descriptor: a running child is still being created (omitted); a settled one is corrupt
+  if (!identity)
+    return facts.live ? null : { kind: "diagnostic", id: header.id, reason: "corrupt", createdAt };
+  return {
+    kind: "child",
+    id: header.id,
+    activity: facts.live ? "running" : "inactive",
+    hasChildren: ctx.stores.children.count() > 0,
+    mode: identity.mode,
+    ...(identity.label === undefined ? {} : { label: identity.label }),
+    status: facts.status,
+    provider: identity.provider,
+    createdAt,
+    ...placementOf(header),
+  };
+}
+
+/** This session's children, in `createdAt`-then-id order. */
+export async function childEntriesOf(ctx: SessionContext): Promise<ChildEntry[]> {
+  const self = ctx.header()?.id;
+  if (self === undefined) return [];
+  const rows = ctx.stores.children.all();
+  const entries: (ChildEntry | null)[] = new Array(rows.length).fill(null);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (let i = next++; i < rows.length; i = next++) {
+      const row = rows[i]!;
+      try {
+        const entry = await ctx.session(row.childId).entry(self);
+        entries[i] = entry && { ...entry, id: row.childId, createdAt: row.createdAt };
+      } catch {
+        entries[i] = { kind: "diagnostic", id: row.childId, reason: "unavailable", createdAt: row.createdAt };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: LISTING_CONCURRENCY }, worker));
+  return entries.filter((e): e is ChildEntry => e !== null);
+}
+
+/** Every session below this one in stable pre-order, with `parentId` and `depth`. */
+export function descendantsOf(ctx: SessionContext): Promise<DescendantEntry[]> {
+  const self = ctx.header()!.id;
+  return preOrder(
+    self,
+    // a child that cannot list its own children keeps its row (a diagnostic) and adds nothing
+    (id) =>
+      id === self
+        ? childEntriesOf(ctx)
+        : ctx
+            .session(id)
+            .childEntries()
+            .catch(() => []),
+    (entry) => entry.kind === "diagnostic" || entry.hasChildren,
+  );
+}

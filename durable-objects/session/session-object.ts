@@ -1,0 +1,412 @@
+import { DurableObject } from "cloudflare:workers";
+import type { ChildInit } from "../../src/contract/child-init";
+import { toBlocks, type WireContent } from "../../src/contract/content";
+import type {
+  ContinuableInit,
+  ContinuableStart,
+  FollowupInput,
+  InterruptAuthority,
+} from "../../src/contract/continuable";
+import type { Envelope } from "../../src/contract/envelope";
+import { fail, ok, type Outcome } from "../../src/contract/errors";
+import { newMessageId } from "../../src/contract/ids";
+import { offersStreamProtocol, STREAM_PROTOCOL } from "../../src/contract/stream";
+import type { RunView, StartedRun, StartRequest } from "../../src/contract/run";
+import type { Caller, SessionHeader, SessionView } from "../../src/contract/session";
+import type { CreateSession, EventPage, OutboxEntry, SendInput } from "../../src/contract/session-api";
+import { checkAccess, type Need } from "../../src/core/access";
+import { faultPoint } from "../../src/core/faults";
+import { fingerprint } from "../../src/core/hash";
+import { placementOf } from "../../src/core/placement";
+import { type ChildEntry, type DescendantEntry, publicEntry } from "../../src/core/listing";
+import { failure } from "../../src/contract/respond";
+import { childEntriesOf, descendantsOf, entryOf } from "./listing";
+import { applyCallback, type CallbackInput } from "../messaging/remote-callbacks";
+import { migrate, schemaExists } from "../store/schema";
+import { assembleParts, type Parts } from "./session-parts";
+
+/** If the in-process driver dies with its instance, the alarm picks the work up after this long. */
+const SAFETY_NET_MS = 5_000;
+/** After this many platform retries of a failing alarm, the alarm re-arms itself instead of throwing. */
+const ALARM_RETRIES_BEFORE_SELF_REARM = 4;
+const SELF_REARM_MS = 30_000;
+
+/**
+ * One session: header, append-only log, inbox, turn loop, runs, children and outbox, in its own
+ * SQLite database. A thin shell: it authorizes RPC calls and wires the parts together; storage
+ * lives in the stores, decisions in `src/` and in the parts. Accepted work starts in-process at
+ * once (no alarm round trip); the alarm is the safety net and the retry clock.
+ */
+export class SessionObject extends DurableObject<Env> {
+  #parts: Parts | undefined;
+  #running: Promise<void> | null = null;
+  #wake = false;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    // An object that was never created stays empty: probing unknown ids stores nothing.
+    if (schemaExists(ctx.storage.sql)) {
+      void ctx.blockConcurrencyWhile(async () => {
+        this.#open();
+        await this.#repair();
+      });
+    }
+  }
+
+  // ---- RPC surface: the registry Worker (every call carries the authenticated caller) ----
+
+  create(input: CreateSession): Outcome<{ view: SessionView; replayed: boolean }> {
+    const { stores } = this.#open();
+    const existing = stores.header.get();
+    if (existing) {
+      if (input.createKey === undefined || existing.createKey === undefined)
+        return fail("DUPLICATE_CHILD", `session ${input.id} already exists`);
+      return existing.createKey === input.createKey && existing.tenant === input.tenant
+        ? ok({ view: this.#view(existing), replayed: true })
+        : fail("IDEMPOTENCY_KEY_REUSED", "this idempotencyKey was already used with a different body");
+    }
+    const header: SessionHeader = {
+      id: input.id,
+      parentSession: null,
+      origin: null,
+      delegationDepth: input.delegationDepth ?? 0,
+      createdAt: Date.now(),
+      tokenHash: input.tokenHash,
+      lineage: [],
+      ...(input.tenant === undefined ? {} : { tenant: input.tenant }),
+      options: input.options,
+      ...(input.label === undefined ? {} : { label: input.label }),
+      ...placementOf(input),
+      ...(input.callback === undefined ? {} : { callback: input.callback }),
+      ...(input.createKey === undefined ? {} : { createKey: input.createKey }),
+    };
+    stores.transact(() => stores.header.set(header));
+    return ok({ view: this.#view(header), replayed: false });
+  }
+
+  describe(caller: Caller): Outcome<SessionView> {
+    const header = this.#authorize(caller, "read");
+    return header.ok ? ok(this.#view(header.value)) : header;
+  }
+
+  send(caller: Caller, input: SendInput): Outcome<{ messageId: string }> {
+    const header = this.#authorize(caller, "act");
+    if (!header.ok) return header;
+    const { stores } = this.#parts!;
+    const content = toBlocks(input.content);
+    const admitted = stores.transact(() => {
+      const result = stores.inbox.admit({
+        messageId: newMessageId(),
+        lane: "next-turn",
+        waking: true,
+        source: { kind: "user" },
+        content,
+        contentHash: fingerprint(JSON.stringify(content)),
+        ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
+      });
+      if (result.kind === "accepted") stores.loop.set({ ...stores.loop.get(), parked: false });
+      return result;
+    });
+    if (admitted.kind === "conflict") {
+      return fail("IDEMPOTENCY_KEY_REUSED", "this idempotencyKey was already used with different content");
+    }
+    if (admitted.kind === "accepted") this.#kickSoon();
+    return ok({ messageId: admitted.messageId });
+  }
+
+  events(caller: Caller, query: { after: number; limit: number }): Outcome<EventPage> {
+    const header = this.#authorize(caller, "read");
+    if (!header.ok) return header;
+    const { log } = this.#parts!.stores;
+    const events = log.page(query.after, query.limit);
+    const last = events[events.length - 1];
+    const more = last !== undefined && last.seq < log.nextSeq() - 1;
+    return ok({ events, next: more ? last.seq : null });
+  }
+
+  interrupt(caller: Caller): Outcome<{ accepted: true }> {
+    const header = this.#authorize(caller, "act");
+    if (!header.ok) return header;
+    this.#parts!.driver.interrupt("user");
+    this.#kickSoon(); // foreground children of the aborted turn get their cancel
+    return ok({ accepted: true });
+  }
+
+  async startRun(caller: Caller, request: StartRequest): Promise<Outcome<StartedRun>> {
+    const header = this.#authorize(caller, "act");
+    if (!header.ok) return header;
+    const started = await this.#parts!.runs.start(request);
+    return started.ok
+      ? ok({ runId: started.value.runId, id: started.value.id, local: started.value.local })
+      : started;
+  }
+
+  async runStatus(caller: Caller, runId: string, waitMs: number): Promise<Outcome<RunView>> {
+    const header = this.#authorize(caller, "read");
+    if (!header.ok) return header;
+    const { runs } = this.#parts!;
+    const run = await runs.waitFor(runId, waitMs);
+    return run ? ok(runs.view(run)) : fail("NOT_FOUND", `no run ${runId}`);
+  }
+
+  disposeRun(caller: Caller, runId: string): Outcome<{ accepted: true }> {
+    const header = this.#authorize(caller, "act");
+    return header.ok ? this.#parts!.runs.dispose(runId) : header;
+  }
+
+  async startContinuable(
+    caller: Caller,
+    spec: ContinuableStart,
+  ): Promise<Outcome<{ childId: string; messageId: string }>> {
+    const header = this.#authorize(caller, "act");
+    return header.ok ? this.#parts!.children.start(spec) : header;
+  }
+
+  async followupChild(
+    caller: Caller,
+    childId: string,
+    content: WireContent,
+  ): Promise<Outcome<{ messageId: string }>> {
+    const header = this.#authorize(caller, "act");
+    return header.ok ? this.#parts!.children.followup(childId, content, { kind: "user" }) : header;
+  }
+
+  async interruptChild(caller: Caller, childId: string): Promise<Outcome<{ accepted: true }>> {
+    const header = this.#authorize(caller, "act");
+    if (!header.ok) return header;
+    return this.#parts!.children.interrupt(childId, { kind: "user", parentSessionId: header.value.id });
+  }
+
+  async drainChildren(caller: Caller, childIds?: string[]): Promise<Outcome<{ drained: string[] }>> {
+    const header = this.#authorize(caller, "act");
+    return header.ok ? this.#parts!.children.drain(childIds) : header;
+  }
+
+  async listChildren(caller: Caller): Promise<Outcome<{ entries: ChildEntry[] }>> {
+    const header = this.#authorize(caller, "read");
+    return header.ok ? ok({ entries: (await childEntriesOf(this.#parts!.ctx)).map(publicEntry) }) : header;
+  }
+
+  async listDescendants(caller: Caller): Promise<Outcome<{ entries: DescendantEntry[] }>> {
+    const header = this.#authorize(caller, "read");
+    return header.ok ? ok({ entries: await descendantsOf(this.#parts!.ctx) }) : header;
+  }
+
+  outbox(caller: Caller): Outcome<{ entries: OutboxEntry[] }> {
+    const header = this.#authorize(caller, "read");
+    return header.ok ? ok({ entries: this.#parts!.stores.outbox.list() }) : header;
+  }
+
+  /** A signed callback from another deployment with a remote run's result (remote-callbacks.ts). */
+  async remoteCallback(runId: string, input: CallbackInput): Promise<Outcome<{ applied: true }>> {
+    if (!this.#parts) return fail("NOT_FOUND", "no such run"); // never created: nothing to apply to
+    return applyCallback(this.#parts.ctx, this.#parts.remote, runId, input);
+  }
+
+  // ---- RPC surface: other session objects (never reachable over HTTP) ----
+
+  async init(spec: ChildInit): Promise<Outcome<{ id: string }>> {
+    return this.#open().oneShot.init(spec);
+  }
+
+  async initContinuable(spec: ContinuableInit): Promise<Outcome<{ id: string; messageId: string }>> {
+    return this.#open().self.init(spec);
+  }
+
+  async deliver(envelope: Envelope): Promise<Outcome<{ applied: boolean }>> {
+    // a cancel may outrun the child's creation (it leaves a tombstone); anything else needs a session
+    if (!this.#parts && envelope.kind !== "cancel-run") return fail("NOT_FOUND", "no such session");
+    return this.#open().delivery.deliver(envelope);
+  }
+
+  followup(input: FollowupInput): Outcome<{ messageId: string; resumed: boolean }> {
+    if (!this.#parts)
+      return fail("NOT_RESUMABLE", "subagent is unavailable (unknown id); do not retry send_message with it");
+    return this.#parts.self.receiveFollowup(input);
+  }
+
+  interruptBy(authority: InterruptAuthority): Outcome<{ accepted: true }> {
+    return this.#parts ? this.#parts.self.interruptBy(authority) : ok({ accepted: true });
+  }
+
+  async drainFrom(parentId: string): Promise<Outcome<{ drained: string[] }>> {
+    return this.#parts ? this.#parts.self.drainFrom(parentId) : ok({ drained: [] });
+  }
+
+  knowsEpoch(runId: string): boolean {
+    return this.#parts ? this.#parts.self.knowsEpoch(runId) : false;
+  }
+
+  entry(expectedParent: string): ChildEntry | null {
+    if (!this.#parts) return { kind: "diagnostic", id: "", reason: "unavailable", createdAt: 0 };
+    const header = this.#parts.ctx.header();
+    const status = this.#status();
+    const live =
+      header?.mode === "continuable" ? this.#parts.self.activation() !== undefined : status !== "idle";
+    return entryOf(this.#parts.ctx, expectedParent, { status, live });
+  }
+
+  async childEntries(): Promise<ChildEntry[]> {
+    return this.#parts ? childEntriesOf(this.#parts.ctx) : [];
+  }
+
+  // ---- platform entry points ----
+
+  /** The event stream (WebSocket upgrade). The Worker passes the authenticated caller in a header. */
+  override async fetch(request: Request): Promise<Response> {
+    const caller = JSON.parse(request.headers.get("x-subagents-caller") ?? "null") as Caller | null;
+    const header = caller ? this.#authorize(caller, "read") : fail("UNAUTHENTICATED", "no caller");
+    if (!header.ok) return failure(header);
+    const after = Number(new URL(request.url).searchParams.get("after") ?? "-1");
+    const { stream, stores } = this.#parts!;
+    // a cursor past the end would silently skip the events that fill the gap
+    const protocol = offersStreamProtocol(request.headers.get("sec-websocket-protocol"))
+      ? STREAM_PROTOCOL
+      : undefined;
+    return stream.open(Math.min(after, stores.log.nextSeq() - 1), protocol);
+  }
+
+  override async alarm(info?: AlarmInvocationInfo): Promise<void> {
+    if (!this.#parts) return; // never created: nothing can be owed
+    try {
+      await faultPoint(this.#id(), "in-alarm");
+      await this.#kick();
+    } catch (error) {
+      // The platform retries a failed alarm a few times, then gives up for good; before that
+      // happens, re-arm ourselves so owed work is never left without a wake-up.
+      if ((info?.retryCount ?? 0) < ALARM_RETRIES_BEFORE_SELF_REARM) throw error;
+      console.error("alarm failed repeatedly; re-arming", error instanceof Error ? error.message : error);
+      await this.ctx.storage.setAlarm(Date.now() + SELF_REARM_MS);
+    }
+  }
+
+  override webSocketMessage(): void {
+    // the stream is one-way; client messages are ignored
+  }
+
+  override webSocketClose(socket: WebSocket, code: number): void {
+    socket.close(code === 1005 || code === 1006 ? 1000 : code, "closed");
+  }
+
+  // ---- wiring ----
+
+  #id(): string {
+    return this.#parts?.stores.header.get()?.id ?? "";
+  }
+
+  #open(): Parts {
+    if (this.#parts) return this.#parts;
+    migrate(this.ctx.storage);
+    this.#parts = assembleParts(this.ctx, this.env, () => this.#kickSoon());
+    return this.#parts;
+  }
+
+  #authorize(caller: Caller, need: Need): Outcome<SessionHeader> {
+    const header = this.#parts?.stores.header.get();
+    const denied = checkAccess(header, caller, need);
+    return denied ?? ok(header!);
+  }
+
+  #view(header: SessionHeader): SessionView {
+    const view: SessionView = {
+      id: header.id,
+      parentSession: header.parentSession,
+      origin: header.origin,
+      delegationDepth: header.delegationDepth,
+      createdAt: header.createdAt,
+      status: this.#status(),
+      model: header.options.model,
+      lastSeq: this.#parts!.stores.log.nextSeq() - 1,
+    };
+    if (header.seedLength !== undefined) view.seedLength = header.seedLength;
+    if (header.mode !== undefined) view.mode = header.mode;
+    if (header.label !== undefined) view.label = header.label;
+    return { ...view, ...placementOf(header) };
+  }
+
+  /** running: a turn is open or work is owed; waiting: children it owns still run; idle otherwise. */
+  #status(): "running" | "waiting" | "idle" {
+    const { stores, driver } = this.#parts!;
+    if (stores.loop.get().openTurn !== null || driver.owesStep()) return "running";
+    return stores.children.ownedContinuable().length + stores.runs.unsettledCount() > 0 ? "waiting" : "idle";
+  }
+
+  // ---- the drive loop ----
+
+  /** Starts the driver without waiting. A failure is not lost work: the safety-net alarm retries. */
+  #kickSoon(): void {
+    this.#kick().catch((error: unknown) => {
+      console.error(
+        "driver step failed; the alarm will retry",
+        error instanceof Error ? error.message : error,
+      );
+    });
+  }
+
+  /** Starts (or re-checks) the in-process driver; resolves when it has nothing left to do. */
+  #kick(): Promise<void> {
+    this.#wake = true;
+    if (!this.#running) {
+      this.#running = this.#drive().finally(() => {
+        this.#running = null;
+      });
+    }
+    return this.#running;
+  }
+
+  async #drive(): Promise<void> {
+    const { driver, delivery, runs, children, self, remote, acp } = this.#parts!;
+    await this.ctx.storage.setAlarm(Date.now() + SAFETY_NET_MS);
+    await faultPoint(this.#id(), "after-accept");
+    for (;;) {
+      this.#wake = false;
+      // remote transport calls run beside the steps (each is bounded in time); awaited below
+      remote.pump();
+      acp.pump(); // ACP connections live in memory; this applies their results and ends orphans
+      // a drain cut short by a reset comes first: it ends the very turn a step would run
+      if (await self.repairDrain()) continue;
+      // the outbox is drained between steps too: a cancel must not wait for the turn to end
+      const stepped = await driver.step();
+      const sent = await delivery.drainOutbox();
+      if (stepped || sent) continue;
+      if (await runs.repairStarts()) continue;
+      if (runs.abandonExpiredHolds()) continue;
+      if (await children.repairStarts()) continue;
+      if (self.settleIfDone()) continue;
+      if (await remote.drain()) continue;
+      if (await acp.drain()) continue;
+      await this.#schedule();
+      if (!this.#wake) return;
+    }
+  }
+
+  /** When the one alarm must fire next: now for an owed step or start repair, else the next retry or poll. */
+  #nextDue(): number | undefined {
+    const { driver, runs, children, stores, remote, acp } = this.#parts!;
+    if (
+      driver.owesStep() ||
+      runs.repairOwed() ||
+      children.repairOwed() ||
+      children.drainCutShort() !== undefined
+    )
+      return Date.now();
+    const times = [stores.outbox.nextDue(), runs.nextHoldExpiry(), remote.nextDue(), acp.nextDue()].filter(
+      (t) => t !== undefined,
+    );
+    return times.length === 0 ? undefined : Math.min(...times);
+  }
+
+  /** Re-arms the alarm to the earliest owed item, or clears it. Called last. */
+  async #schedule(): Promise<void> {
+    const due = this.#nextDue();
+    if (due === undefined) await this.ctx.storage.deleteAlarm();
+    else await this.ctx.storage.setAlarm(Math.max(due, Date.now() + 1));
+  }
+
+  /** Boot-time repair: owed work with no alarm armed would never wake up. */
+  async #repair(): Promise<void> {
+    if (this.#nextDue() !== undefined && (await this.ctx.storage.getAlarm()) === null) {
+      await this.ctx.storage.setAlarm(Date.now() + 1);
+    }
+  }
+}

@@ -1,0 +1,106 @@
+import type { ContentBlock } from "../../src/contract/content";
+import type { InboxLane, MessageSource } from "../../src/contract/events";
+import type { PendingItem } from "../../src/core/turn-plan";
+import type { EventLog } from "./event-log";
+
+export interface Admission {
+  messageId: string;
+  lane: InboxLane;
+  waking: boolean;
+  source: MessageSource;
+  content: ContentBlock[];
+  idempotencyKey?: string;
+  contentHash: string;
+}
+
+export type AdmissionResult =
+  | { kind: "accepted"; messageId: string }
+  | { kind: "replayed"; messageId: string }
+  | { kind: "conflict"; messageId: string };
+
+/**
+ * The inbox: the only turn queue, FIFO by acceptance position. Acceptance writes the row and its
+ * `agent/inbox/inserted` event together (callers run it inside one transaction).
+ */
+export class Inbox {
+  constructor(
+    readonly sql: SqlStorage,
+    readonly log: EventLog,
+  ) {}
+
+  admit(item: Admission): AdmissionResult {
+    if (item.idempotencyKey !== undefined) {
+      const prior = this.sql
+        .exec<{ message_id: string; content_hash: string }>(
+          "SELECT message_id, content_hash FROM inbox WHERE idempotency_key = ?",
+          item.idempotencyKey,
+        )
+        .toArray()[0];
+      if (prior) {
+        return prior.content_hash === item.contentHash
+          ? { kind: "replayed", messageId: prior.message_id }
+          : { kind: "conflict", messageId: prior.message_id };
+      }
+    }
+    const position = this.sql
+      .exec<{ p: number }>("SELECT coalesce(max(position), 0) + 1 AS p FROM inbox")
+      .one().p;
+    this.sql.exec(
+      `INSERT INTO inbox (message_id, position, lane, waking, source, content, state, idempotency_key, content_hash)
+       VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
+      item.messageId,
+      position,
+      item.lane,
+      item.waking ? 1 : 0,
+      JSON.stringify(item.source),
+      JSON.stringify(item.content),
+      item.idempotencyKey ?? null,
+      item.contentHash,
+    );
+    this.log.append("agent/inbox/inserted", {
+      messageId: item.messageId,
+      lane: item.lane,
+      waking: item.waking,
+      source: item.source,
+    });
+    return { kind: "accepted", messageId: item.messageId };
+  }
+
+  byIdempotencyKey(key: string): string | undefined {
+    return this.sql
+      .exec<{ message_id: string }>("SELECT message_id FROM inbox WHERE idempotency_key = ?", key)
+      .toArray()[0]?.message_id;
+  }
+
+  pending(limit = 256): PendingItem[] {
+    return this.sql
+      .exec<{ message_id: string; lane: string; waking: number }>(
+        "SELECT message_id, lane, waking FROM inbox WHERE state = 'pending' ORDER BY position LIMIT ?",
+        limit,
+      )
+      .toArray()
+      .map((r) => ({ messageId: r.message_id, lane: r.lane as InboxLane, waking: r.waking === 1 }));
+  }
+
+  claim(messageId: string): { content: ContentBlock[]; source: MessageSource } | undefined {
+    const row = this.sql
+      .exec<{ content: string; source: string }>(
+        "UPDATE inbox SET state = 'claimed' WHERE message_id = ? AND state = 'pending' RETURNING content, source",
+        messageId,
+      )
+      .toArray()[0];
+    return row ? { content: JSON.parse(row.content), source: JSON.parse(row.source) } : undefined;
+  }
+
+  /** Drops every pending item (a drain); each gets its `agent/inbox/discarded` event. */
+  discardPending(reason: string): string[] {
+    const ids = this.sql
+      .exec<{ message_id: string }>(
+        "UPDATE inbox SET state = 'discarded' WHERE state = 'pending' RETURNING message_id",
+      )
+      .toArray()
+      .map((r) => r.message_id);
+    for (const messageId of ids) this.log.append("agent/inbox/discarded", { messageId, reason });
+    return ids;
+  }
+}

@@ -1,0 +1,176 @@
+import type { Envelope } from "../../src/contract/envelope";
+import type { OutboxEntry } from "../../src/contract/session-api";
+import type { EventLog } from "./event-log";
+
+/**
+ * The transactional outbox: every message to another session is written in the same
+ * transaction as the event that caused it and delivered by the driver with backoff. Rows for one
+ * target go out in order (a failure holds the rest of that link back). After MAX_ATTEMPTS a row
+ * is dead-lettered, visibly: an `outbox/dead-letter` event and the row kept with `dead_at`.
+ */
+
+export const MAX_ATTEMPTS = 10;
+const BASE_BACKOFF_MS = 250;
+const MAX_BACKOFF_MS = 60_000;
+
+export interface OutboxRow {
+  id: string;
+  target: string;
+  envelope: Envelope;
+  attempts: number;
+}
+
+export function backoffMs(attempts: number, overloaded: boolean): number {
+  const base = Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** Math.max(0, attempts - 1));
+  return overloaded ? Math.min(MAX_BACKOFF_MS * 4, base * 4) : base;
+}
+
+export class Outbox {
+  constructor(
+    readonly sql: SqlStorage,
+    readonly log: EventLog,
+  ) {}
+
+  /** Enqueues once per envelope id: a second enqueue of the same id changes nothing. */
+  enqueue(envelope: Envelope, now = Date.now()): boolean {
+    if (this.has(envelope.id)) return false;
+    const position = this.sql
+      .exec<{ p: number }>("SELECT coalesce(max(position), 0) + 1 AS p FROM outbox")
+      .one().p;
+    // per-link sequence: the receiver applies a link's envelopes in this order, whatever the network does
+    const linkSeq =
+      this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE target = ?", envelope.to).one().n +
+      1;
+    const inserted = this.sql
+      .exec(
+        `INSERT INTO outbox (id, position, target, kind, payload, next_at) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (id) DO NOTHING RETURNING id`,
+        envelope.id,
+        position,
+        envelope.to,
+        envelope.kind,
+        JSON.stringify({ ...envelope, linkSeq }),
+        now,
+      )
+      .toArray();
+    return inserted.length > 0;
+  }
+
+  has(id: string): boolean {
+    return this.sql.exec("SELECT 1 FROM outbox WHERE id = ?", id).toArray().length > 0;
+  }
+
+  /** Undelivered, live rows due now, in order, at most one blocked link's worth skipped. */
+  due(now: number, limit = 64): OutboxRow[] {
+    return this.sql
+      .exec<{ id: string; target: string; payload: string; attempts: number; next_at: number }>(
+        `SELECT id, target, payload, attempts, next_at FROM outbox
+         WHERE delivered_at IS NULL AND dead_at IS NULL ORDER BY position LIMIT ?`,
+        limit,
+      )
+      .toArray()
+      .filter((r, i, rows) => {
+        // per-link order: a row waits while an earlier row of the same target is not yet due
+        const earlier = rows.slice(0, i).some((o) => o.target === r.target && o.next_at > now);
+        return r.next_at <= now && !earlier;
+      })
+      .map((r) => ({
+        id: r.id,
+        target: r.target,
+        envelope: JSON.parse(r.payload) as Envelope,
+        attempts: r.attempts,
+      }));
+  }
+
+  markDelivered(id: string, now = Date.now()): void {
+    this.sql.exec("UPDATE outbox SET delivered_at = ?, last_error = NULL WHERE id = ?", now, id);
+  }
+
+  /** Makes an undelivered row due now (its target just came into existence). */
+  retryNow(id: string, now = Date.now()): void {
+    this.sql.exec(
+      "UPDATE outbox SET next_at = ? WHERE id = ? AND delivered_at IS NULL AND dead_at IS NULL",
+      now,
+      id,
+    );
+  }
+
+  markFailed(row: OutboxRow, error: string, overloaded: boolean, now = Date.now()): void {
+    const attempts = row.attempts + 1;
+    if (attempts >= MAX_ATTEMPTS) {
+      this.sql.exec(
+        "UPDATE outbox SET attempts = ?, dead_at = ?, last_error = ? WHERE id = ?",
+        attempts,
+        now,
+        error,
+        row.id,
+      );
+      this.log.append("outbox/dead-letter", {
+        outboxId: row.id,
+        target: row.target,
+        kind: row.envelope.kind,
+        attempts,
+        error,
+      });
+      return;
+    }
+    this.sql.exec(
+      "UPDATE outbox SET attempts = ?, next_at = ?, last_error = ? WHERE id = ?",
+      attempts,
+      now + backoffMs(attempts, overloaded),
+      error,
+      row.id,
+    );
+  }
+
+  /** When the earliest undelivered live row is due, if any. */
+  nextDue(): number | undefined {
+    const row = this.sql
+      .exec<{ at: number | null }>(
+        "SELECT min(next_at) AS at FROM outbox WHERE delivered_at IS NULL AND dead_at IS NULL",
+      )
+      .one();
+    return row.at ?? undefined;
+  }
+
+  /** Every row with its delivery state, newest first (for `GET /v1/sessions/:id/outbox`). */
+  list(limit = 200): OutboxEntry[] {
+    return this.sql
+      .exec<{
+        id: string;
+        target: string;
+        kind: string;
+        attempts: number;
+        last_error: string | null;
+        delivered_at: number | null;
+        dead_at: number | null;
+      }>(
+        "SELECT id, target, kind, attempts, last_error, delivered_at, dead_at FROM outbox ORDER BY position DESC LIMIT ?",
+        limit,
+      )
+      .toArray()
+      .map((r) => ({
+        id: r.id,
+        target: r.target,
+        kind: r.kind,
+        attempts: r.attempts,
+        state: r.dead_at !== null ? "dead" : r.delivered_at !== null ? "delivered" : "pending",
+        ...(r.last_error === null ? {} : { lastError: r.last_error }),
+      }));
+  }
+
+  deadLetters(): { id: string; target: string; kind: string; attempts: number; lastError: string | null }[] {
+    return this.sql
+      .exec<{ id: string; target: string; kind: string; attempts: number; last_error: string | null }>(
+        "SELECT id, target, kind, attempts, last_error FROM outbox WHERE dead_at IS NOT NULL ORDER BY position",
+      )
+      .toArray()
+      .map((r) => ({
+        id: r.id,
+        target: r.target,
+        kind: r.kind,
+        attempts: r.attempts,
+        lastError: r.last_error,
+      }));
+  }
+}

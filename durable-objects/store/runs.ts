@@ -1,0 +1,361 @@
+import type { SubagentResult } from "../../src/contract/run";
+import type { ChildInit } from "../../src/contract/child-init";
+
+/**
+ * One-shot runs this session awaits (foreground tool calls, background tasks, API callers) and
+ * the children it owns. Rows are written before a child is created, so a retried start finds
+ * them and re-attaches instead of starting a second child.
+ */
+
+export type RunState = "starting" | "running" | "settled";
+
+export interface RunRow {
+  runId: string;
+  childId: string;
+  provider: string;
+  local: boolean;
+  callKey: string | null;
+  taskId: string | null;
+  toolName: string | null;
+  state: RunState;
+  spec: ChildInit;
+  result: SubagentResult | null;
+  cancelRequested: boolean;
+  createdAt: number;
+  /** The start request's {@link requestKey} (runs with a caller-reserved child id). */
+  requestKey: string | null;
+  /** Set while a start that failed ambiguously waits for its caller's retry (see `hold`). */
+  heldUntil: number | null;
+}
+
+type RawRun = {
+  run_id: string;
+  child_id: string;
+  provider: string;
+  local: number;
+  call_key: string | null;
+  task_id: string | null;
+  tool_name: string | null;
+  state: string;
+  spec: string;
+  result: string | null;
+  cancel_requested: number;
+  created_at: number;
+  request_key: string | null;
+  held_until: number | null;
+};
+
+function toRow(r: RawRun): RunRow {
+  return {
+    runId: r.run_id,
+    childId: r.child_id,
+    provider: r.provider,
+    local: r.local === 1,
+    callKey: r.call_key,
+    taskId: r.task_id,
+    toolName: r.tool_name,
+    state: r.state as RunState,
+    spec: JSON.parse(r.spec) as ChildInit,
+    result: r.result === null ? null : (JSON.parse(r.result) as SubagentResult),
+    cancelRequested: r.cancel_requested === 1,
+    createdAt: r.created_at,
+    requestKey: r.request_key,
+    heldUntil: r.held_until,
+  };
+}
+
+export class Runs {
+  constructor(readonly sql: SqlStorage) {}
+
+  insert(
+    row: Omit<RunRow, "state" | "result" | "cancelRequested" | "requestKey" | "heldUntil">,
+    requestKey?: string,
+  ): void {
+    this.sql.exec(
+      `INSERT INTO runs (run_id, child_id, provider, local, call_key, task_id, tool_name, state, spec, created_at, request_key)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 'starting', ?, ?, ?)`,
+      row.runId,
+      row.childId,
+      row.provider,
+      row.local ? 1 : 0,
+      row.callKey,
+      row.taskId,
+      row.toolName,
+      JSON.stringify(row.spec),
+      row.createdAt,
+      requestKey ?? null,
+    );
+  }
+
+  get(runId: string): RunRow | undefined {
+    return this.#one("SELECT * FROM runs WHERE run_id = ?", runId);
+  }
+
+  /** The run of a child (a one-shot child has exactly one). */
+  byChildId(childId: string): RunRow | undefined {
+    return this.#one("SELECT * FROM runs WHERE child_id = ?", childId);
+  }
+
+  /**
+   * Holds a start that failed ambiguously (its child may exist) until `until`: it is neither
+   * repaired nor counted as running, a result that arrives is kept, and the caller's retry of the
+   * same request takes it up again (`unhold`). Past `until` it is abandoned.
+   */
+  hold(runId: string, until: number): void {
+    this.sql.exec("UPDATE runs SET held_until = ? WHERE run_id = ? AND state = 'starting'", until, runId);
+  }
+
+  unhold(runId: string): void {
+    this.sql.exec("UPDATE runs SET held_until = NULL WHERE run_id = ?", runId);
+  }
+
+  /** Held starts whose retry window has passed. */
+  heldExpired(now: number): RunRow[] {
+    return this.sql
+      .exec<RawRun>("SELECT * FROM runs WHERE held_until IS NOT NULL AND held_until <= ?", now)
+      .toArray()
+      .map(toRow);
+  }
+
+  nextHeldExpiry(): number | undefined {
+    const row = this.sql
+      .exec<{ at: number | null }>("SELECT min(held_until) AS at FROM runs WHERE held_until IS NOT NULL")
+      .one();
+    return row.at ?? undefined;
+  }
+
+  byCallKey(callKey: string): RunRow | undefined {
+    return this.#one("SELECT * FROM runs WHERE call_key = ?", callKey);
+  }
+
+  byTaskId(taskId: string): RunRow | undefined {
+    return this.#one("SELECT * FROM runs WHERE task_id = ?", taskId);
+  }
+
+  nextTaskId(): string {
+    const n = this.sql
+      .exec<{ n: number }>("SELECT count(*) AS n FROM runs WHERE task_id IS NOT NULL")
+      .one().n;
+    return `subagent-${n + 1}`;
+  }
+
+  /** starting -> running, once; false when another publisher got there first. */
+  markRunning(runId: string): boolean {
+    return (
+      this.sql
+        .exec(
+          "UPDATE runs SET state = 'running' WHERE run_id = ? AND state = 'starting' RETURNING run_id",
+          runId,
+        )
+        .toArray().length > 0
+    );
+  }
+
+  /** Records the result once; resolves false if the run was already settled. */
+  settle(runId: string, result: SubagentResult): boolean {
+    return (
+      this.sql
+        .exec(
+          "UPDATE runs SET state = 'settled', result = ? WHERE run_id = ? AND state != 'settled' RETURNING run_id",
+          JSON.stringify(result),
+          runId,
+        )
+        .toArray().length > 0
+    );
+  }
+
+  requestCancel(runId: string): void {
+    this.sql.exec("UPDATE runs SET cancel_requested = 1 WHERE run_id = ?", runId);
+  }
+
+  delete(runId: string): void {
+    this.sql.exec("DELETE FROM runs WHERE run_id = ?", runId);
+  }
+
+  unsettled(): RunRow[] {
+    return this.sql
+      .exec<RawRun>("SELECT * FROM runs WHERE state != 'settled' AND held_until IS NULL")
+      .toArray()
+      .map(toRow);
+  }
+
+  /** Ids of runs reserved but not yet published, held ones aside (cheap: no spec parsing). */
+  startingIds(): string[] {
+    return this.sql
+      .exec<{ run_id: string }>("SELECT run_id FROM runs WHERE state = 'starting' AND held_until IS NULL")
+      .toArray()
+      .map((r) => r.run_id);
+  }
+
+  /** Runs whose start was interrupted (the object died between reserving and publishing). */
+  starting(): RunRow[] {
+    return this.sql
+      .exec<RawRun>("SELECT * FROM runs WHERE state = 'starting' AND held_until IS NULL ORDER BY created_at")
+      .toArray()
+      .map(toRow);
+  }
+
+  /** Runs handed to another deployment (they have no child session here). */
+  remoteCount(): number {
+    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM runs WHERE local = 0").one().n;
+  }
+
+  /** Published runs with no child session here (remote and ACP) that have no result yet. */
+  unsettledRemote(): RunRow[] {
+    return this.sql
+      .exec<RawRun>("SELECT * FROM runs WHERE state = 'running' AND local = 0")
+      .toArray()
+      .map(toRow);
+  }
+
+  unsettledCount(): number {
+    return this.sql
+      .exec<{ n: number }>("SELECT count(*) AS n FROM runs WHERE state != 'settled' AND held_until IS NULL")
+      .one().n;
+  }
+
+  /** Foreground calls (by call key) whose child is still running: the turn waits for them. */
+  inFlight(callKeys: readonly string[]): Set<string> {
+    if (callKeys.length === 0) return new Set();
+    const marks = callKeys.map(() => "?").join(", ");
+    return new Set(
+      this.sql
+        .exec<{ call_key: string }>(
+          `SELECT call_key FROM runs WHERE task_id IS NULL AND state != 'settled' AND call_key IN (${marks})`,
+          ...callKeys,
+        )
+        .toArray()
+        .map((r) => r.call_key),
+    );
+  }
+
+  /** Unsettled foreground runs started by calls of one turn (cancelled when that turn ends early). */
+  foregroundOfTurn(turn: number): RunRow[] {
+    return this.sql
+      .exec<RawRun>(
+        "SELECT * FROM runs WHERE task_id IS NULL AND state != 'settled' AND call_key LIKE ?",
+        `${turn}:%`,
+      )
+      .toArray()
+      .map(toRow);
+  }
+
+  #one(query: string, ...bindings: unknown[]): RunRow | undefined {
+    const row = this.sql.exec<RawRun>(query, ...bindings).toArray()[0];
+    return row ? toRow(row) : undefined;
+  }
+}
+
+export interface ChildRow {
+  childId: string;
+  provider: string;
+  mode: "one-shot" | "continuable";
+  label: string | null;
+  createdAt: number;
+  state: "owned" | "released";
+  epochRunId: string | null;
+}
+
+export class Children {
+  constructor(readonly sql: SqlStorage) {}
+
+  get(childId: string): ChildRow | undefined {
+    return this.all().find((c) => c.childId === childId);
+  }
+
+  /** Every child ever owned, in `createdAt`-then-id order. */
+  all(): ChildRow[] {
+    return this.sql
+      .exec<{
+        child_id: string;
+        provider: string;
+        mode: string;
+        label: string | null;
+        created_at: number;
+        state: string;
+        epoch_run_id: string | null;
+      }>(
+        "SELECT child_id, provider, mode, label, created_at, state, epoch_run_id FROM children ORDER BY created_at, child_id",
+      )
+      .toArray()
+      .map((r) => ({
+        childId: r.child_id,
+        provider: r.provider,
+        mode: r.mode as ChildRow["mode"],
+        label: r.label,
+        createdAt: r.created_at,
+        state: r.state as ChildRow["state"],
+        epochRunId: r.epoch_run_id,
+      }));
+  }
+
+  /** Ownership of a continuable child for one epoch (acquired on every parent-originated delivery). */
+  ownEpoch(childId: string, runId: string | null): void {
+    if (runId === null) this.sql.exec("UPDATE children SET state = 'owned' WHERE child_id = ?", childId);
+    else
+      this.sql.exec(
+        "UPDATE children SET state = 'owned', epoch_run_id = ? WHERE child_id = ?",
+        runId,
+        childId,
+      );
+  }
+
+  setState(childId: string, state: "owned" | "released"): void {
+    this.sql.exec("UPDATE children SET state = ? WHERE child_id = ?", state, childId);
+  }
+
+  /** Releases a continuable child only if the settled epoch is its current one. */
+  releaseEpoch(childId: string, runId: string): void {
+    this.sql.exec(
+      "UPDATE children SET state = 'released' WHERE child_id = ? AND epoch_run_id = ?",
+      childId,
+      runId,
+    );
+  }
+
+  count(): number {
+    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM children").one().n;
+  }
+
+  ownedContinuable(): string[] {
+    return this.sql
+      .exec<{ child_id: string }>(
+        "SELECT child_id FROM children WHERE state = 'owned' AND mode = 'continuable' ORDER BY created_at, child_id",
+      )
+      .toArray()
+      .map((r) => r.child_id);
+  }
+
+  has(childId: string): boolean {
+    return this.sql.exec("SELECT 1 FROM children WHERE child_id = ?", childId).toArray().length > 0;
+  }
+
+  own(
+    childId: string,
+    provider: string,
+    mode: "one-shot" | "continuable",
+    label: string | undefined,
+    createdAt: number,
+  ): void {
+    this.sql.exec(
+      "INSERT INTO children (child_id, provider, mode, label, created_at, state) VALUES (?, ?, ?, ?, ?, 'owned')",
+      childId,
+      provider,
+      mode,
+      label ?? null,
+      createdAt,
+    );
+  }
+
+  release(childId: string): void {
+    this.sql.exec("UPDATE children SET state = 'released' WHERE child_id = ?", childId);
+  }
+
+  forget(childId: string): void {
+    this.sql.exec("DELETE FROM children WHERE child_id = ?", childId);
+  }
+
+  ownedCount(): number {
+    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM children WHERE state = 'owned'").one().n;
+  }
+}

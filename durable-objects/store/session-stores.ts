@@ -1,0 +1,63 @@
+import type { DriverStores } from "../../src/agent/turn-driver";
+import type { SessionHeader } from "../../src/contract/session";
+import { INITIAL_LOOP, type LoopState } from "../../src/core/turn-plan";
+import { Epochs } from "./epochs";
+import { EventLog } from "./event-log";
+import type { EventStream } from "../session/event-stream";
+import { Flags } from "./flags";
+import { Inbox } from "./inbox";
+import { Outbox } from "./outbox";
+import { RemoteStore } from "./remote-store";
+import { Children, Runs } from "./runs";
+import { SingleRow } from "./single-row";
+
+/**
+ * The SQLite stores of one session, with `transact`: a synchronous transaction after which the
+ * events it appended are published to stream subscribers (never before they are committed).
+ */
+export class SessionStores implements DriverStores {
+  readonly sql: SqlStorage;
+  readonly log: EventLog;
+  readonly inbox: Inbox;
+  readonly header: SingleRow<SessionHeader>;
+  readonly runs: Runs;
+  readonly children: Children;
+  readonly outbox: Outbox;
+  readonly epochs: Epochs;
+  readonly flags: Flags;
+  readonly remote: RemoteStore;
+  readonly #loopRow: SingleRow<LoopState>;
+  readonly loop = {
+    get: (): LoopState => this.#loopRow.get() ?? INITIAL_LOOP,
+    set: (state: LoopState): void => this.#loopRow.set(state),
+  };
+  stream: EventStream | undefined;
+
+  constructor(readonly storage: DurableObjectStorage) {
+    this.sql = storage.sql;
+    this.log = new EventLog(this.sql);
+    this.inbox = new Inbox(this.sql, this.log);
+    this.header = new SingleRow<SessionHeader>(this.sql, "header");
+    this.runs = new Runs(this.sql);
+    this.children = new Children(this.sql);
+    this.outbox = new Outbox(this.sql, this.log);
+    this.epochs = new Epochs(this.sql);
+    this.flags = new Flags(this.sql);
+    this.remote = new RemoteStore(this.sql);
+    this.#loopRow = new SingleRow<LoopState>(this.sql, "loop");
+  }
+
+  transact<T>(fn: () => T): T {
+    let result: T;
+    try {
+      result = this.storage.transactionSync(fn);
+    } catch (error) {
+      this.log.rollback();
+      this.header.forget();
+      this.#loopRow.forget();
+      throw error;
+    }
+    this.stream?.publish(this.log.takeCommitted());
+    return result;
+  }
+}

@@ -1,0 +1,90 @@
+import type { RunOrigin } from "../../src/agent/host";
+import type { ChildInit } from "../../src/contract/child-init";
+import { type ContentBlock, toBlocks } from "../../src/contract/content";
+import { fail, type Outcome, ok } from "../../src/contract/errors";
+import { newRunId } from "../../src/contract/ids";
+import type { StartRequest } from "../../src/contract/run";
+import { childDepth, deploymentDepthCap } from "../../src/core/depth";
+import type { Descriptor } from "../../src/core/descriptor";
+import type { Placement } from "../../src/core/placement";
+import type { ProviderRecord } from "../../src/providers/catalog";
+import { childBudget, lineageOf } from "../delegation/child-spec";
+import type { SessionContext } from "../session/session-context";
+
+/**
+ * What the out-of-process transports (another deployment, an ACP agent) share: a start mints its
+ * own parent-scoped child id (`<kind>:<runId>`, never the far side's id), is checked against depth
+ * and the children budget like any child, and is published at once (run row + `subagent/start`).
+ */
+
+export interface OutOfProcessStart {
+  runId: string;
+  /** The parent-scoped id the run is known by (`remote:<runId>`, `acp:<runId>`). */
+  id: string;
+  depth: number;
+  prompt: ContentBlock[];
+}
+
+export function prepareOutOfProcess(
+  ctx: SessionContext,
+  request: StartRequest,
+  provider: ProviderRecord,
+  kind: "remote" | "acp",
+): Outcome<OutOfProcessStart> {
+  if (request.childId !== undefined) {
+    return fail("INVALID_REQUEST", `childId: provider ${provider.name} mints its own run id (${kind})`);
+  }
+  if (provider.url === undefined) return fail("NO_PROVIDER", `provider ${provider.name} has no url`);
+  const depth = childDepth(ctx.header()!.delegationDepth, undefined, deploymentDepthCap(ctx.limits.depthCap));
+  if (!depth.ok) return depth;
+  const budget = childBudget(ctx);
+  if (!budget.ok) return budget;
+  const runId = newRunId();
+  return ok({ runId, id: `${kind}:${runId}`, depth: depth.value, prompt: toBlocks(request.prompt) });
+}
+
+/** Inside the caller's transaction: the run row (running at once) and its `subagent/start`. */
+export function publishOutOfProcess(
+  ctx: SessionContext,
+  start: OutOfProcessStart,
+  run: {
+    provider: ProviderRecord;
+    descriptor: Descriptor;
+    request: StartRequest;
+    origin: RunOrigin | undefined;
+    /** The model named in the record when the request names none (the far side picks its own). */
+    defaultModel: string;
+    placement?: Placement;
+  },
+  now = Date.now(),
+): void {
+  const { runs, log } = ctx.stores;
+  const { provider, request, origin } = run;
+  const spec: ChildInit = {
+    v: 1,
+    id: start.id,
+    runId: start.runId,
+    provider: provider.name,
+    ...lineageOf(ctx.header()!),
+    delegationDepth: start.depth,
+    mode: "one-shot",
+    descriptor: run.descriptor,
+    options: { model: request.model ?? run.defaultModel },
+    prompt: start.prompt,
+    ...(request.label === undefined ? {} : { label: request.label }),
+    ...run.placement,
+  };
+  runs.insert({
+    runId: start.runId,
+    childId: start.id,
+    provider: provider.name,
+    local: false,
+    callKey: origin?.callKey ?? null,
+    taskId: origin?.background ? runs.nextTaskId() : null,
+    toolName: origin?.toolName ?? null,
+    spec,
+    createdAt: now,
+  });
+  runs.markRunning(start.runId);
+  log.append("subagent/start", { runId: start.runId, provider: provider.name, id: start.id, local: false });
+}

@@ -1,0 +1,28 @@
+/** Providers as the wire shows them: a named kind with its capabilities (records keep the token). */
+
+export interface SubagentCapabilities {
+  outputSchema: boolean;
+  depthLimit: boolean;
+  toolFilter: boolean;
+  persona: boolean;
+}
+
+export interface ProviderInfo {
+  name: string;
+  kind: ProviderKind;
+  capabilities: SubagentCapabilities;
+  inheritsParentContext: boolean;
+  continuable: boolean;
+  local: boolean;
+  /** For remote and acp providers: where the other side lives (never its token). */
+  url?: string;
+}
+
+export type ProviderKind = "spawn" | "fork" | "remote" | "acp";
+
+export interface ProviderRecord {
+  name: string;
+  kind: ProviderKind;
+  url?: string;
+  token?: string;
+}
