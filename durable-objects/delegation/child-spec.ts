@@ -1,4 +1,4 @@
-import { modelRouteProblem } from "../../src/agent/model-router";
+import { compact } from "../../src/core/compact";
 import type { ChildInit } from "../../src/contract/child-init";
 import { fail, type Outcome, ok } from "../../src/contract/errors";
 import { isSessionId } from "../../src/contract/ids";
@@ -14,7 +14,6 @@ import {
   placeId,
   placementOf,
 } from "../../src/core/placement";
-import { DYNAMIC_TOOLS } from "../session/dynamic-tools";
 import type { SessionContext } from "../session/session-context";
 
 /**
@@ -76,12 +75,12 @@ export function placeChild(
   const depth = childDepth(header.delegationDepth, request.maxDepth, deploymentDepthCap(ctx.limits.depthCap));
   if (!depth.ok) return depth;
   if (request.toolFilter) {
-    const unknown = ctx.tools.unknownNames(request.toolFilter).filter((n) => !DYNAMIC_TOOLS.test(n));
+    const unknown = ctx.tools.unknownNames(request.toolFilter);
     if (unknown.length > 0)
       return fail("INVALID_REQUEST", `toolFilter names unknown tools: ${unknown.join(", ")}`);
   }
   const model = request.model ?? header.options.model;
-  const problem = modelRouteProblem(model, ctx.modelSettings());
+  const problem = ctx.models.problem(model);
   if (problem) return fail("INVALID_REQUEST", `model: ${problem}`);
   const jurisdiction = childJurisdiction(header.jurisdiction, request.jurisdiction);
   if (!jurisdiction.ok) return jurisdiction;
@@ -98,8 +97,8 @@ export function placeChild(
     depth: depth.value,
     options: {
       model,
-      ...(request.persona === undefined ? {} : { persona: request.persona }),
-      ...(request.toolFilter === undefined ? {} : { toolFilter: request.toolFilter }),
+      ...compact({ persona: request.persona }),
+      ...compact({ toolFilter: request.toolFilter }),
       ...inheritedOptions(header),
     },
     placement: placementOf({ jurisdiction: jurisdiction.value, locationHint: request.locationHint }),
@@ -126,7 +125,32 @@ export function lineageOf(
     parentSession: header.id,
     lineage: [...header.lineage, header.id],
     tokenHash: header.tokenHash,
-    ...(header.tenant === undefined ? {} : { tenant: header.tenant }),
+    ...compact({ tenant: header.tenant }),
+  };
+}
+
+/** What every child's `init` carries whatever its mode: identity, lineage, depth, options, placement. */
+export type CommonInit = Omit<ChildInit, "mode" | "descriptor" | "prompt" | "seed" | "outputSchema">;
+
+/**
+ * The fields of a child's `init` shared by one-shot and continuable starts (and the run rows of
+ * out-of-process ones), from the parent's header and the placed child.
+ */
+export function childInit(
+  header: SessionHeader,
+  placed: Pick<PlacedChild, "childId" | "depth" | "options" | "placement">,
+  run: { runId: string; provider: string; label: string | undefined },
+): CommonInit {
+  return {
+    v: 1,
+    id: placed.childId,
+    runId: run.runId,
+    provider: run.provider,
+    ...lineageOf(header),
+    delegationDepth: placed.depth,
+    options: placed.options,
+    ...compact({ label: run.label }),
+    ...placed.placement,
   };
 }
 
@@ -143,9 +167,9 @@ export function childHeader(
     createdAt: Date.now(),
     tokenHash: spec.tokenHash,
     lineage: spec.lineage,
-    ...(spec.tenant === undefined ? {} : { tenant: spec.tenant }),
+    ...compact({ tenant: spec.tenant }),
     options: spec.options,
-    ...(spec.label === undefined ? {} : { label: spec.label }),
+    ...compact({ label: spec.label }),
     ...(seedLength > 0 ? { seedLength } : {}),
     ...placementOf(spec),
   };
@@ -172,9 +196,9 @@ export function forkSeed(ctx: SessionContext): NonNullable<ChildInit["seed"]> {
 export function inheritedOptions(header: SessionHeader): Partial<AgentOptions> {
   const { providers, backgroundMode, reportDelivery } = header.options;
   return {
-    ...(providers === undefined ? {} : { providers }),
-    ...(backgroundMode === undefined ? {} : { backgroundMode }),
-    ...(reportDelivery === undefined ? {} : { reportDelivery }),
+    ...compact({ providers }),
+    ...compact({ backgroundMode }),
+    ...compact({ reportDelivery }),
   };
 }
 

@@ -1,12 +1,13 @@
 import { CALLBACK_TARGET, type CallbackEnvelope } from "../../src/contract/envelope";
-import type { SessionHeader } from "../../src/contract/session";
-import { oneShotResult } from "../../src/core/run-result";
+import type { TurnEndReason } from "../../src/contract/events";
+import { turnResult } from "../store/turn-result";
 import {
   type CallbackBody,
   SIGNATURE_HEADER,
   signCallback,
   TIMESTAMP_HEADER,
 } from "../../src/providers/remote-protocol";
+import type { SessionPart } from "../session/part";
 import type { SessionContext } from "../session/session-context";
 
 /** A callback that gets no answer within this long is a failed attempt (the outbox retries). */
@@ -20,7 +21,8 @@ const CALLBACK_TIMEOUT_MS = 10_000;
  * attempt is signed afresh (its timestamp must be recent); the URL and secret are read from the
  * header at send time and never written anywhere else.
  */
-export class CallbackSender {
+export class CallbackSender implements SessionPart {
+  readonly name = "callback sender";
   readonly #ctx: SessionContext;
 
   constructor(ctx: SessionContext) {
@@ -28,24 +30,13 @@ export class CallbackSender {
   }
 
   /** Inside the transaction that appends `turn/end`: the first turn's result goes to the outbox. */
-  onTurnEnd(header: SessionHeader, turnStartSeq: number): void {
-    if (!header.callback) return;
+  onTurnEnd(_turn: number, _reason: TurnEndReason, turnStartSeq: number): void {
+    const header = this.#ctx.header();
+    if (!header?.callback) return;
     const { log, outbox } = this.#ctx.stores;
     const id = `callback:${header.id}`;
     if (outbox.has(id)) return; // the first turn's result only
-    const turnEnd = log.last("turn/end", turnStartSeq)?.data;
-    const result = oneShotResult({
-      assistant: log.ofTypes(["assistant/message"], turnStartSeq).map((e) => e.data.content),
-      ...(turnEnd === undefined
-        ? {}
-        : {
-            turnEnd:
-              turnEnd.error === undefined
-                ? { reason: turnEnd.reason }
-                : { reason: turnEnd.reason, error: turnEnd.error },
-          }),
-      schemaRequested: false,
-    });
+    const result = turnResult(log, turnStartSeq, false);
     outbox.enqueue({ v: 1, id, from: header.id, to: CALLBACK_TARGET, kind: "callback", result });
   }
 

@@ -1,8 +1,8 @@
 import { type CallbackEnvelope, ENVELOPE_VERSIONS, type Envelope } from "../../src/contract/envelope";
 import { fail, type Outcome, ok } from "../../src/contract/errors";
-import type { SessionHeader } from "../../src/contract/session";
 import { faultPoint } from "../../src/core/faults";
-import { isOverloaded } from "../delegation/one-shot/one-shot-runs";
+import { isOverloaded } from "../../src/core/overloaded";
+import { applyEnvelope, type EnvelopeHandlers, type SessionPart } from "../session/part";
 import type { SessionContext } from "../session/session-context";
 
 /**
@@ -11,21 +11,34 @@ import type { SessionContext } from "../session/session-context";
  * link's order, in one transaction with its effects (`seen` ids, per-sender `links` counters).
  */
 
-/** Applies one kind of envelope inside the delivery transaction; true when a turn was ended. */
-export type EnvelopeHandler = (envelope: Envelope, header: SessionHeader | undefined) => boolean;
-
 /** Sends an envelope that leaves the deployment (a callback); throws when the attempt failed. */
 export type ExternalSender = (envelope: CallbackEnvelope) => Promise<void>;
 
-export class Delivery {
+export class Delivery implements SessionPart {
+  readonly name = "delivery";
   readonly #ctx: SessionContext;
-  readonly #apply: EnvelopeHandler;
   readonly #external: ExternalSender;
+  #handlers: EnvelopeHandlers | undefined;
 
-  constructor(ctx: SessionContext, apply: EnvelopeHandler, external: ExternalSender) {
+  /** `external` sends the envelopes that leave the deployment (callbacks) over HTTP. */
+  constructor(ctx: SessionContext, external: ExternalSender) {
     this.#ctx = ctx;
-    this.#apply = apply;
     this.#external = external;
+  }
+
+  /** The parts' envelope handlers, one per kind (installed once the parts exist, before any delivery). */
+  install(handlers: EnvelopeHandlers): void {
+    if (this.#handlers) throw new Error("envelope handlers are installed once");
+    this.#handlers = handlers;
+  }
+
+  /** Every pass: the outbox is drained between steps too (a cancel must not wait for the turn). */
+  step(): Promise<boolean> {
+    return this.drainOutbox();
+  }
+
+  nextDue(): number | undefined {
+    return this.#ctx.stores.outbox.nextDue();
   }
 
   async deliver(envelope: Envelope): Promise<Outcome<{ applied: boolean }>> {
@@ -45,11 +58,13 @@ export class Delivery {
       const order = this.#linkOrder(envelope);
       if (order !== "next" || !this.#firstSeen(envelope.id))
         return { order, applied: false, interrupted: false };
-      return { order, applied: true, interrupted: this.#apply(envelope, header) };
+      const handlers = this.#handlers;
+      if (!handlers) throw new Error("delivery before the parts were assembled");
+      return { order, applied: true, interrupted: applyEnvelope(handlers, envelope, header) };
     });
     if (outcome.order === "early")
       return fail("OUT_OF_ORDER", "an earlier envelope on this link has not arrived yet");
-    if (outcome.interrupted) ctx.driver().abortInFlight("parent");
+    if (outcome.interrupted) ctx.turns.abortInFlight("parent");
     if (outcome.applied) ctx.kick();
     return ok({ applied: outcome.applied });
   }

@@ -25,7 +25,7 @@ export async function applyCallback(
   runId: string,
   input: CallbackInput,
 ): Promise<Outcome<{ applied: true }>> {
-  const row = ctx.stores.remote.get(runId);
+  const row = ctx.stores.remoteRuns.get(runId);
   const run = ctx.stores.runs.get(runId);
   if (!row || !run) return fail("NOT_FOUND", "no such run");
   const check = await verifyCallback({ secret: row.secret, ...input, nowMs: Date.now() });

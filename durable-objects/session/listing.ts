@@ -1,10 +1,11 @@
+import { compact } from "../../src/core/compact";
 import { foldDescriptor } from "../../src/core/descriptor";
 import { type ChildEntry, type DescendantEntry, preOrder } from "../../src/core/listing";
 import { placementOf } from "../../src/core/placement";
 import type { SessionContext } from "./session-context";
 
 /**
- * Discovery (contract 5): a parent's children table is the cached rung (id, creation time); each
+ * Discovery (semantics.md §9): a parent's children table is the cached rung (id, creation time); each
  * child's own `entry()` is the cold rung (identity from its descriptors, last wins, and activity),
  * asked with bounded concurrency. A child that cannot answer is an `unavailable` diagnostic and
  * never hides its healthy siblings.
@@ -44,7 +45,7 @@ export function entryOf(
     activity: facts.live ? "running" : "inactive",
     hasChildren: ctx.stores.children.count() > 0,
     mode: identity.mode,
-    ...(identity.label === undefined ? {} : { label: identity.label }),
+    ...compact({ label: identity.label }),
     status: facts.status,
     provider: identity.provider,
     createdAt,

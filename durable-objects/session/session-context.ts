@@ -1,26 +1,32 @@
 import type { SessionHost } from "../../src/agent/host";
-import type { ModelSettings } from "../../src/agent/model-router";
-import type { ToolRegistry } from "../../src/agent/tools";
-import type { TurnDriver } from "../../src/agent/turn-driver";
+import type { ModelRoutes } from "../../src/agent/model-provider";
+import type { ToolCatalog } from "../../src/agent/tool-source";
+import type { TurnControl } from "../../src/agent/turn-control";
 import type { SessionHeader } from "../../src/contract/session";
 import type { SessionRpc } from "../../src/contract/session-api";
 import type { LocationHint } from "../../src/core/placement";
 import type { ProviderRecord } from "../../src/providers/catalog";
 import type { SessionStores } from "../store/session-stores";
 
-/** What the parts of a session object share: its stores, its driver and its way to other objects. */
+/**
+ * What the parts of a session object share, and their only way to each other: its stores, its
+ * turn control, its way to other objects and to the registry, and `kick` (run the drive loop).
+ */
 export interface SessionContext {
   stores: SessionStores;
   header(): SessionHeader | undefined;
-  driver(): TurnDriver<SessionHost>;
-  tools: ToolRegistry<SessionHost>;
+  /** The session's turn driver, as far as parts may steer it. */
+  turns: TurnControl;
+  /** Every tool source of the session, for the tools its model sees and tool filters. */
+  tools: ToolCatalog<SessionHost>;
   /** A session's object; the location hint matters only to the call that creates it. */
   session(id: string, locationHint?: LocationHint): SessionRpc;
   provider(name: string): Promise<ProviderRecord | undefined>;
-  modelSettings(): ModelSettings;
+  /** The model routes this deployment serves. */
+  models: ModelRoutes;
   limits: { depthCap: string | undefined; childCap: string | undefined };
   /** Remote delegation: this deployment's public URL (callbacks; absent: polling only) and deadline. */
-  remote: { publicUrl: string | undefined; deadlineMs: number };
-  /** Starts the driver without waiting (steps, outbox, settlement). */
+  remoteSettings: { publicUrl: string | undefined; deadlineMs: number };
+  /** Runs the drive loop without waiting (steps, outbox, repairs, settlement). */
   kick(): void;
 }

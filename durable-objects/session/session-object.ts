@@ -1,3 +1,4 @@
+import { compact } from "../../src/core/compact";
 import { DurableObject } from "cloudflare:workers";
 import type { ChildInit } from "../../src/contract/child-init";
 import { toBlocks, type WireContent } from "../../src/contract/content";
@@ -25,30 +26,26 @@ import { applyCallback, type CallbackInput } from "../messaging/remote-callbacks
 import { migrate, schemaExists } from "../store/schema";
 import { assembleParts, type Parts } from "./session-parts";
 
-/** If the in-process driver dies with its instance, the alarm picks the work up after this long. */
-const SAFETY_NET_MS = 5_000;
 /** After this many platform retries of a failing alarm, the alarm re-arms itself instead of throwing. */
 const ALARM_RETRIES_BEFORE_SELF_REARM = 4;
 const SELF_REARM_MS = 30_000;
 
 /**
  * One session: header, append-only log, inbox, turn loop, runs, children and outbox, in its own
- * SQLite database. A thin shell: it authorizes RPC calls and wires the parts together; storage
- * lives in the stores, decisions in `src/` and in the parts. Accepted work starts in-process at
+ * SQLite database. A thin shell: it authorizes RPC calls and hands them to the parts
+ * (session-parts.ts assembles them); storage lives in the stores, decisions in `src/` and in the
+ * parts, and the drive loop (drive-loop.ts) runs their work. Accepted work starts in-process at
  * once (no alarm round trip); the alarm is the safety net and the retry clock.
  */
 export class SessionObject extends DurableObject<Env> {
   #parts: Parts | undefined;
-  #running: Promise<void> | null = null;
-  #wake = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     // An object that was never created stays empty: probing unknown ids stores nothing.
     if (schemaExists(ctx.storage.sql)) {
       void ctx.blockConcurrencyWhile(async () => {
-        this.#open();
-        await this.#repair();
+        await this.#open().loop.armIfOwed();
       });
     }
   }
@@ -73,12 +70,12 @@ export class SessionObject extends DurableObject<Env> {
       createdAt: Date.now(),
       tokenHash: input.tokenHash,
       lineage: [],
-      ...(input.tenant === undefined ? {} : { tenant: input.tenant }),
+      ...compact({ tenant: input.tenant }),
       options: input.options,
-      ...(input.label === undefined ? {} : { label: input.label }),
+      ...compact({ label: input.label }),
       ...placementOf(input),
-      ...(input.callback === undefined ? {} : { callback: input.callback }),
-      ...(input.createKey === undefined ? {} : { createKey: input.createKey }),
+      ...compact({ callback: input.callback }),
+      ...compact({ createKey: input.createKey }),
     };
     stores.transact(() => stores.header.set(header));
     return ok({ view: this.#view(header), replayed: false });
@@ -102,7 +99,7 @@ export class SessionObject extends DurableObject<Env> {
         source: { kind: "user" },
         content,
         contentHash: fingerprint(JSON.stringify(content)),
-        ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
+        ...compact({ idempotencyKey: input.idempotencyKey }),
       });
       if (result.kind === "accepted") stores.loop.set({ ...stores.loop.get(), parked: false });
       return result;
@@ -110,7 +107,7 @@ export class SessionObject extends DurableObject<Env> {
     if (admitted.kind === "conflict") {
       return fail("IDEMPOTENCY_KEY_REUSED", "this idempotencyKey was already used with different content");
     }
-    if (admitted.kind === "accepted") this.#kickSoon();
+    if (admitted.kind === "accepted") this.#parts!.loop.kickSoon();
     return ok({ messageId: admitted.messageId });
   }
 
@@ -127,8 +124,9 @@ export class SessionObject extends DurableObject<Env> {
   interrupt(caller: Caller): Outcome<{ accepted: true }> {
     const header = this.#authorize(caller, "act");
     if (!header.ok) return header;
-    this.#parts!.driver.interrupt("user");
-    this.#kickSoon(); // foreground children of the aborted turn get their cancel
+    const { turns, loop } = this.#parts!;
+    turns.interrupt("user");
+    loop.kickSoon(); // foreground children of the aborted turn get their cancel
     return ok({ accepted: true });
   }
 
@@ -270,7 +268,7 @@ export class SessionObject extends DurableObject<Env> {
     if (!this.#parts) return; // never created: nothing can be owed
     try {
       await faultPoint(this.#id(), "in-alarm");
-      await this.#kick();
+      await this.#parts.loop.kick();
     } catch (error) {
       // The platform retries a failed alarm a few times, then gives up for good; before that
       // happens, re-arm ourselves so owed work is never left without a wake-up.
@@ -297,7 +295,7 @@ export class SessionObject extends DurableObject<Env> {
   #open(): Parts {
     if (this.#parts) return this.#parts;
     migrate(this.ctx.storage);
-    this.#parts = assembleParts(this.ctx, this.env, () => this.#kickSoon());
+    this.#parts = assembleParts(this.ctx, this.env);
     return this.#parts;
   }
 
@@ -326,87 +324,8 @@ export class SessionObject extends DurableObject<Env> {
 
   /** running: a turn is open or work is owed; waiting: children it owns still run; idle otherwise. */
   #status(): "running" | "waiting" | "idle" {
-    const { stores, driver } = this.#parts!;
-    if (stores.loop.get().openTurn !== null || driver.owesStep()) return "running";
+    const { stores, turns } = this.#parts!;
+    if (stores.loop.get().openTurn !== null || turns.owesStep()) return "running";
     return stores.children.ownedContinuable().length + stores.runs.unsettledCount() > 0 ? "waiting" : "idle";
-  }
-
-  // ---- the drive loop ----
-
-  /** Starts the driver without waiting. A failure is not lost work: the safety-net alarm retries. */
-  #kickSoon(): void {
-    this.#kick().catch((error: unknown) => {
-      console.error(
-        "driver step failed; the alarm will retry",
-        error instanceof Error ? error.message : error,
-      );
-    });
-  }
-
-  /** Starts (or re-checks) the in-process driver; resolves when it has nothing left to do. */
-  #kick(): Promise<void> {
-    this.#wake = true;
-    if (!this.#running) {
-      this.#running = this.#drive().finally(() => {
-        this.#running = null;
-      });
-    }
-    return this.#running;
-  }
-
-  async #drive(): Promise<void> {
-    const { driver, delivery, runs, children, self, remote, acp } = this.#parts!;
-    await this.ctx.storage.setAlarm(Date.now() + SAFETY_NET_MS);
-    await faultPoint(this.#id(), "after-accept");
-    for (;;) {
-      this.#wake = false;
-      // remote transport calls run beside the steps (each is bounded in time); awaited below
-      remote.pump();
-      acp.pump(); // ACP connections live in memory; this applies their results and ends orphans
-      // a drain cut short by a reset comes first: it ends the very turn a step would run
-      if (await self.repairDrain()) continue;
-      // the outbox is drained between steps too: a cancel must not wait for the turn to end
-      const stepped = await driver.step();
-      const sent = await delivery.drainOutbox();
-      if (stepped || sent) continue;
-      if (await runs.repairStarts()) continue;
-      if (runs.abandonExpiredHolds()) continue;
-      if (await children.repairStarts()) continue;
-      if (self.settleIfDone()) continue;
-      if (await remote.drain()) continue;
-      if (await acp.drain()) continue;
-      await this.#schedule();
-      if (!this.#wake) return;
-    }
-  }
-
-  /** When the one alarm must fire next: now for an owed step or start repair, else the next retry or poll. */
-  #nextDue(): number | undefined {
-    const { driver, runs, children, stores, remote, acp } = this.#parts!;
-    if (
-      driver.owesStep() ||
-      runs.repairOwed() ||
-      children.repairOwed() ||
-      children.drainCutShort() !== undefined
-    )
-      return Date.now();
-    const times = [stores.outbox.nextDue(), runs.nextHoldExpiry(), remote.nextDue(), acp.nextDue()].filter(
-      (t) => t !== undefined,
-    );
-    return times.length === 0 ? undefined : Math.min(...times);
-  }
-
-  /** Re-arms the alarm to the earliest owed item, or clears it. Called last. */
-  async #schedule(): Promise<void> {
-    const due = this.#nextDue();
-    if (due === undefined) await this.ctx.storage.deleteAlarm();
-    else await this.ctx.storage.setAlarm(Math.max(due, Date.now() + 1));
-  }
-
-  /** Boot-time repair: owed work with no alarm armed would never wake up. */
-  async #repair(): Promise<void> {
-    if (this.#nextDue() !== undefined && (await this.ctx.storage.getAlarm()) === null) {
-      await this.ctx.storage.setAlarm(Date.now() + 1);
-    }
   }
 }

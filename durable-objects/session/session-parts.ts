@@ -1,8 +1,10 @@
 import { builtinTools } from "../../src/agent/builtin-tools";
 import type { SessionHost } from "../../src/agent/host";
-import { type ModelSettings, modelFor } from "../../src/agent/model-router";
+import { ToolCatalog } from "../../src/agent/tool-source";
+import type { TurnControl } from "../../src/agent/turn-control";
 import { MAX_STEPS_PER_TURN, TurnDriver } from "../../src/agent/turn-driver";
 import type { SessionHeader } from "../../src/contract/session";
+import { modelRoutesOf } from "../../src/platform/models";
 import { registryStub, sessionStub } from "../../src/platform/stubs";
 import { AcpRuns } from "../transports/acp-runs";
 import { CallbackSender } from "../messaging/callback-sender";
@@ -12,116 +14,113 @@ import { Delivery } from "../messaging/delivery";
 import { EventStream } from "./event-stream";
 import { OneShotChild } from "../delegation/one-shot/one-shot-child";
 import { OneShotRuns } from "../delegation/one-shot/one-shot-runs";
+import { RunLedger } from "../delegation/one-shot/run-ledger";
+import { LocalRuns } from "../transports/local-runs";
 import { RemoteRuns, remoteSettings } from "../transports/remote-runs";
 import type { SessionContext } from "./session-context";
 import { sessionHost } from "./session-host";
+import { EventLog } from "../store/event-log";
 import { SessionStores } from "../store/session-stores";
-import { SessionTools } from "./session-tools";
+import { DriveLoop } from "./drive-loop";
+import { envelopeHandlers, type SessionPart } from "./part";
+import { TurnControlRelay } from "./turn-control-relay";
+import { DelegationTools } from "./delegation-tools";
 
-/** A session's parts, built once its schema exists. */
+/** A session's parts, built once its schema exists: what the shell's RPC methods reach. */
 export interface Parts {
   stores: SessionStores;
   ctx: SessionContext;
-  driver: TurnDriver<SessionHost>;
+  turns: TurnControl;
   stream: EventStream;
+  loop: DriveLoop;
   runs: OneShotRuns;
   oneShot: OneShotChild;
   children: ContinuableParent;
   self: ContinuableChild;
   delivery: Delivery;
   remote: RemoteRuns;
-  acp: AcpRuns;
 }
 
+/** Envelope kinds that reach an object through `deliver` (a callback leaves the deployment instead). */
+const DELIVERED_KINDS = ["run-result", "cancel-run", "report", "settled"] as const;
+
 /**
- * Wires a session object's parts over its (migrated) storage: the stores, the shared context, the
- * turn driver and its turn-end hooks, delivery (which part applies which envelope) and the remote
- * and ACP transports. `kick` starts the object's drive loop without waiting.
+ * Wires a session object's parts over its (migrated) storage: the log and its stream, the stores,
+ * the shared context, the parts, the turn driver (whose turn-end hooks and envelope handlers are
+ * the parts'), and the drive loop over the parts in the order their hooks run. Nothing here
+ * decides anything: behaviour lives in the parts.
  */
-export function assembleParts(state: DurableObjectState, env: Env, kick: () => void): Parts {
-  const stores = new SessionStores(state.storage);
-  const stream = new EventStream(state, stores.log);
-  stores.stream = stream;
-  const registry = builtinTools();
-  const tools = new SessionTools(registry, () => registryStub(env).list());
+export function assembleParts(state: DurableObjectState, env: Env): Parts {
+  const log = new EventLog(state.storage.sql);
+  const stream = new EventStream(state, log);
+  const stores = new SessionStores(state.storage, log, (events) => stream.publish(events));
   const header = (): SessionHeader | undefined => stores.header.get();
+  const loop = new DriveLoop(state.storage, () => header()?.id ?? "");
+  const turns = new TurnControlRelay();
+  // the model routes this deployment serves (checked when a session or child is created)
+  const models = modelRoutesOf(env);
+  // where the model's tools come from, in the order it sees them
+  const tools = new ToolCatalog<SessionHost>([
+    builtinTools(),
+    new DelegationTools(() => registryStub(env).list()),
+  ]);
   const ctx: SessionContext = {
     stores,
     header,
-    driver: () => driver,
-    tools: registry,
+    turns,
+    tools,
     session: (id, locationHint) => sessionStub(env, id, locationHint),
     provider: (name) => registryStub(env).resolve(name),
-    modelSettings: () => modelSettings(env),
+    models,
     limits: { depthCap: env.MAX_DEPTH_CAP, childCap: env.MAX_CHILDREN_PER_SESSION },
-    remote: remoteSettings(env),
-    kick,
+    remoteSettings: remoteSettings(env),
+    kick: () => loop.kickSoon(),
   };
-  const remote = new RemoteRuns(ctx, (envelope) => delivery.deliver(envelope));
   const callbacks = new CallbackSender(ctx);
+  const delivery = new Delivery(ctx, (envelope) => callbacks.send(envelope));
+  // out-of-process results are applied through the session's own `deliver` (de-duplicated)
+  // every way a one-shot child runs; out-of-process results go through `deliver` (de-duplicated)
+  const ledger = new RunLedger(ctx);
+  const local = new LocalRuns(ctx, ledger);
+  const remote = new RemoteRuns(ctx, (envelope) => delivery.deliver(envelope));
   const acp = new AcpRuns(ctx, (envelope) => delivery.deliver(envelope));
-  const runs = new OneShotRuns(ctx, remote, acp);
+  const runs = new OneShotRuns(ctx, ledger, [local, remote, acp]);
   const oneShot = new OneShotChild(ctx);
   const children = new ContinuableParent(ctx);
   const self = new ContinuableChild(ctx, children, runs);
-  const host = sessionHost(ctx, runs, children, self);
   const model = (): string => header()?.options.model ?? env.DEFAULT_MODEL;
-  const driver: TurnDriver<SessionHost> = new TurnDriver<SessionHost>({
+  // the order their hooks run in: a cut-short drain before any model step, then the step, then the outbox
+  const parts: SessionPart[] = [];
+  const driver = new TurnDriver<SessionHost>({
     stores,
     get sessionId() {
       return header()?.id ?? "";
     },
     maxSteps: positiveInt(env.MAX_STEPS_PER_TURN, MAX_STEPS_PER_TURN),
     modelRoute: model,
-    model: () => modelFor(model(), modelSettings(env)),
+    model: () => models.client(model()),
     system: () => header()?.options.persona,
     tools: () => tools.visible(header()),
-    registry,
-    host,
+    host: sessionHost(ctx, runs, children, self),
     inFlight: (keys) => stores.runs.inFlight(keys),
-    onTurnEnd: (turn, _reason, turnStartSeq) => {
-      runs.cancelForegroundOf(turn); // foreground children of an ended turn end with it
-      const current = header();
-      if (current?.oneShot) oneShot.onTurnEnd(current);
-      if (current?.callback) callbacks.onTurnEnd(current, turnStartSeq);
+    onTurnEnd: (turn, reason, turnStartSeq) => {
+      for (const part of parts) part.onTurnEnd?.(turn, reason, turnStartSeq);
     },
   });
-  const delivery = new Delivery(
-    ctx,
-    (envelope, current) => {
-      switch (envelope.kind) {
-        case "run-result":
-          runs.applyResult(envelope);
-          return false;
-        case "cancel-run":
-          return oneShot.cancel(envelope, current);
-        case "report":
-          children.applyReport(envelope);
-          return false;
-        case "settled":
-          children.applySettled(envelope);
-          return false;
-        case "callback":
-          return false; // leaves the deployment over HTTP; never delivered to an object
-      }
-    },
-    (envelope) => callbacks.send(envelope),
-  );
-  return { stores, ctx, driver, stream, runs, oneShot, children, self, delivery, remote, acp };
+  turns.attach(driver);
+  parts.push(self, turnPart(driver), delivery, runs, local, children, oneShot, remote, acp, callbacks);
+  delivery.install(envelopeHandlers(parts, DELIVERED_KINDS));
+  loop.install(parts);
+  return { stores, ctx, turns, stream, loop, runs, oneShot, children, self, delivery, remote };
 }
 
-function modelSettings(env: Env): ModelSettings {
-  const vars = env as Env & { OPENAI_API_KEY?: string };
-  const settings: ModelSettings = { defaultModel: vars.DEFAULT_MODEL, openAiBaseUrl: vars.OPENAI_BASE_URL };
-  if (vars.OPENAI_API_KEY) settings.openAiApiKey = vars.OPENAI_API_KEY;
-  const ai = vars.AI;
-  if (ai) {
-    // The binding's overloads are keyed by literal model names; a model route names its model at
-    // run time (the service checks it), so the adapter calls the untyped form.
-    const run = ai.run.bind(ai) as NonNullable<ModelSettings["ai"]>["run"];
-    settings.ai = { run };
-  }
-  return settings;
+/** The turn driver as a part: a model step on every pass, due at once while one is owed. */
+function turnPart(driver: TurnDriver<SessionHost>): SessionPart {
+  return {
+    name: "turn driver",
+    step: () => driver.step(),
+    nextDue: () => (driver.owesStep() ? Date.now() : undefined),
+  };
 }
 
 function positiveInt(raw: string | undefined, fallback: number): number {

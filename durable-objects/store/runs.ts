@@ -1,3 +1,4 @@
+import type { RunOrigin } from "../../src/agent/host";
 import type { SubagentResult } from "../../src/contract/run";
 import type { ChildInit } from "../../src/contract/child-init";
 
@@ -85,6 +86,15 @@ export class Runs {
       row.createdAt,
       requestKey ?? null,
     );
+  }
+
+  /** The columns that tie a run to the tool call that started it (all null for API and RPC starts). */
+  originColumns(origin: RunOrigin | undefined): Pick<RunRow, "callKey" | "taskId" | "toolName"> {
+    return {
+      callKey: origin?.callKey ?? null,
+      taskId: origin?.background ? this.nextTaskId() : null,
+      toolName: origin?.toolName ?? null,
+    };
   }
 
   get(runId: string): RunRow | undefined {

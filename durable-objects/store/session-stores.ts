@@ -1,9 +1,9 @@
 import type { DriverStores } from "../../src/agent/turn-driver";
+import type { SessionEvent } from "../../src/contract/events";
 import type { SessionHeader } from "../../src/contract/session";
 import { INITIAL_LOOP, type LoopState } from "../../src/core/turn-plan";
 import { Epochs } from "./epochs";
-import { EventLog } from "./event-log";
-import type { EventStream } from "../session/event-stream";
+import type { EventLog } from "./event-log";
 import { Flags } from "./flags";
 import { Inbox } from "./inbox";
 import { Outbox } from "./outbox";
@@ -13,7 +13,8 @@ import { SingleRow } from "./single-row";
 
 /**
  * The SQLite stores of one session, with `transact`: a synchronous transaction after which the
- * events it appended are published to stream subscribers (never before they are committed).
+ * events it appended go to `onCommit` (the event stream's subscribers), never before they are
+ * committed.
  */
 export class SessionStores implements DriverStores {
   readonly sql: SqlStorage;
@@ -25,17 +26,22 @@ export class SessionStores implements DriverStores {
   readonly outbox: Outbox;
   readonly epochs: Epochs;
   readonly flags: Flags;
-  readonly remote: RemoteStore;
+  readonly remoteRuns: RemoteStore;
   readonly #loopRow: SingleRow<LoopState>;
   readonly loop = {
     get: (): LoopState => this.#loopRow.get() ?? INITIAL_LOOP,
     set: (state: LoopState): void => this.#loopRow.set(state),
   };
-  stream: EventStream | undefined;
+  readonly #onCommit: (events: readonly SessionEvent[]) => void;
 
-  constructor(readonly storage: DurableObjectStorage) {
+  constructor(
+    readonly storage: DurableObjectStorage,
+    log: EventLog,
+    onCommit: (events: readonly SessionEvent[]) => void,
+  ) {
     this.sql = storage.sql;
-    this.log = new EventLog(this.sql);
+    this.log = log;
+    this.#onCommit = onCommit;
     this.inbox = new Inbox(this.sql, this.log);
     this.header = new SingleRow<SessionHeader>(this.sql, "header");
     this.runs = new Runs(this.sql);
@@ -43,7 +49,7 @@ export class SessionStores implements DriverStores {
     this.outbox = new Outbox(this.sql, this.log);
     this.epochs = new Epochs(this.sql);
     this.flags = new Flags(this.sql);
-    this.remote = new RemoteStore(this.sql);
+    this.remoteRuns = new RemoteStore(this.sql);
     this.#loopRow = new SingleRow<LoopState>(this.sql, "loop");
   }
 
@@ -57,7 +63,7 @@ export class SessionStores implements DriverStores {
       this.#loopRow.forget();
       throw error;
     }
-    this.stream?.publish(this.log.takeCommitted());
+    this.#onCommit(this.log.takeCommitted());
     return result;
   }
 }

@@ -1,14 +1,14 @@
-import type { RunOrigin } from "../../src/agent/host";
 import type { ContentBlock } from "../../src/contract/content";
 import { type Outcome, ok } from "../../src/contract/errors";
-import type { StartRequest, SubagentResult } from "../../src/contract/run";
-import type { Descriptor } from "../../src/core/descriptor";
+import type { SubagentResult } from "../../src/contract/run";
 import { AcpConnection, type AcpTimeouts } from "../../src/providers/acp-client";
 import { failedResult } from "../../src/providers/acp-protocol";
-import type { ProviderRecord } from "../../src/providers/catalog";
+import type { ProviderKind, ProviderRecord } from "../../src/contract/provider";
 import { prepareOutOfProcess, publishOutOfProcess } from "./out-of-process";
 import type { ResultSink } from "./remote-runs";
 import type { RunRow } from "../store/runs";
+import type { SessionPart } from "../session/part";
+import type { ChildTransport, TransportStart } from "./transport";
 import type { SessionContext } from "../session/session-context";
 
 /** The child id prefix of ACP runs (`acp:<runId>`): how the parent tells them from other runs. */
@@ -24,7 +24,8 @@ const PREFIX = "acp:";
  * alarm) ends it as `error` ("connection lost"), `aborted` if it had been cancelled. The result
  * never rejects: transport failures are `error` with a bounded diagnostic, without credentials.
  */
-export class AcpRuns {
+export class AcpRuns implements ChildTransport, SessionPart {
+  readonly name = "ACP transport";
   readonly #ctx: SessionContext;
   readonly #sink: ResultSink;
   readonly #timeouts: AcpTimeouts | undefined;
@@ -41,17 +42,16 @@ export class AcpRuns {
     this.#timeouts = timeouts;
   }
 
+  runs(kind: ProviderKind): boolean {
+    return kind === "acp";
+  }
+
   owns(run: RunRow): boolean {
     return !run.local && run.childId.startsWith(PREFIX);
   }
 
   /** Publishes an ACP run and opens its connection. Resolves the run id. */
-  start(
-    request: StartRequest,
-    origin: RunOrigin | undefined,
-    provider: ProviderRecord,
-    descriptor: Descriptor,
-  ): Outcome<string> {
+  async start({ request, origin, provider, descriptor }: TransportStart): Promise<Outcome<string>> {
     const ctx = this.#ctx;
     const prepared = prepareOutOfProcess(ctx, request, provider, "acp");
     if (!prepared.ok) return prepared;
@@ -71,8 +71,8 @@ export class AcpRuns {
   }
 
   /** The parent cancelled the run: `session/cancel` to the agent; the result arrives `aborted`. */
-  requestCancel(runId: string): void {
-    const live = this.#live.get(runId);
+  requestCancel(run: RunRow): void {
+    const live = this.#live.get(run.runId);
     if (live)
       queueMicrotask(() => live.cancel()); // never inside the caller's transaction
     else this.#ctx.kick(); // no connection here: the pump settles it
@@ -91,7 +91,7 @@ export class AcpRuns {
   }
 
   /** Waits for the results being applied; true when there were any. */
-  async drain(): Promise<boolean> {
+  async idle(): Promise<boolean> {
     if (this.#applying.size === 0) return false;
     await Promise.all([...this.#applying.values()]);
     return true;

@@ -8,7 +8,7 @@ import { childDepth, deploymentDepthCap } from "../../src/core/depth";
 import type { Descriptor } from "../../src/core/descriptor";
 import type { Placement } from "../../src/core/placement";
 import type { ProviderRecord } from "../../src/providers/catalog";
-import { childBudget, lineageOf } from "../delegation/child-spec";
+import { childBudget, childInit } from "../delegation/child-spec";
 import type { SessionContext } from "../session/session-context";
 
 /**
@@ -61,27 +61,26 @@ export function publishOutOfProcess(
   const { runs, log } = ctx.stores;
   const { provider, request, origin } = run;
   const spec: ChildInit = {
-    v: 1,
-    id: start.id,
-    runId: start.runId,
-    provider: provider.name,
-    ...lineageOf(ctx.header()!),
-    delegationDepth: start.depth,
+    ...childInit(
+      ctx.header()!,
+      {
+        childId: start.id,
+        depth: start.depth,
+        options: { model: request.model ?? run.defaultModel },
+        placement: run.placement ?? {},
+      },
+      { runId: start.runId, provider: provider.name, label: request.label },
+    ),
     mode: "one-shot",
     descriptor: run.descriptor,
-    options: { model: request.model ?? run.defaultModel },
     prompt: start.prompt,
-    ...(request.label === undefined ? {} : { label: request.label }),
-    ...run.placement,
   };
   runs.insert({
     runId: start.runId,
     childId: start.id,
     provider: provider.name,
     local: false,
-    callKey: origin?.callKey ?? null,
-    taskId: origin?.background ? runs.nextTaskId() : null,
-    toolName: origin?.toolName ?? null,
+    ...runs.originColumns(origin),
     spec,
     createdAt: now,
   });

@@ -1,11 +1,10 @@
-import type { RunOrigin } from "../../src/agent/host";
+import { compact } from "../../src/core/compact";
 import type { RunResultEnvelope } from "../../src/contract/envelope";
 import { type Outcome, ok } from "../../src/contract/errors";
 import { ServiceUrl } from "../../src/contract/wire";
-import type { StartRequest, SubagentResult } from "../../src/contract/run";
-import type { Descriptor } from "../../src/core/descriptor";
+import type { SubagentResult } from "../../src/contract/run";
 import { childJurisdiction, placementOf } from "../../src/core/placement";
-import type { ProviderRecord } from "../../src/providers/catalog";
+import type { ProviderKind } from "../../src/contract/provider";
 import { type CallOutcome, callRemote, type RemoteTarget } from "../../src/providers/remote-client";
 import {
   callbackUrl,
@@ -23,7 +22,12 @@ import {
 import { prepareOutOfProcess, publishOutOfProcess } from "./out-of-process";
 import type { RemoteRequest, RemoteRow } from "../store/remote-store";
 import type { RunRow } from "../store/runs";
+import type { SessionPart } from "../session/part";
+import type { ChildTransport, TransportStart } from "./transport";
 import type { SessionContext } from "../session/session-context";
+
+/** The child id prefix of remote runs (`remote:<runId>`): how the parent tells them from other runs. */
+const PREFIX = "remote:";
 
 /** Without REMOTE_DEADLINE_SECONDS: a remote with no successful answer for 10 minutes is gone. */
 const DEFAULT_DEADLINE_SECONDS = 600;
@@ -61,7 +65,8 @@ export type ResultSink = (envelope: RunResultEnvelope) => Promise<Outcome<{ appl
  * bounded diagnostic (no credentials), anything after a local cancellation `aborted`, and a remote
  * that gives no successful answer for REMOTE_DEADLINE_SECONDS ends the run as `error`.
  */
-export class RemoteRuns {
+export class RemoteRuns implements ChildTransport, SessionPart {
+  readonly name = "remote transport";
   readonly #ctx: SessionContext;
   readonly #sink: ResultSink;
   /** Transport steps running in this instance (memory only: an eviction drops them, the alarm redoes them). */
@@ -72,13 +77,16 @@ export class RemoteRuns {
     this.#sink = sink;
   }
 
+  runs(kind: ProviderKind): boolean {
+    return kind === "remote";
+  }
+
+  owns(run: RunRow): boolean {
+    return !run.local && run.childId.startsWith(PREFIX);
+  }
+
   /** Publishes a remote run (no I/O); the transport starts with the next drive. Resolves the run id. */
-  start(
-    request: StartRequest,
-    origin: RunOrigin | undefined,
-    provider: ProviderRecord,
-    descriptor: Descriptor,
-  ): Outcome<string> {
+  async start({ request, origin, provider, descriptor }: TransportStart): Promise<Outcome<string>> {
     const ctx = this.#ctx;
     const header = ctx.header()!;
     const prepared = prepareOutOfProcess(ctx, request, provider, "remote");
@@ -87,11 +95,11 @@ export class RemoteRuns {
     if (!jurisdiction.ok) return jurisdiction;
     const { runId, prompt } = prepared.value;
     const placement = placementOf({ jurisdiction: jurisdiction.value, locationHint: request.locationHint });
-    const { publicUrl } = ctx.remote;
+    const { publicUrl } = ctx.remoteSettings;
     const remoteRequest: RemoteRequest = {
       prompt,
-      ...(request.label === undefined ? {} : { label: request.label }),
-      ...(request.model === undefined ? {} : { model: request.model }),
+      ...compact({ label: request.label }),
+      ...compact({ model: request.model }),
       ...placement,
       delegationDepth: prepared.value.depth,
       ...(publicUrl === undefined ? {} : { callbackUrl: callbackUrl(publicUrl, header.id, runId) }),
@@ -105,7 +113,7 @@ export class RemoteRuns {
         { provider, descriptor, request, origin, defaultModel: "remote-default", placement },
         now,
       );
-      ctx.stores.remote.insert(
+      ctx.stores.remoteRuns.insert(
         {
           runId,
           url: provider.url!,
@@ -121,13 +129,13 @@ export class RemoteRuns {
   }
 
   /** Inside a transaction: the parent cancelled the run; the transport settles it `aborted` at once. */
-  requestCancel(runId: string): void {
-    this.#ctx.stores.remote.wake(runId, Date.now());
+  requestCancel(run: RunRow): void {
+    this.#ctx.stores.remoteRuns.wake(run.runId, Date.now());
   }
 
   /** Starts the transport steps that are due and not running yet (each is bounded in time). */
   pump(): void {
-    for (const row of this.#ctx.stores.remote.due(Date.now())) {
+    for (const row of this.#ctx.stores.remoteRuns.due(Date.now())) {
       if (this.#inFlight.has(row.runId)) continue;
       const work = this.#advance(row.runId)
         .catch((error: unknown) => this.#crashed(row, error))
@@ -137,14 +145,14 @@ export class RemoteRuns {
   }
 
   /** Waits for the running transport steps; true when there were any (more may be due now). */
-  async drain(): Promise<boolean> {
+  async idle(): Promise<boolean> {
     if (this.#inFlight.size === 0) return false;
     await Promise.all([...this.#inFlight.values()]);
     return true;
   }
 
   nextDue(): number | undefined {
-    return this.#ctx.stores.remote.nextDue();
+    return this.#ctx.stores.remoteRuns.nextDue();
   }
 
   /**
@@ -172,17 +180,17 @@ export class RemoteRuns {
     });
     // a result that lost (another path settled the run first) leaves the transport as it is
     if (outcome.ok && outcome.value.applied)
-      stores.transact(() => stores.remote.setPhase(run.runId, then, Date.now()));
+      stores.transact(() => stores.remoteRuns.setPhase(run.runId, then, Date.now()));
     if (!outcome.ok) {
       const error = `could not apply the result: ${outcome.code}`;
-      stores.transact(() => stores.remote.failed(run.runId, error, Date.now() + CRASH_RETRY_MS));
+      stores.transact(() => stores.remoteRuns.failed(run.runId, error, Date.now() + CRASH_RETRY_MS));
     }
     return outcome;
   }
 
   /** One transport step of one run: the next call its phase needs, or its end. */
   async #advance(runId: string): Promise<void> {
-    const { runs, remote } = this.#ctx.stores;
+    const { runs, remoteRuns: remote } = this.#ctx.stores;
     const row = remote.get(runId);
     const run = runs.get(runId);
     if (!row || row.phase === "done") return;
@@ -198,7 +206,7 @@ export class RemoteRuns {
     const secrets = secretsOf(row);
     if (run.cancelRequested)
       return this.#end(run, row, transportResult("aborted", "the run was cancelled by its parent", secrets));
-    const { deadlineMs } = this.#ctx.remote;
+    const { deadlineMs } = this.#ctx.remoteSettings;
     if (Date.now() >= row.contactAt + deadlineMs) {
       const last = row.lastError === null ? "" : ` (last: ${row.lastError})`;
       const text = `the remote deployment gave no successful answer for ${Math.round(deadlineMs / 1000)} s${last}`;
@@ -232,7 +240,7 @@ export class RemoteRuns {
       return this.#failed(run, row, { ok: false, permanent: true, error: "its answer says otherwise" }, what);
     }
     const now = Date.now();
-    const { remote } = this.#ctx.stores;
+    const { remoteRuns: remote } = this.#ctx.stores;
     this.#ctx.stores.transact(() => {
       if (remote.get(run.runId)?.phase !== "create") return;
       remote.advance(run.runId, { phase: "prompt", nextAt: now, now, remoteId: created.data.id });
@@ -245,7 +253,7 @@ export class RemoteRuns {
     const answer = await callRemote(target(row), "POST", path, body);
     if (!answer.ok) return this.#failed(run, row, answer, "accept the prompt");
     const now = Date.now();
-    const { remote } = this.#ctx.stores;
+    const { remoteRuns: remote } = this.#ctx.stores;
     this.#ctx.stores.transact(() => {
       if (remote.get(run.runId)?.phase !== "prompt") return;
       remote.advance(run.runId, { phase: "await", nextAt: now + pollDelayMs(0), now });
@@ -267,11 +275,11 @@ export class RemoteRuns {
       return;
     }
     const now = Date.now();
-    const { remote } = this.#ctx.stores;
+    const { remoteRuns: remote } = this.#ctx.stores;
     const nextAt =
       page.data.next !== null
         ? now
-        : Math.min(now + pollDelayMs(row.polls + 1), now + this.#ctx.remote.deadlineMs);
+        : Math.min(now + pollDelayMs(row.polls + 1), now + this.#ctx.remoteSettings.deadlineMs);
     this.#ctx.stores.transact(() => {
       if (remote.get(run.runId)?.phase !== "await") return;
       remote.advance(run.runId, { phase: "await", nextAt, now, poll: folded.state });
@@ -281,7 +289,7 @@ export class RemoteRuns {
   /** Best effort: the remote session stops working for a run that ended here first. */
   async #interrupt(row: RemoteRow): Promise<void> {
     const answer = await callRemote(target(row), "POST", `/v1/sessions/${row.remoteId}/interrupt`);
-    const { remote } = this.#ctx.stores;
+    const { remoteRuns: remote } = this.#ctx.stores;
     const now = Date.now();
     this.#ctx.stores.transact(() => {
       if (answer.ok || answer.permanent || row.attempts + 1 >= INTERRUPT_TRIES)
@@ -302,10 +310,10 @@ export class RemoteRuns {
       return this.#end(run, row, transportResult("error", text, secretsOf(row)));
     }
     const now = Date.now();
-    const deadline = row.contactAt + this.#ctx.remote.deadlineMs;
+    const deadline = row.contactAt + this.#ctx.remoteSettings.deadlineMs;
     const nextAt = Math.max(now + 1, Math.min(now + retryDelayMs(row.attempts + 1), deadline));
     this.#ctx.stores.transact(() =>
-      this.#ctx.stores.remote.failed(run.runId, `${what}: ${failure.error}`, nextAt),
+      this.#ctx.stores.remoteRuns.failed(run.runId, `${what}: ${failure.error}`, nextAt),
     );
   }
 
@@ -319,7 +327,7 @@ export class RemoteRuns {
     const message = error instanceof Error ? error.message : String(error);
     console.error("remote transport step failed; retrying later", scrub(message, secretsOf(row)));
     this.#ctx.stores.transact(() =>
-      this.#ctx.stores.remote.failed(row.runId, "internal error", Date.now() + CRASH_RETRY_MS),
+      this.#ctx.stores.remoteRuns.failed(row.runId, "internal error", Date.now() + CRASH_RETRY_MS),
     );
   }
 }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { SessionHost } from "./host";
-import { text, ToolRegistry } from "./tools";
+import { staticToolSource, type ToolSource } from "./tool-source";
+import { anyTool, text } from "./tools";
 
 /** `echo`: returns its text unchanged. Deterministic, handy for scripted tests and demos. */
 const echo = {
@@ -10,6 +11,7 @@ const echo = {
   run: (args: { text: string }) => text(args.text),
 };
 
-export function builtinTools(): ToolRegistry<SessionHost> {
-  return new ToolRegistry<SessionHost>().register(echo);
+/** The runtime's own general tools, offered to every session. */
+export function builtinTools(): ToolSource<SessionHost> {
+  return staticToolSource<SessionHost>("built-in", [anyTool(echo)]);
 }

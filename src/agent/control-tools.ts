@@ -4,7 +4,7 @@ import type { SessionHost } from "./host";
 import { text, type Tool } from "./tools";
 
 /**
- * The continuation control tools (contract 7.2-7.5): `send_message` (direct children only),
+ * The continuation control tools (semantics.md §6.3-6.5, §9.4): `send_message` (direct children only),
  * `interrupt_agent` (any descendant), `list_agents` (recall, not polling) and, inside continuable
  * children only, `report` (one edge up; never ends the turn, never a final answer).
  */

@@ -5,7 +5,7 @@ import type { SessionHost } from "./host";
 import { text, type Tool } from "./tools";
 
 /**
- * The model-facing delegation tools (contract 7.1, 7.6): one `subagent` tool per configured
+ * The model-facing delegation tools (semantics.md §5.7): one `subagent` tool per configured
  * provider (the first is `subagent`, others `subagent_<provider>`), `task_output` / `task_kill`
  * for background runs, and `structured_output` inside children that were given an output schema.
  */

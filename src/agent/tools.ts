@@ -4,8 +4,8 @@ import type { ContentBlock } from "../contract/content";
 import type { ToolSpec } from "./model";
 
 /**
- * The tool registry. Tools are zod-typed; arguments that fail the schema never reach `run` and
- * become an error tool result, and the turn goes on.
+ * Tools: zod-typed; arguments that fail the schema never reach `run` and become an error tool
+ * result, and the turn goes on. Where a session's tools come from is tool-source.ts.
  */
 
 export interface ToolContext {
@@ -38,63 +38,47 @@ export function text(value: string, isError = false): ToolOutcome {
     : { content: [{ type: "text", text: value }] };
 }
 
-export class ToolRegistry<Host> {
-  readonly #tools = new Map<string, Tool<unknown, Host>>();
+/**
+ * A tool with its argument type erased, for lists of tools: sound, because `run` only ever
+ * receives what `schema` parsed.
+ */
+export function anyTool<Args, Host>(tool: Tool<Args, Host>): Tool<unknown, Host> {
+  return tool as Tool<unknown, Host>;
+}
 
-  register<Args>(tool: Tool<Args, Host>): this {
-    if (this.#tools.has(tool.name)) throw new Error(`tool ${tool.name} is already registered`);
-    this.#tools.set(tool.name, tool as Tool<unknown, Host>);
-    return this;
+/** The model's view of tools: name, description and JSON schema of the arguments. */
+export function toolSpecs<Host>(tools: readonly Tool<unknown, Host>[]): ToolSpec[] {
+  return tools.map((t) => ({
+    name: t.name,
+    description: t.description,
+    parameters: t.parameters ?? parametersOf(t.schema),
+  }));
+}
+
+/** Runs one call. Unknown or filtered tools and invalid arguments are error results, not throws. */
+export async function executeTool<Host>(
+  visibleTools: readonly Tool<unknown, Host>[],
+  name: string,
+  args: unknown,
+  context: ToolContext,
+  host: Host,
+): Promise<ToolOutcome> {
+  const tool = visibleTools.find((t) => t.name === name);
+  if (!tool) return text(`Error: unknown tool "${name}"`, true);
+  const parsed = tool.schema.safeParse(args);
+  if (!parsed.success) {
+    const detail = parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
+    return text(`Error: invalid arguments for ${name}: ${detail}`, true);
   }
-
-  names(): string[] {
-    return [...this.#tools.keys()];
-  }
-
-  /** Names in a filter that no registered tool has: a start naming one fails loudly. */
-  unknownNames(filter: ToolFilter): string[] {
-    return [...(filter.allow ?? []), ...(filter.deny ?? [])].filter((n) => !this.#tools.has(n));
-  }
-
-  /** The tools visible to a session under its filter; `always` survive any filter (e.g. `report`). */
-  visible(filter: ToolFilter | undefined, hidden: ReadonlySet<string> = new Set()): Tool<unknown, Host>[] {
-    return [...this.#tools.values()].filter((t) => !hidden.has(t.name) && allowed(t.name, filter));
-  }
-
-  specs(tools: readonly Tool<unknown, Host>[]): ToolSpec[] {
-    return tools.map((t) => ({
-      name: t.name,
-      description: t.description,
-      parameters: t.parameters ?? parametersOf(t.schema),
-    }));
-  }
-
-  /** Runs one call. Unknown or filtered tools and invalid arguments are error results, not throws. */
-  async execute(
-    visibleTools: readonly Tool<unknown, Host>[],
-    name: string,
-    args: unknown,
-    context: ToolContext,
-    host: Host,
-  ): Promise<ToolOutcome> {
-    const tool = visibleTools.find((t) => t.name === name);
-    if (!tool) return text(`Error: unknown tool "${name}"`, true);
-    const parsed = tool.schema.safeParse(args);
-    if (!parsed.success) {
-      const detail = parsed.error.issues
-        .map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`)
-        .join("; ");
-      return text(`Error: invalid arguments for ${name}: ${detail}`, true);
-    }
-    try {
-      return await tool.run(parsed.data, context, host);
-    } catch (error) {
-      return text(`Error: ${error instanceof Error ? error.message : String(error)}`, true);
-    }
+  try {
+    return await tool.run(parsed.data, context, host);
+  } catch (error) {
+    return text(`Error: ${error instanceof Error ? error.message : String(error)}`, true);
   }
 }
 
-function allowed(name: string, filter: ToolFilter | undefined): boolean {
+/** Whether a session's tool filter lets its model see `name` (`allow` first, then `deny`). */
+export function filterAllows(filter: ToolFilter | undefined, name: string): boolean {
   if (!filter) return true;
   if (filter.allow && !filter.allow.includes(name)) return false;
   return !filter.deny?.includes(name);

@@ -1,9 +1,12 @@
+import type { JsonValue } from "../contract/json";
+import { compact } from "../core/compact";
 import type { ContentBlock } from "../contract/content";
 import type { EventData, EventType, ToolCall, TurnEndReason } from "../contract/events";
 import { faultPoint } from "../core/faults";
 import { type LoopState, type PendingItem, type Plan, planStep } from "../core/turn-plan";
 import type { ConversationMessage, ModelClient, ModelReply } from "./model";
-import type { Tool, ToolOutcome, ToolRegistry } from "./tools";
+import { executeTool, type Tool, type ToolOutcome, toolSpecs } from "./tools";
+import type { TurnControl } from "./turn-control";
 
 /**
  * The turn driver: one step per call of `step()`: claim -> model call -> append -> tools.
@@ -43,7 +46,6 @@ export interface SessionAgent<Host> {
   model(): ModelClient;
   system(): string | undefined;
   tools(): Promise<Tool<unknown, Host>[]>;
-  registry: ToolRegistry<Host>;
   host: Host;
   /** Which tool calls (by call key) are long-running work already in flight. */
   inFlight(callKeys: readonly string[]): Set<string>;
@@ -61,7 +63,7 @@ export function callKey(turn: number, toolCallId: string): string {
   return `${turn}:${toolCallId}`;
 }
 
-export class TurnDriver<Host> {
+export class TurnDriver<Host> implements TurnControl {
   readonly #agent: SessionAgent<Host>;
   /** In-flight external calls; aborted by an interrupt. Memory only: eviction drops them anyway. */
   readonly #inFlight = new Set<AbortController>();
@@ -116,7 +118,7 @@ export class TurnDriver<Host> {
     name: string,
     content: ContentBlock[],
     isError: boolean,
-    structured?: unknown,
+    structured?: JsonValue,
   ): boolean {
     const { stores } = this.#agent;
     const loop = stores.loop.get();
@@ -128,7 +130,7 @@ export class TurnDriver<Host> {
       name,
       content,
       isError,
-      ...(structured === undefined ? {} : { structured }),
+      ...compact({ structured }),
     });
     return true;
   }
@@ -222,10 +224,10 @@ export class TurnDriver<Host> {
       await faultPoint(agent.sessionId, "before-model");
       reply = await agent.model().generate({
         model: agent.modelRoute(),
-        ...(system === undefined ? {} : { system }),
+        ...compact({ system }),
         turn,
         history: () => stores.log.conversation(0),
-        tools: agent.registry.specs(tools),
+        tools: toolSpecs(tools),
         signal: controller.signal,
       });
       await faultPoint(agent.sessionId, "after-model");
@@ -274,7 +276,7 @@ export class TurnDriver<Host> {
       this.#inFlight.add(controller);
       let outcome: ToolOutcome;
       try {
-        outcome = await agent.registry.execute(
+        outcome = await executeTool(
           tools,
           call.name,
           call.args,

@@ -1,7 +1,7 @@
 import type { ChildEntry, DescendantEntry } from "../contract/listing";
 
 /**
- * Discovery rows (contract 5.5): children ordered by `createdAt` then id; descendants in a stable
+ * Discovery rows (semantics.md §9): children ordered by `createdAt` then id; descendants in a stable
  * pre-order with `parentId` and `depth`, guarded against cycles. Pure.
  */
 

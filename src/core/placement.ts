@@ -1,3 +1,4 @@
+import { compact } from "./compact";
 import { JURISDICTIONS, type Jurisdiction, type LocationHint, type Placement } from "../contract/placement";
 import { fail, type Outcome, ok } from "../contract/errors";
 
@@ -91,8 +92,8 @@ export function placementOf(value: {
   locationHint?: LocationHint | undefined;
 }): Placement {
   return {
-    ...(value.jurisdiction === undefined ? {} : { jurisdiction: value.jurisdiction }),
-    ...(value.locationHint === undefined ? {} : { locationHint: value.locationHint }),
+    ...compact({ jurisdiction: value.jurisdiction }),
+    ...compact({ locationHint: value.locationHint }),
   };
 }
 

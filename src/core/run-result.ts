@@ -4,7 +4,7 @@ import type { TurnEndReason } from "../contract/events";
 import type { JsonValue } from "../contract/json";
 import type { SubagentResult, SubagentStopReason } from "../contract/run";
 
-/** How a one-shot child's own log becomes its result (contract 1.5, 6.7). Pure. */
+/** How a one-shot child's own log becomes its result (semantics.md §3.2, §5.6). Pure. */
 
 export const DIAGNOSTIC_LIMIT_BYTES = 4096;
 const TRUNCATED = " …[diagnostic truncated]";

@@ -6,7 +6,7 @@ import { selectOutput } from "./run-result";
 
 /**
  * A continuable child's epoch: its derived residency, its outcome and the settlement notice its
- * parent receives (contract 4.2, 4.10). Pure.
+ * parent receives (semantics.md §6.1, §6.6). Pure.
  */
 
 export type Residency = "running" | "waiting" | "settled";

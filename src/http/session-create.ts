@@ -1,4 +1,4 @@
-import { modelRouteProblem } from "../agent/model-router";
+import { modelRoutesOf } from "../platform/models";
 import { fail, type Outcome } from "../contract/errors";
 import { DEFAULT_TENANT, type SessionView } from "../contract/session";
 import type { CreateSessionBody } from "../contract/wire";
@@ -21,11 +21,7 @@ export async function createTopLevelSession(
   tenant: string = DEFAULT_TENANT,
 ): Promise<Outcome<SessionView & { token?: string }>> {
   const model = body.model ?? env.DEFAULT_MODEL;
-  const problem = modelRouteProblem(model, {
-    defaultModel: env.DEFAULT_MODEL,
-    openAiBaseUrl: env.OPENAI_BASE_URL,
-    ...(env.AI ? { ai: env.AI as never } : {}),
-  });
+  const problem = modelRoutesOf(env).problem(model);
   if (problem) return fail("INVALID_REQUEST", `model: ${problem}`);
   const {
     model: _model,
@@ -47,11 +43,11 @@ export async function createTopLevelSession(
     id,
     tokenHash: await sha256Hex(token),
     options: { model, ...compact(rest) },
-    ...(label === undefined ? {} : { label }),
+    ...compact({ label }),
     ...(tenant === DEFAULT_TENANT ? {} : { tenant }),
     ...placement,
-    ...(callback === undefined ? {} : { callback }),
-    ...(delegationDepth === undefined ? {} : { delegationDepth }),
+    ...compact({ callback }),
+    ...compact({ delegationDepth }),
     ...(idempotencyKey === undefined
       ? {}
       : { createKey: await sha256Hex(JSON.stringify({ tenant, model, body })) }),

@@ -8,7 +8,7 @@ import { scrub } from "./remote-protocol";
  * @module The Agent Client Protocol (ACP, protocol version 1) as the client side speaks it, pure:
  * JSON-RPC 2.0 messages for `initialize`, `session/new`, `session/prompt` and the `session/cancel`
  * notification; reading the agent's `session/update` notifications (only `agent_message_chunk`
- * text becomes output) and answers; mapping the prompt's `stopReason` (contract 6.8). No I/O here.
+ * text becomes output) and answers; mapping the prompt's `stopReason` (semantics.md §12.4). No I/O here.
  */
 
 export const ACP_PROTOCOL_VERSION = 1;
@@ -121,7 +121,7 @@ const STOP: Record<string, SubagentStopReason> = {
   cancelled: "aborted",
 };
 
-/** The run's result from the prompt's answer (contract 6.8); anything unknown is `error`. */
+/** The run's result from the prompt's answer (semantics.md §12.4); anything unknown is `error`. */
 export function promptResult(result: unknown, output: string, secrets: readonly string[]): SubagentResult {
   const stop = z.looseObject({ stopReason: z.string() }).safeParse(result);
   const blocks: ContentBlock[] = output.length === 0 ? [] : [{ type: "text", text: output }];

@@ -1,3 +1,4 @@
+import { compact } from "../core/compact";
 import { z } from "zod";
 import type { ProviderInfo, ProviderKind, ProviderRecord, SubagentCapabilities } from "../contract/provider";
 import { ServiceUrl } from "../contract/wire";
@@ -49,7 +50,7 @@ export function describeProvider(record: ProviderRecord): ProviderInfo {
         inheritsParentContext: false,
         continuable: false,
         local: false,
-        ...(record.url === undefined ? {} : { url: record.url }),
+        ...compact({ url: record.url }),
       };
   }
 }

@@ -1,3 +1,4 @@
+import { compact } from "../core/compact";
 import { z } from "zod";
 import { type ContentBlock, isEmptyContent, TextBlock } from "../contract/content";
 import type { SubagentResult, SubagentStopReason } from "../contract/run";
@@ -165,7 +166,7 @@ export function scrub(text: string, secrets: readonly string[]): string {
 /** What polling has learned about the remote session's first turn so far. */
 export interface PollState {
   cursor: number;
-  /** The last non-empty assistant content seen (the result's output, contract 1.5). */
+  /** The last non-empty assistant content seen (the result's output, semantics.md §3.2). */
   output: ContentBlock[] | null;
 }
 
@@ -192,7 +193,7 @@ export function foldEvents(
         assistant: output ? [output] : [],
         turnEnd: {
           reason: (KNOWN.includes(reason) ? reason : "error") as SubagentStopReason,
-          ...(error === undefined ? {} : { error }),
+          ...compact({ error }),
         },
         schemaRequested: false,
       });

@@ -6,7 +6,7 @@ import { checkOutputSchema } from "../core/json-schema-subset";
 import { describeProvider, type ProviderInfo, type ProviderRecord } from "./catalog";
 
 /**
- * The start sequence's checks (contract 2.3), all before any child exists, in this order:
+ * The start sequence's checks (semantics.md §5.1), all before any child exists, in this order:
  * unknown provider -> capabilities (outputSchema, depthLimit, toolFilter, persona; first miss
  * wins) -> maxDepth form -> output schema subset -> descriptor snapshot.
  */

@@ -11,10 +11,11 @@ import { createSession } from "./helpers";
 describe("a retried continuable start with a caller-reserved child id", () => {
   afterEach(() => removeAllFaults());
 
-  it("after a 503 (the child's init failed before it committed), the same request creates the child once", async () => {
+  it("after a 503 (every init attempt failed before it committed), the same request creates the child once", async () => {
     const parent = await createSession();
     const childId = crypto.randomUUID();
-    const plan = faults(childId, (point, n) => (point === "in-init" && n === 1 ? "throw" : undefined));
+    // the start's own retries (three attempts) all fail
+    const plan = faults(childId, (point, n) => (point === "in-init" && n <= 3 ? "throw" : undefined));
     const body = { prompt: "retried start", childId, label: "retry" };
 
     const first = await startContinuable(parent.id, body);
@@ -29,7 +30,7 @@ describe("a retried continuable start with a caller-reserved child id", () => {
     const retried = await startContinuable(parent.id, { label: "retry", childId, prompt: "retried start" });
     expect(retried.status).toBe(202);
     expect(retried.body.childId).toBe(childId);
-    expect(plan.count("in-init")).toBe(2);
+    expect(plan.count("in-init")).toBe(4);
     const log = await until(parent.id, (es) => count(es, "subagent/end") === 1);
     expect(count(log, "subagent/start")).toBe(1);
     const childLog = await until(childId, (es) => count(es, "turn/end") === 1);

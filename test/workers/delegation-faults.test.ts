@@ -1,6 +1,6 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { HELD_START_MS } from "../../durable-objects/delegation/one-shot/one-shot-runs";
+import { HELD_START_MS } from "../../durable-objects/transports/local-runs";
 import { backoffMs, MAX_ATTEMPTS } from "../../durable-objects/store/outbox";
 import { Children, Runs } from "../../durable-objects/store/runs";
 import type { ChildInit } from "../../src/contract/child-init";

@@ -1,3 +1,4 @@
+import { compact } from "../../../src/core/compact";
 import { toBlocks } from "../../../src/contract/content";
 import type { ContinuableInit, FollowupInput, InterruptAuthority } from "../../../src/contract/continuable";
 import type { ReportDelivery, ReportEnvelope } from "../../../src/contract/envelope";
@@ -14,12 +15,25 @@ import {
   residencyOf,
 } from "../../../src/core/settlement";
 import { childHeader, writeSeed } from "../child-spec";
-import type { ContinuableParent } from "./continuable-parent";
-import type { OneShotRuns } from "../one-shot/one-shot-runs";
+import type { RunRow } from "../../store/runs";
+import type { SessionPart } from "../../session/part";
 import type { SessionContext } from "../../session/session-context";
 
+/** What the child side needs of this session's own continuable children (continuable-parent.ts). */
+export interface OwnChildren {
+  draining(): boolean;
+  drain(): Promise<Outcome<{ drained: string[] }>>;
+  whileDraining<T>(fn: () => Promise<T>): Promise<T>;
+  drainCutShort(): string | undefined;
+}
+
+/** What it needs of this session's own one-shot runs: cancelling them when it is drained. */
+export interface OwnRuns {
+  requestCancel(run: RunRow): void;
+}
+
 /**
- * Continuable children, child side (contract 4): the activation row is the current epoch;
+ * Continuable children, child side (semantics.md §6): the activation row is the current epoch;
  * running / waiting / settled are derived from durable state. A settled epoch writes exactly one
  * notice to the outbox and ends; a follow-up to a settled child starts a new epoch (cold resume).
  */
@@ -33,15 +47,17 @@ interface ActivationRow {
 
 const NOT_RESUMABLE = "has no supported continuation state; do not retry send_message with it";
 
-export class ContinuableChild {
+export class ContinuableChild implements SessionPart {
+  readonly name = "continuable child";
   readonly #ctx: SessionContext;
-  readonly #parent: ContinuableParent;
-  readonly #runs: OneShotRuns;
+  readonly #parent: OwnChildren;
+  readonly #runs: OwnRuns;
 
   /** `parent` is this session's own parent-side role (a child drains its children first). */
-  constructor(ctx: SessionContext, parent: ContinuableParent, runs: OneShotRuns) {
+  /** `children` and `runs`: this session's own children and one-shot runs, which a drain ends too. */
+  constructor(ctx: SessionContext, children: OwnChildren, runs: OwnRuns) {
     this.#ctx = ctx;
-    this.#parent = parent;
+    this.#parent = children;
     this.#runs = runs;
   }
 
@@ -132,7 +148,7 @@ export class ContinuableChild {
         source: input.source,
         content: toBlocks(input.content),
         contentHash: messageId,
-        ...(input.idempotencyKey === undefined ? {} : { idempotencyKey: input.idempotencyKey }),
+        ...compact({ idempotencyKey: input.idempotencyKey }),
       });
       stores.loop.set({ ...stores.loop.get(), parked: false });
     });
@@ -164,7 +180,7 @@ export class ContinuableChild {
       }
     }
     if (header.mode !== "continuable" || !this.activation()) return ok({ accepted: true });
-    this.#ctx.driver().interrupt(authority.kind === "user" ? "user" : "parent");
+    this.#ctx.turns.interrupt(authority.kind === "user" ? "user" : "parent");
     return ok({ accepted: true });
   }
 
@@ -184,23 +200,23 @@ export class ContinuableChild {
       stores.transact(() => {
         for (const run of stores.runs.unsettled()) this.#runs.requestCancel(run);
         stores.inbox.discardPending("drained by parent");
-        aborted = ctx.driver().closeForInterrupt("parent");
+        aborted = ctx.turns.closeForInterrupt("parent");
         stores.inbox.discardPending("drained by parent");
         this.#settle(true);
         stores.flags.delete("draining");
       });
       return answer;
     });
-    if (aborted) ctx.driver().abortInFlight("parent");
+    if (aborted) ctx.turns.abortInFlight("parent");
     ctx.kick();
     return ok({ drained: below.ok ? below.value.drained : [] });
   }
 
   /**
-   * In the drive loop: finishes a drain that an earlier instance was reset in the middle of (the
-   * durable flag says whose drain it was). Resolves true when it finished one.
+   * In the drive loop, before any model step: finishes a drain that an earlier instance was reset
+   * in the middle of (the durable flag says whose drain it was). Resolves true when it finished one.
    */
-  async repairDrain(): Promise<boolean> {
+  async step(): Promise<boolean> {
     const scope = this.#parent.drainCutShort();
     if (scope === undefined) return false;
     if (scope.startsWith("parent:")) await this.drainFrom(scope.slice("parent:".length));
@@ -210,8 +226,13 @@ export class ContinuableChild {
     return true;
   }
 
+  /** Now while a drain cut short by a reset waits to be finished. */
+  nextDue(): number | undefined {
+    return this.#parent.drainCutShort() === undefined ? undefined : Date.now();
+  }
+
   /** In the drive loop when no step is owed: a settled epoch ends here (notice in the outbox). */
-  settleIfDone(): boolean {
+  repair(): boolean {
     if (this.#ctx.header()?.mode !== "continuable" || !this.activation()) return false;
     return this.#ctx.stores.transact(() => this.#settle(false));
   }

@@ -1,3 +1,4 @@
+import { compact } from "../../../src/core/compact";
 import { isEmptyContent, toBlocks } from "../../../src/contract/content";
 import type {
   ContinuableInit,
@@ -14,16 +15,29 @@ import { faultPoint } from "../../../src/core/faults";
 import { requestKey } from "../../../src/core/request-key";
 import { DESCRIPTOR_VERSION } from "../../../src/core/descriptor";
 import { describeProvider } from "../../../src/providers/catalog";
-import { forkSeed, lineageOf, placeChild, reservedChildId } from "../child-spec";
+import { initChild } from "../child-start";
+import { childInit, forkSeed, placeChild, reservedChildId } from "../child-spec";
+import type { EnvelopeHandlers, SessionPart } from "../../session/part";
 import type { SessionContext } from "../../session/session-context";
 
 /**
- * Continuable children, parent side (contract 4): start (answers at the child's inbox
+ * Continuable children, parent side (semantics.md §6): start (answers at the child's inbox
  * acceptance), follow-up (direct parent only; cold-resumes a settled child as a new epoch),
  * interrupt, drain (child-first), and applying what children send: reports and one settlement
  * notice per epoch. Ownership is acquired before a child can run and released by its notice.
  */
-export class ContinuableParent {
+export class ContinuableParent implements SessionPart {
+  readonly name = "continuable children";
+  readonly envelopes: EnvelopeHandlers = {
+    report: (envelope) => {
+      this.#applyReport(envelope);
+      return false;
+    },
+    settled: (envelope) => {
+      this.#applySettled(envelope);
+      return false;
+    },
+  };
   readonly #ctx: SessionContext;
   /** Epochs this instance is starting or resuming right now (repair must not race them). */
   readonly #inFlight = new Set<string>();
@@ -107,27 +121,20 @@ export class ContinuableParent {
     const runId = priorRunId ?? newRunId();
     const seed = info.kind === "fork" ? forkSeed(ctx) : [];
     const init: ContinuableInit = {
-      v: 1,
-      id: childId,
-      runId,
-      provider: record.name,
-      ...lineageOf(header),
-      delegationDepth: placed.value.depth,
-      mode: "continuable",
+      ...childInit(header, placed.value, { runId, provider: record.name, label: spec.label }),
       label: spec.label,
+      mode: "continuable",
       descriptor: {
         version: DESCRIPTOR_VERSION,
         mode: "continuable",
         provider: record.name,
         label: spec.label,
         agentModel: options.model,
-        ...(spec.persona === undefined ? {} : { persona: spec.persona }),
-        ...(spec.toolFilter === undefined ? {} : { toolFilter: spec.toolFilter }),
+        ...compact({ persona: spec.persona }),
+        ...compact({ toolFilter: spec.toolFilter }),
       },
-      options,
       prompt: toBlocks(spec.prompt),
       ...(seed.length === 0 ? {} : { seed }),
-      ...placed.value.placement,
     };
     const priorState = prior === undefined ? undefined : stores.epochs.state(runId);
     if (priorState === "published" || priorState === "ended") {
@@ -143,22 +150,23 @@ export class ContinuableParent {
       if (callKey !== undefined) stores.flags.set(`call:${callKey}`, childId);
       if (key !== undefined) stores.flags.set(`start-key:${childId}`, `${key} ${runId}`);
     });
-    let created: Outcome<{ id: string; messageId: string }>;
-    let ambiguous = false;
     this.#inFlight.add(runId);
+    let answer: Outcome<{ id: string; messageId: string }> | undefined;
     try {
-      created = await ctx.session(childId, init.locationHint).initContinuable(init);
-    } catch {
-      ambiguous = true; // the init may have landed: a retry with the same id re-attaches to it
-      created = fail(
+      answer = await initChild(() => ctx.session(childId, init.locationHint).initContinuable(init));
+    } finally {
+      this.#inFlight.delete(runId);
+    }
+    // no answer: the init may have landed unseen, and a retry with the same id re-attaches to it
+    const ambiguous = answer === undefined;
+    const created =
+      answer ??
+      fail(
         "OVERLOADED",
         key === undefined
           ? "the child could not be created right now"
           : "the child could not be created right now; retry the same request with the same childId",
       );
-    } finally {
-      this.#inFlight.delete(runId);
-    }
     if (!created.ok) {
       const published = stores.epochs.state(runId) === "published";
       stores.transact(() => {
@@ -276,7 +284,7 @@ export class ContinuableParent {
    * child says whether that epoch exists; if so it is published (and a held notice applied),
    * else the reservation is dropped.
    */
-  async repairStarts(): Promise<boolean> {
+  async repair(): Promise<boolean> {
     const ctx = this.#ctx;
     const { epochs, children } = ctx.stores;
     let repaired = false;
@@ -300,13 +308,16 @@ export class ContinuableParent {
     return repaired;
   }
 
-  repairOwed(): boolean {
-    return this.#ctx.stores.epochs.starting().some((e) => !this.#inFlight.has(e.runId));
+  /** Now when a start waits for repair; the cut-short drain is the child side's (continuable-child.ts). */
+  nextDue(): number | undefined {
+    return this.#ctx.stores.epochs.starting().some((e) => !this.#inFlight.has(e.runId))
+      ? Date.now()
+      : undefined;
   }
 
   // ---- inside the delivery transaction ----
 
-  applyReport(envelope: ReportEnvelope): void {
+  #applyReport(envelope: ReportEnvelope): void {
     if (!this.#ctx.stores.children.has(envelope.from)) return;
     const lane: InboxLane = envelope.delivery === "wakeup" ? "next-turn" : "next-step";
     const source: MessageSource = { kind: "subagent-report", form: "relay", senderSessionId: envelope.from };
@@ -314,7 +325,7 @@ export class ContinuableParent {
   }
 
   /** A notice that outruns its epoch's `subagent/start` waits for it, so start precedes end. */
-  applySettled(envelope: SettledEnvelope): void {
+  #applySettled(envelope: SettledEnvelope): void {
     const state = this.#ctx.stores.epochs.state(envelope.runId);
     if (state === undefined || state === "starting") this.#ctx.stores.epochs.holdEarly(envelope);
     else if (state === "published") this.#applyNotice(envelope);

@@ -1,11 +1,14 @@
+import { compact } from "../../../src/core/compact";
 import type { ChildInit } from "../../../src/contract/child-init";
 import type { CancelRunEnvelope } from "../../../src/contract/envelope";
 import { fail, type Outcome, ok } from "../../../src/contract/errors";
 import type { SubagentResult } from "../../../src/contract/run";
 import type { SessionHeader } from "../../../src/contract/session";
 import { faultPoint } from "../../../src/core/faults";
-import { abortedBeforeStart, oneShotResult } from "../../../src/core/run-result";
+import { abortedBeforeStart } from "../../../src/core/run-result";
+import { turnResult } from "../../store/turn-result";
 import { childHeader, writeSeed } from "../child-spec";
+import type { EnvelopeHandlers, SessionPart } from "../../session/part";
 import type { SessionContext } from "../../session/session-context";
 
 /**
@@ -13,7 +16,11 @@ import type { SessionContext } from "../../session/session-context";
  * transaction; the turn's end writes the one result to the outbox in the same transaction; a
  * cancel ends the turn as `aborted` (or, before the turn, reports `aborted` without running it).
  */
-export class OneShotChild {
+export class OneShotChild implements SessionPart {
+  readonly name = "one-shot child";
+  readonly envelopes: EnvelopeHandlers = {
+    "cancel-run": (envelope, header) => this.#cancel(envelope, header),
+  };
   readonly #ctx: SessionContext;
 
   constructor(ctx: SessionContext) {
@@ -37,7 +44,7 @@ export class OneShotChild {
         oneShot: {
           runId: spec.runId,
           provider: spec.provider,
-          ...(spec.outputSchema === undefined ? {} : { outputSchema: spec.outputSchema }),
+          ...compact({ outputSchema: spec.outputSchema }),
         },
       };
       stores.header.set(header);
@@ -61,39 +68,18 @@ export class OneShotChild {
   }
 
   /** Inside the transaction that ends this child's turn: its result goes to the outbox. */
-  onTurnEnd(header: SessionHeader): void {
-    const from = header.seedLength ?? 0;
-    const { log } = this.#ctx.stores;
-    const turnEnd = log.last("turn/end", from)?.data;
-    const captured = log
-      .ofTypes(["tool/result"], from)
-      .filter((e) => e.data.name === "structured_output" && !e.data.isError)
-      .map((e) => e.data.structured)
-      .filter((value) => value !== undefined)
-      .pop();
-    this.#report(
-      header,
-      oneShotResult({
-        assistant: log.ofTypes(["assistant/message"], from).map((e) => e.data.content),
-        ...(turnEnd === undefined
-          ? {}
-          : {
-              turnEnd:
-                turnEnd.error === undefined
-                  ? { reason: turnEnd.reason }
-                  : { reason: turnEnd.reason, error: turnEnd.error },
-            }),
-        schemaRequested: header.oneShot?.outputSchema !== undefined,
-        ...(captured === undefined ? {} : { capture: { value: captured } }),
-      }),
-    );
+  onTurnEnd(): void {
+    const header = this.#ctx.header();
+    if (!header?.oneShot) return;
+    const schemaRequested = header.oneShot.outputSchema !== undefined;
+    this.#report(header, turnResult(this.#ctx.stores.log, header.seedLength ?? 0, schemaRequested));
   }
 
   /**
    * Inside the delivery transaction: the parent cancels the run. Resolves true when an open turn
    * was ended (the caller then aborts the in-flight model call).
    */
-  cancel(envelope: CancelRunEnvelope, header: SessionHeader | undefined): boolean {
+  #cancel(envelope: CancelRunEnvelope, header: SessionHeader | undefined): boolean {
     const { stores } = this.#ctx;
     if (!header) {
       stores.flags.add(`cancelled:${envelope.runId}`, envelope.from); // the cancel outran `init`
@@ -102,7 +88,7 @@ export class OneShotChild {
     if (header.parentSession !== envelope.from || header.oneShot?.runId !== envelope.runId) return false;
     if (stores.outbox.has(`result:${envelope.runId}`)) return false;
     if (stores.loop.get().openTurn !== null)
-      return this.#ctx.driver().closeForInterrupt(envelope.reason ?? "parent");
+      return this.#ctx.turns.closeForInterrupt(envelope.reason ?? "parent");
     stores.inbox.discardPending("cancelled by parent");
     this.#report(header, abortedBeforeStart());
     return false;

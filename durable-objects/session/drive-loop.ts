@@ -1,0 +1,102 @@
+import { faultPoint } from "../../src/core/faults";
+import type { SessionPart } from "./part";
+
+/** If the in-process driver dies with its instance, the alarm picks the work up after this long. */
+const SAFETY_NET_MS = 5_000;
+
+/**
+ * The drive loop of one session object: runs its parts' work until none is owed, then arms the
+ * one alarm for the earliest due item (or clears it). Accepted work starts in-process at once
+ * (`kickSoon`), with the alarm armed first as the safety net; the alarm (`kick`) is the retry
+ * clock. At most one pass runs at a time; a kick during a pass makes it go round once more.
+ */
+export class DriveLoop {
+  readonly #storage: DurableObjectStorage;
+  readonly #scope: () => string;
+  #parts: readonly SessionPart[] = [];
+  #running: Promise<void> | null = null;
+  #wake = false;
+
+  /** `scope` names the session for its fault points (its id once it has a header). */
+  constructor(storage: DurableObjectStorage, scope: () => string) {
+    this.#storage = storage;
+    this.#scope = scope;
+  }
+
+  /** The parts, in the order their hooks run. Called once, when the object's parts are assembled. */
+  install(parts: readonly SessionPart[]): void {
+    if (this.#parts.length > 0) throw new Error("the drive loop's parts are installed once");
+    this.#parts = parts;
+  }
+
+  /** Starts the loop without waiting. A failure is not lost work: the safety-net alarm retries. */
+  kickSoon(): void {
+    this.kick().catch((error: unknown) => {
+      console.error(
+        "driver step failed; the alarm will retry",
+        error instanceof Error ? error.message : error,
+      );
+    });
+  }
+
+  /** Starts (or re-checks) the loop; resolves when it has nothing left to do. */
+  kick(): Promise<void> {
+    this.#wake = true;
+    if (!this.#running) {
+      this.#running = this.#drive().finally(() => {
+        this.#running = null;
+      });
+    }
+    return this.#running;
+  }
+
+  /** When the one alarm must fire next: the earliest time any part is due. */
+  nextDue(): number | undefined {
+    let due: number | undefined;
+    for (const part of this.#parts) {
+      const at = part.nextDue?.();
+      if (at !== undefined && (due === undefined || at < due)) due = at;
+    }
+    return due;
+  }
+
+  /** Boot-time repair: owed work with no alarm armed would never wake up. */
+  async armIfOwed(): Promise<void> {
+    if (this.nextDue() !== undefined && (await this.#storage.getAlarm()) === null) {
+      await this.#storage.setAlarm(Date.now() + 1);
+    }
+  }
+
+  async #drive(): Promise<void> {
+    const parts = this.#parts;
+    await this.#storage.setAlarm(Date.now() + SAFETY_NET_MS);
+    await faultPoint(this.#scope(), "after-accept");
+    for (;;) {
+      this.#wake = false;
+      for (const part of parts) part.pump?.();
+      let worked = false;
+      for (const part of parts) if (part.step && (await part.step())) worked = true;
+      if (worked) continue;
+      if (await this.#first(parts, (part) => part.repair?.())) continue;
+      if (await this.#first(parts, (part) => part.idle?.())) continue;
+      await this.#schedule();
+      if (!this.#wake) return;
+    }
+  }
+
+  /** Runs `hook` of the parts in order until one did something. */
+  async #first(
+    parts: readonly SessionPart[],
+    hook: (part: SessionPart) => Promise<boolean> | boolean | undefined,
+  ): Promise<boolean> {
+    for (const part of parts) if (await hook(part)) return true;
+    return false;
+  }
+
+  /** Re-arms the alarm to the earliest owed item, or clears it. Called last. */
+  async #schedule(): Promise<void> {
+    const due = this.nextDue();
+    if (due === undefined) await this.#storage.deleteAlarm();
+    else await this.#storage.setAlarm(Math.max(due, Date.now() + 1));
+  }
+}

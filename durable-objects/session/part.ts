@@ -1,0 +1,83 @@
+import type { Envelope } from "../../src/contract/envelope";
+import type { TurnEndReason } from "../../src/contract/events";
+import type { SessionHeader } from "../../src/contract/session";
+
+/**
+ * Applies one kind of envelope inside the delivery transaction. Resolves true when it ended an
+ * open turn (delivery then aborts the in-flight model call, after the commit).
+ */
+export type EnvelopeHandler<E extends Envelope = Envelope> = (
+  envelope: E,
+  header: SessionHeader | undefined,
+) => boolean;
+
+export type EnvelopeHandlers = {
+  [K in Envelope["kind"]]?: EnvelopeHandler<Extract<Envelope, { kind: K }>>;
+};
+
+/**
+ * One concept of a session object (one-shot runs, the one-shot child, the continuable parent and
+ * child, delivery, a transport, the callback sender). The shell loops over the parts it was given
+ * and never names them; a part reaches the others only through the session context's ports. Every
+ * hook is optional. One pass of the drive loop (drive-loop.ts):
+ *
+ * 1. `pump()` of every part: starts background work beside the steps (transport calls), no await;
+ * 2. `step()` of every part, in order: the work of every pass (a model step, the outbox); a new
+ *    pass follows when any of them did something;
+ * 3. `repair()` of the parts in order, until one did something (then a new pass): owed work that
+ *    waits for quiet steps (unpublished starts, settlement);
+ * 4. `idle()` likewise: waits for this instance's background work before the object may sleep;
+ *
+ * then the alarm is armed for the earliest `nextDue()`. Envelope kinds and turn-end hooks are
+ * registered by the parts that own them; each kind has exactly one handler.
+ */
+export interface SessionPart {
+  /** For messages and diagnostics: the concept this part holds. */
+  readonly name: string;
+  pump?(): void;
+  /** Resolves true when it did work (more may be owed). */
+  step?(): Promise<boolean>;
+  /** Resolves true when it did work (more may be owed). */
+  repair?(): Promise<boolean> | boolean;
+  /** Resolves true when it waited for something that finished (more may be owed). */
+  idle?(): Promise<boolean>;
+  /** When this part needs the object awake: `Date.now()` for owed work, a later time, or undefined. */
+  nextDue?(): number | undefined;
+  readonly envelopes?: EnvelopeHandlers;
+  /** Inside the transaction that appends `turn/end`. */
+  onTurnEnd?(turn: number, reason: TurnEndReason, turnStartSeq: number): void;
+}
+
+/** Applies an envelope with the handler registered for its kind (inside the delivery transaction). */
+export function applyEnvelope(
+  handlers: EnvelopeHandlers,
+  envelope: Envelope,
+  header: SessionHeader | undefined,
+): boolean {
+  const handler = handlers[envelope.kind] as EnvelopeHandler | undefined;
+  if (!handler) throw new Error(`no part handles envelope kind ${envelope.kind}`);
+  return handler(envelope, header);
+}
+
+/**
+ * The one handler of every envelope kind delivered to objects, from the parts that register them.
+ * A kind registered twice, or a deliverable kind nobody handles, is a wiring bug: thrown at once.
+ */
+export function envelopeHandlers(
+  parts: readonly SessionPart[],
+  deliverable: readonly Envelope["kind"][],
+): EnvelopeHandlers {
+  const handlers: Record<string, { part: string; handler: unknown }> = {};
+  for (const part of parts) {
+    for (const [kind, handler] of Object.entries(part.envelopes ?? {})) {
+      const taken = handlers[kind];
+      if (taken) throw new Error(`envelope kind ${kind} is handled by both ${taken.part} and ${part.name}`);
+      handlers[kind] = { part: part.name, handler };
+    }
+  }
+  for (const kind of deliverable)
+    if (!handlers[kind]) throw new Error(`no part handles envelope kind ${kind}`);
+  return Object.fromEntries(
+    Object.entries(handlers).map(([kind, h]) => [kind, h.handler]),
+  ) as EnvelopeHandlers;
+}
