@@ -82,7 +82,9 @@ export class Delivery implements SessionPart {
         await faultPoint(scope, "after-outbox-write");
         if (row.envelope.kind === "callback") await this.#external(row.envelope);
         else {
-          const answer = await ctx.session(row.target).deliver(row.envelope);
+          const after = outbox.gapBelow(row);
+          const envelope = after === undefined ? row.envelope : { ...row.envelope, after };
+          const answer = await ctx.session(row.target).deliver(envelope);
           await faultPoint(scope, "after-send");
           if (!answer.ok && answer.code === "NOT_FOUND")
             throw new Error(`target ${row.target} does not exist`);
@@ -99,7 +101,12 @@ export class Delivery implements SessionPart {
     return delivered;
   }
 
-  /** Per-link order at the receiver: apply envelope n only after n-1; older ones are duplicates. */
+  /**
+   * Per-link order at the receiver: apply envelope n only after n-1; older ones are duplicates.
+   * An envelope whose `after` says the positions in between will never come (the sender
+   * dead-lettered or withdrew them) is applied past that gap, so one dead letter never stalls
+   * the rest of its link (semantics.md §11.2).
+   */
   #linkOrder(envelope: Envelope): "next" | "early" | "old" {
     if (envelope.linkSeq === undefined) return "next"; // direct deliveries (reports) carry no link order
     const { sql } = this.#ctx.stores;
@@ -108,11 +115,12 @@ export class Delivery implements SessionPart {
       .toArray()[0];
     const next = row?.next_seq ?? 1;
     if (envelope.linkSeq < next) return "old";
-    if (envelope.linkSeq > next) return "early";
+    const pastGap = envelope.after !== undefined && envelope.after < next;
+    if (envelope.linkSeq > next && !pastGap) return "early";
     sql.exec(
       "INSERT INTO links (sender, next_seq) VALUES (?, ?) ON CONFLICT (sender) DO UPDATE SET next_seq = excluded.next_seq",
       envelope.from,
-      next + 1,
+      envelope.linkSeq + 1,
     );
     return "next";
   }

@@ -82,6 +82,44 @@ export class Outbox {
       }));
   }
 
+  /**
+   * The `after` of a row about to be sent: undefined while every earlier row of its link was
+   * delivered (the receiver needs no help), else the last delivered position below it (0: none).
+   * Sending is in order per link, so every earlier row is delivered, dead or withdrawn by now.
+   */
+  gapBelow(row: OutboxRow): number | undefined {
+    const position = this.sql
+      .exec<{ position: number }>("SELECT position FROM outbox WHERE id = ?", row.id)
+      .one().position;
+    const gap = this.sql
+      .exec(
+        `SELECT 1 FROM outbox WHERE target = ? AND position < ?
+           AND (dead_at IS NOT NULL OR withdrawn = 1) LIMIT 1`,
+        row.target,
+        position,
+      )
+      .toArray();
+    if (gap.length === 0) return undefined;
+    const last = this.sql
+      .exec<{ seq: number | null }>(
+        `SELECT max(json_extract(payload, '$.linkSeq')) AS seq FROM outbox
+         WHERE target = ? AND position < ? AND delivered_at IS NOT NULL AND withdrawn = 0`,
+        row.target,
+        position,
+      )
+      .one();
+    return last.seq ?? 0;
+  }
+
+  /** A row that will never be sent (its run was disposed before its target existed). */
+  withdraw(id: string, now = Date.now()): void {
+    this.sql.exec(
+      "UPDATE outbox SET delivered_at = ?, withdrawn = 1, last_error = NULL WHERE id = ? AND delivered_at IS NULL",
+      now,
+      id,
+    );
+  }
+
   markDelivered(id: string, now = Date.now()): void {
     this.sql.exec("UPDATE outbox SET delivered_at = ?, last_error = NULL WHERE id = ?", now, id);
   }

@@ -123,6 +123,9 @@ export const SESSION_MIGRATIONS: readonly string[] = [
   `ALTER TABLE runs ADD COLUMN request_key TEXT;
    ALTER TABLE runs ADD COLUMN held_until INTEGER;
    CREATE INDEX runs_by_child ON runs (child_id);`,
+  // 8: an outbox row the sender withdrew before sending it (its target was never created) is told
+  // apart from a delivered one, so later envelopes on that link can say the position never comes
+  `ALTER TABLE outbox ADD COLUMN withdrawn INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 export const SCHEMA_VERSION = SESSION_MIGRATIONS.length;

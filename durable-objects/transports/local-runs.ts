@@ -139,7 +139,7 @@ export class LocalRuns implements ChildTransport, SessionPart {
         ctx.stores.transact(() => {
           if (!runs.markRunning(runId)) return;
           announce();
-          outbox.markDelivered(`cancel:${runId}`);
+          outbox.withdraw(`cancel:${runId}`);
           this.#ledger.settle(runs.get(runId)!, abortedBeforeStart());
         });
         return ok(runId);

@@ -21,6 +21,12 @@ interface EnvelopeBase {
   to: string;
   /** Position on the sender->receiver link (outbox envelopes); the receiver applies in this order. */
   linkSeq?: number;
+  /**
+   * The last position below `linkSeq` that the sender knows the receiver applied (0: none), sent
+   * when positions in between will never arrive (dead-lettered or withdrawn by the sender): the
+   * receiver may then apply this envelope past that gap instead of waiting for it forever.
+   */
+  after?: number;
 }
 
 /** Child -> parent: the one result of a one-shot run. */
