@@ -3,7 +3,6 @@ import type { SessionHost } from "../../src/agent/host";
 import { ToolCatalog } from "../../src/agent/tool-source";
 import type { TurnControl } from "../../src/agent/turn-control";
 import { MAX_STEPS_PER_TURN, TurnDriver } from "../../src/agent/turn-driver";
-import type { SessionHeader } from "../../src/contract/session";
 import { modelRoutesOf } from "../../src/platform/models";
 import { registryStub, sessionStub } from "../../src/platform/stubs";
 import { AcpRuns } from "../transports/acp-runs";
@@ -54,31 +53,12 @@ export function assembleParts(state: DurableObjectState, env: Env): Parts {
   const log = new EventLog(state.storage.sql);
   const stream = new EventStream(state, log);
   const stores = new SessionStores(state.storage, log, (events) => stream.publish(events));
-  const header = (): SessionHeader | undefined => stores.header.get();
-  const loop = new DriveLoop(state.storage, () => header()?.id ?? "");
+  const loop = new DriveLoop(state.storage, () => stores.header.get()?.id ?? "");
   const turns = new TurnControlRelay();
-  // the model routes this deployment serves (checked when a session or child is created)
-  const models = modelRoutesOf(env);
-  // where the model's tools come from, in the order it sees them
-  const tools = new ToolCatalog<SessionHost>([
-    builtinTools(),
-    new DelegationTools(() => registryStub(env).list()),
-  ]);
-  const ctx: SessionContext = {
-    stores,
-    header,
-    turns,
-    tools,
-    session: (id, locationHint) => sessionStub(env, id, locationHint),
-    provider: (name) => registryStub(env).resolve(name),
-    models,
-    limits: { depthCap: env.MAX_DEPTH_CAP, childCap: env.MAX_CHILDREN_PER_SESSION },
-    remoteSettings: remoteSettings(env),
-    kick: () => loop.kickSoon(),
-  };
+  const ctx = sessionContext(env, stores, turns, () => loop.kickSoon());
+  const header = ctx.header;
   const callbacks = new CallbackSender(ctx);
   const delivery = new Delivery(ctx, (envelope) => callbacks.send(envelope));
-  // out-of-process results are applied through the session's own `deliver` (de-duplicated)
   // every way a one-shot child runs; out-of-process results go through `deliver` (de-duplicated)
   const ledger = new RunLedger(ctx);
   const local = new LocalRuns(ctx, ledger);
@@ -89,7 +69,8 @@ export function assembleParts(state: DurableObjectState, env: Env): Parts {
   const children = new ContinuableParent(ctx);
   const self = new ContinuableChild(ctx, children, runs);
   const model = (): string => header()?.options.model ?? env.DEFAULT_MODEL;
-  // the order their hooks run in: a cut-short drain before any model step, then the step, then the outbox
+  // filled below, before anything runs, in the order their hooks run: a cut-short drain before
+  // any model step, then the step, then the outbox, then repairs and transports
   const parts: SessionPart[] = [];
   const driver = new TurnDriver<SessionHost>({
     stores,
@@ -98,9 +79,9 @@ export function assembleParts(state: DurableObjectState, env: Env): Parts {
     },
     maxSteps: positiveInt(env.MAX_STEPS_PER_TURN, MAX_STEPS_PER_TURN),
     modelRoute: model,
-    model: () => models.client(model()),
+    model: () => ctx.models.client(model()),
     system: () => header()?.options.persona,
-    tools: () => tools.visible(header()),
+    tools: () => ctx.tools.visible(header()),
     host: sessionHost(ctx, runs, children, self),
     inFlight: (keys) => stores.runs.inFlight(keys),
     onTurnEnd: (turn, reason, turnStartSeq) => {
@@ -112,6 +93,32 @@ export function assembleParts(state: DurableObjectState, env: Env): Parts {
   delivery.install(envelopeHandlers(parts, DELIVERED_KINDS));
   loop.install(parts);
   return { stores, ctx, turns, stream, loop, runs, oneShot, children, self, delivery, remote };
+}
+
+/** The session context: the parts' only way to the stores, the turn, other objects and the registry. */
+function sessionContext(
+  env: Env,
+  stores: SessionStores,
+  turns: TurnControl,
+  kick: () => void,
+): SessionContext {
+  return {
+    stores,
+    header: () => stores.header.get(),
+    turns,
+    // where the model's tools come from, in the order it sees them
+    tools: new ToolCatalog<SessionHost>([
+      builtinTools(),
+      new DelegationTools(() => registryStub(env).list()),
+    ]),
+    session: (id, locationHint) => sessionStub(env, id, locationHint),
+    provider: (name) => registryStub(env).resolve(name),
+    // the model routes this deployment serves (checked when a session or child is created)
+    models: modelRoutesOf(env),
+    limits: { depthCap: env.MAX_DEPTH_CAP, childCap: env.MAX_CHILDREN_PER_SESSION },
+    remoteSettings: remoteSettings(env),
+    kick,
+  };
 }
 
 /** The turn driver as a part: a model step on every pass, due at once while one is owed. */
