@@ -16,9 +16,24 @@ import { requestKey } from "../../../src/core/request-key";
 import { DESCRIPTOR_VERSION } from "../../../src/core/descriptor";
 import { describeProvider } from "../../../src/providers/catalog";
 import { initChild } from "../child-start";
-import { childInit, forkSeed, placeChild, reservedChildId } from "../child-spec";
+import { childInit, forkSeed, type PlacedChild, placeChild, reservedChildId } from "../child-spec";
 import type { EnvelopeHandlers, SessionPart } from "../../session/part";
 import type { SessionContext } from "../../session/session-context";
+
+export interface ContinuableStarted {
+  childId: string;
+  messageId: string;
+}
+
+/** A start whose child's row and first epoch are reserved: what creating the child needs. */
+interface Reserved {
+  init: ContinuableInit;
+  provider: string;
+  label: string;
+  callKey: string | undefined;
+  /** The request key of a caller-reserved id (a retry re-attaches by it). */
+  key: string | undefined;
+}
 
 /**
  * Continuable children, parent side (semantics.md §6): start (answers at the child's inbox
@@ -76,80 +91,115 @@ export class ContinuableParent implements SessionPart {
   }
 
   /**
-   * `callKey` (a tool call's turn and id) makes a start from the model idempotent: a call re-run
-   * after a crash finds the child it already started instead of starting a second one.
+   * Starts a continuable child (semantics.md §6.2): check -> place -> reserve its row and first
+   * epoch -> `init` under the one retry policy -> publish `subagent/start`, or forget the
+   * reservation. `callKey` (a tool call's turn and id) makes a start from the model idempotent; a
+   * caller-reserved `childId` makes the same request a retry of the start it names (§10.5).
    */
-  async start(
-    spec: ContinuableStart,
-    callKey?: string,
-  ): Promise<Outcome<{ childId: string; messageId: string }>> {
+  async start(spec: ContinuableStart, callKey?: string): Promise<Outcome<ContinuableStarted>> {
     const ctx = this.#ctx;
     const { stores } = ctx;
     const header = ctx.header()!;
-    const started = callKey === undefined ? undefined : stores.flags.get(`call:${callKey}`);
-    if (started !== undefined)
-      return ok({ childId: started, messageId: stores.flags.get(`call-message:${callKey}`) ?? "" });
+    const byCall = callKey === undefined ? undefined : stores.flags.get(`call:${callKey}`);
+    if (byCall !== undefined)
+      return ok({ childId: byCall, messageId: stores.flags.get(`call-message:${callKey}`) ?? "" });
     if (this.draining()) return fail("DRAINING", "this session is draining its children");
     const record = await ctx.provider(spec.provider);
     if (!record) return fail("NO_PROVIDER", `no provider named ${spec.provider}`);
     const info = describeProvider(record);
-    if (!info.continuable) {
+    if (!info.continuable)
       return fail(
         "UNSUPPORTED_CAPABILITY",
         `provider ${spec.provider} does not support continuable children`,
       );
-    }
     const depthForm = checkMaxDepthForm(spec.maxDepth);
     if (depthForm) return depthForm;
-    // A caller-reserved id remembers the request it was started with and the first epoch's run id:
-    // the same request again is a retry and re-attaches (or creates the child a failed attempt did
-    // not); another request for the id is DUPLICATE_CHILD.
-    const key = callKey === undefined && spec.childId !== undefined ? requestKey(spec) : undefined;
-    const reserved = key === undefined ? undefined : reservedChildId(header, spec);
-    const prior = reserved === undefined ? undefined : stores.flags.get(`start-key:${reserved}`);
-    const [priorKey, priorRunId] = prior?.split(" ") ?? [];
-    if (prior !== undefined && priorKey !== key)
-      return fail("DUPLICATE_CHILD", `child ${reserved} was started with a different request`);
+    const retry = this.#retryOf(spec, callKey);
+    if (!retry.ok) return retry;
+    const { key, prior } = retry.value;
     const placed = placeChild(
       ctx,
       header,
       { ...spec, maxDepth: spec.maxDepth as number | undefined },
-      prior !== undefined,
+      !!prior,
     );
     if (!placed.ok) return placed;
-    const { childId, options } = placed.value;
-    const runId = priorRunId ?? newRunId();
-    const seed = info.kind === "fork" ? forkSeed(ctx) : [];
-    const init: ContinuableInit = {
-      ...childInit(header, placed.value, { runId, provider: record.name, label: spec.label }),
+    const runId = prior?.runId ?? newRunId();
+    const init = this.#initOf(spec, record.name, runId, placed.value, info.kind === "fork");
+    const start: Reserved = { init, provider: record.name, label: spec.label, callKey, key };
+    const priorState = prior === undefined ? undefined : stores.epochs.state(runId);
+    if (priorState === "published" || priorState === "ended") {
+      // that start went through (its answer was lost): the child's idempotent init gives its message id
+      const again = await ctx.session(init.id, init.locationHint).initContinuable(init);
+      return again.ok ? ok({ childId: init.id, messageId: again.value.messageId }) : again;
+    }
+    this.#reserve(start);
+    return this.#create(start);
+  }
+
+  /**
+   * A caller-reserved id remembers the request it was started with and its first epoch's run id:
+   * the same request again is a retry of that start; another request for the id is DUPLICATE_CHILD.
+   */
+  #retryOf(
+    spec: ContinuableStart,
+    callKey: string | undefined,
+  ): Outcome<{ key: string | undefined; prior: { runId: string } | undefined }> {
+    if (callKey !== undefined || spec.childId === undefined) return ok({ key: undefined, prior: undefined });
+    const key = requestKey(spec);
+    const reserved = reservedChildId(this.#ctx.header()!, spec);
+    const recorded = reserved === undefined ? undefined : this.#ctx.stores.flags.get(`start-key:${reserved}`);
+    if (recorded === undefined) return ok({ key, prior: undefined });
+    const [priorKey, runId] = recorded.split(" ");
+    if (priorKey !== key || runId === undefined)
+      return fail("DUPLICATE_CHILD", `child ${reserved} was started with a different request`);
+    return ok({ key, prior: { runId } });
+  }
+
+  #initOf(
+    spec: ContinuableStart,
+    provider: string,
+    runId: string,
+    placed: PlacedChild,
+    fork: boolean,
+  ): ContinuableInit {
+    const seed = fork ? forkSeed(this.#ctx) : [];
+    return {
+      ...childInit(this.#ctx.header()!, placed, { runId, provider, label: spec.label }),
       label: spec.label,
       mode: "continuable",
       descriptor: {
         version: DESCRIPTOR_VERSION,
         mode: "continuable",
-        provider: record.name,
+        provider,
         label: spec.label,
-        agentModel: options.model,
+        agentModel: placed.options.model,
         ...compact({ persona: spec.persona }),
         ...compact({ toolFilter: spec.toolFilter }),
       },
       prompt: toBlocks(spec.prompt),
       ...(seed.length === 0 ? {} : { seed }),
     };
-    const priorState = prior === undefined ? undefined : stores.epochs.state(runId);
-    if (priorState === "published" || priorState === "ended") {
-      // that start went through (its answer was lost): the child's idempotent init gives its message id
-      const again = await ctx.session(childId, init.locationHint).initContinuable(init);
-      return again.ok ? ok({ childId, messageId: again.value.messageId }) : again;
-    }
+  }
+
+  /** The child's row and its first epoch, before the child exists (repair finds them after a crash). */
+  #reserve({ init, provider, label, callKey, key }: Reserved): void {
+    const { stores } = this.#ctx;
     stores.transact(() => {
-      if (!stores.children.has(childId))
-        stores.children.own(childId, record.name, "continuable", spec.label, Date.now());
-      stores.children.ownEpoch(childId, runId);
-      stores.epochs.reserve(runId, childId);
-      if (callKey !== undefined) stores.flags.set(`call:${callKey}`, childId);
-      if (key !== undefined) stores.flags.set(`start-key:${childId}`, `${key} ${runId}`);
+      if (!stores.children.has(init.id))
+        stores.children.own(init.id, provider, "continuable", label, Date.now());
+      stores.children.ownEpoch(init.id, init.runId);
+      stores.epochs.reserve(init.runId, init.id);
+      if (callKey !== undefined) stores.flags.set(`call:${callKey}`, init.id);
+      if (key !== undefined) stores.flags.set(`start-key:${init.id}`, `${key} ${init.runId}`);
     });
+  }
+
+  /** Creates the child, then publishes the epoch, or forgets the reservation (a retry may take it up). */
+  async #create({ init, provider, callKey, key }: Reserved): Promise<Outcome<ContinuableStarted>> {
+    const ctx = this.#ctx;
+    const { stores } = ctx;
+    const { id: childId, runId } = init;
     this.#inFlight.add(runId);
     let answer: Outcome<{ id: string; messageId: string }> | undefined;
     try {
@@ -157,17 +207,9 @@ export class ContinuableParent implements SessionPart {
     } finally {
       this.#inFlight.delete(runId);
     }
-    // no answer: the init may have landed unseen, and a retry with the same id re-attaches to it
-    const ambiguous = answer === undefined;
-    const created =
-      answer ??
-      fail(
-        "OVERLOADED",
-        key === undefined
-          ? "the child could not be created right now"
-          : "the child could not be created right now; retry the same request with the same childId",
-      );
-    if (!created.ok) {
+    if (answer === undefined || !answer.ok) {
+      // no answer: the init may have landed unseen, and a retry with the same id re-attaches to it
+      const ambiguous = answer === undefined;
       const published = stores.epochs.state(runId) === "published";
       stores.transact(() => {
         if (!published) {
@@ -177,13 +219,22 @@ export class ContinuableParent implements SessionPart {
         if (callKey !== undefined) stores.flags.delete(`call:${callKey}`);
         if (key !== undefined && !ambiguous && !published) stores.flags.delete(`start-key:${childId}`);
       });
-      return created;
+      return (
+        answer ??
+        fail(
+          "OVERLOADED",
+          key === undefined
+            ? "the child could not be created right now"
+            : "the child could not be created right now; retry the same request with the same childId",
+        )
+      );
     }
+    const { messageId } = answer.value;
     stores.transact(() => {
-      this.#publishEpoch(runId, childId, record.name);
-      if (callKey !== undefined) stores.flags.set(`call-message:${callKey}`, created.value.messageId);
+      this.#publishEpoch(runId, childId, provider);
+      if (callKey !== undefined) stores.flags.set(`call-message:${callKey}`, messageId);
     });
-    return ok({ childId, messageId: created.value.messageId });
+    return ok({ childId, messageId });
   }
 
   /** The only way to continue a child: direct parent only; cold-resumes a settled child. */
