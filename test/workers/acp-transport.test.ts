@@ -1,16 +1,9 @@
 import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type AcpNet, installAcpAgent } from "./acp-agent";
-import {
-  allEvents,
-  call,
-  createSession,
-  dumpTables,
-  ofType,
-  sessionStub,
-  sleep,
-  sqlRows,
-} from "./foundation-helpers";
+import { type AcpNet, installAcpAgent } from "../support/acp-agent";
+import { api, createSession, putProvider, runOf, startOneShot, waitForRun } from "../support/api";
+import { allEvents, eventually, ofType } from "../support/logs";
+import { dumpTables, sqlRows, stub } from "../support/objects";
 
 /**
  * The ACP transport (contract 6.8): one-shot runs handed to an external Agent Client Protocol
@@ -28,46 +21,24 @@ afterAll(() => net.restore());
 
 async function registerAcp(url = "wss://agent.acp.test/acp", token: string | null = TOKEN): Promise<string> {
   const name = `acp-${crypto.randomUUID().slice(0, 8)}`;
-  const res = await call("PUT", `/v1/providers/${name}`, {
-    body: { kind: "acp", url, ...(token === null ? {} : { token }) },
-  });
+  const res = await putProvider(name, { kind: "acp", url, ...(token === null ? {} : { token }) });
   expect(res.status).toBe(201);
   return name;
 }
 
-async function start(parentId: string, provider: string, prompt: string): Promise<string> {
-  const res = await call("POST", `/v1/sessions/${parentId}/subagents`, {
-    body: { provider, prompt, mode: "one-shot" },
-  });
-  expect(res.status).toBe(201);
-  return (res.body as { runId: string }).runId;
-}
-
-async function runOf(parentId: string, runId: string, waitMs = 0): Promise<any> {
-  return (await call("GET", `/v1/sessions/${parentId}/runs/${runId}?wait=${waitMs}`)).body;
-}
-
-async function settled(parentId: string, runId: string, timeoutMs = 10_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const run = await runOf(parentId, runId, 1_000);
-    if (run.state === "settled") return run;
-    if (Date.now() > deadline) throw new Error(`run ${runId} did not settle: ${JSON.stringify(run)}`);
-  }
-}
-
+/** Waits until the agent got a prompt (the "hold" prompt keeps it running). */
 async function heldPrompt(): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!net.connections.some((c) => c.received.some((m) => m.method === "session/prompt"))) {
-    if (Date.now() > deadline) throw new Error("the agent never got the prompt");
-    await sleep(20);
-  }
+  await eventually(
+    async () => net.connections.some((c) => c.received.some((m) => m.method === "session/prompt")),
+    (got) => got,
+    { timeoutMs: 5_000, intervalMs: 20, what: "the agent to get the prompt" },
+  );
 }
 
 describe("the ACP transport", () => {
   it("registers as an out-of-process provider and refuses start capabilities", async () => {
     const name = await registerAcp();
-    const listed = (await call("GET", "/v1/providers")).body as { providers?: any[] } | any[];
+    const listed = (await api("GET", "/v1/providers")).body as { providers?: any[] } | any[];
     const all = Array.isArray(listed) ? listed : (listed.providers ?? []);
     const info = all.find((p: any) => p.name === name);
     expect(info).toMatchObject({
@@ -85,14 +56,14 @@ describe("the ACP transport", () => {
       { toolFilter: { allow: ["echo"] } },
       { persona: "x" },
     ]) {
-      const res = await call("POST", `/v1/sessions/${parent.id}/subagents`, {
+      const res = await api("POST", `/v1/sessions/${parent.id}/subagents`, {
         body: { provider: name, prompt: "hi", mode: "one-shot", ...option },
       });
       expect(res.status).toBe(422);
       expect(JSON.stringify(res.body)).toContain("UNSUPPORTED_CAPABILITY");
     }
     for (const url of ["ws://example.com/acp", "ftp://agent.acp.test", "not a url"]) {
-      const res = await call("PUT", "/v1/providers/acp-bad", { body: { kind: "acp", url } });
+      const res = await api("PUT", "/v1/providers/acp-bad", { body: { kind: "acp", url } });
       expect(res.status).toBe(400);
     }
   });
@@ -101,8 +72,8 @@ describe("the ACP transport", () => {
     const provider = await registerAcp();
     const parent = await createSession();
     const before = net.connections.length;
-    const runId = await start(parent.id, provider, "hello agent");
-    const run = await settled(parent.id, runId);
+    const runId = (await startOneShot(parent.id, { provider, prompt: "hello agent" })).runId;
+    const run = await waitForRun(parent.id, runId);
     expect(run).toMatchObject({ id: `acp:${runId}`, local: false, provider });
     expect(run.result).toEqual({
       output: [{ type: "text", text: "echo: hello agent" }],
@@ -124,22 +95,22 @@ describe("the ACP transport", () => {
       id: `acp:${runId}`,
     });
     expect(ofType(events, "subagent/end")[0]!.data).toMatchObject({ runId, stopReason: "completed" });
-    expect((await call("GET", `/v1/sessions/${parent.id}`)).body).toMatchObject({ status: "idle" });
+    expect((await api("GET", `/v1/sessions/${parent.id}`)).body).toMatchObject({ status: "idle" });
     expect(JSON.stringify(await dumpTables(parent.id))).not.toContain(TOKEN);
   });
 
   it("maps max_tokens to max-tokens (partial output kept), refusal to refusal, an unknown reason to error", async () => {
     const provider = await registerAcp();
     const parent = await createSession();
-    const long = await start(parent.id, provider, "be long");
-    const refuse = await start(parent.id, provider, "refuse");
-    const odd = await start(parent.id, provider, "odd");
-    expect((await settled(parent.id, long)).result).toEqual({
+    const long = (await startOneShot(parent.id, { provider, prompt: "be long" })).runId;
+    const refuse = (await startOneShot(parent.id, { provider, prompt: "refuse" })).runId;
+    const odd = (await startOneShot(parent.id, { provider, prompt: "odd" })).runId;
+    expect((await waitForRun(parent.id, long)).result).toEqual({
       output: [{ type: "text", text: "partial" }],
       stopReason: "max-tokens",
     });
-    expect((await settled(parent.id, refuse)).result).toEqual({ output: [], stopReason: "refusal" });
-    const error = (await settled(parent.id, odd)).result;
+    expect((await waitForRun(parent.id, refuse)).result).toEqual({ output: [], stopReason: "refusal" });
+    const error = (await waitForRun(parent.id, odd)).result;
     expect(error.stopReason).toBe("error");
     expect(error.diagnostic).toBe("the ACP agent ended with stop reason exploded");
   });
@@ -148,12 +119,12 @@ describe("the ACP transport", () => {
     const provider = await registerAcp();
     const parent = await createSession();
     const before = net.connections.length;
-    const runId = await start(parent.id, provider, "hold");
+    const runId = (await startOneShot(parent.id, { provider, prompt: "hold" })).runId;
     await heldPrompt();
     expect((await runOf(parent.id, runId)).state).toBe("running");
-    const res = await call("DELETE", `/v1/sessions/${parent.id}/runs/${runId}`);
+    const res = await api("DELETE", `/v1/sessions/${parent.id}/runs/${runId}`);
     expect(res.status).toBeLessThan(300);
-    const run = await settled(parent.id, runId);
+    const run = await waitForRun(parent.id, runId);
     expect(run.result.stopReason).toBe("aborted");
     expect(run.result.output).toEqual([{ type: "text", text: "working" }]);
     const agent = net.connections[before]!;
@@ -165,12 +136,20 @@ describe("the ACP transport", () => {
 
   it("turns a broken agent into error with a bounded diagnostic that never holds the token", async () => {
     const parent = await createSession();
-    const broken = await start(parent.id, await registerAcp(), "break");
-    const hungUp = await start(parent.id, await registerAcp(), "hang up");
-    const down = await start(parent.id, await registerAcp("https://down.acp.test/acp"), "hi");
-    const unreachable = await start(parent.id, await registerAcp("http://127.0.0.1:9/acp"), "hi");
+    const broken = (await startOneShot(parent.id, { provider: await registerAcp(), prompt: "break" })).runId;
+    const hungUp = (await startOneShot(parent.id, { provider: await registerAcp(), prompt: "hang up" }))
+      .runId;
+    const down = (
+      await startOneShot(parent.id, {
+        provider: await registerAcp("https://down.acp.test/acp"),
+        prompt: "hi",
+      })
+    ).runId;
+    const unreachable = (
+      await startOneShot(parent.id, { provider: await registerAcp("http://127.0.0.1:9/acp"), prompt: "hi" })
+    ).runId;
     const results = await Promise.all(
-      [broken, hungUp, down, unreachable].map(async (id) => (await settled(parent.id, id)).result),
+      [broken, hungUp, down, unreachable].map(async (id) => (await waitForRun(parent.id, id)).result),
     );
     for (const result of results) {
       expect(result.stopReason).toBe("error");
@@ -192,14 +171,14 @@ describe("the ACP transport", () => {
     // one; so the state an eviction leaves is made directly: a published ACP run, no connection.
     const provider = await registerAcp();
     const parent = await createSession();
-    const runId = await start(parent.id, provider, "hello");
-    await settled(parent.id, runId);
+    const runId = (await startOneShot(parent.id, { provider, prompt: "hello" })).runId;
+    await waitForRun(parent.id, runId);
     await sqlRows(parent.id, "UPDATE runs SET state = 'running', result = NULL WHERE run_id = ?", runId);
     await sqlRows(parent.id, "DELETE FROM seen WHERE envelope_id = ?", `result:${runId}`);
-    await evictDurableObject(sessionStub(parent.id));
+    await evictDurableObject(stub(parent.id));
     expect((await runOf(parent.id, runId)).state).toBe("running");
-    await runDurableObjectAlarm(sessionStub(parent.id));
-    const run = await settled(parent.id, runId);
+    await runDurableObjectAlarm(stub(parent.id));
+    const run = await waitForRun(parent.id, runId);
     expect(run.result).toEqual({
       output: [],
       stopReason: "error",

@@ -1,32 +1,23 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { api, createSession, field, sendMessage } from "../support/api";
+import { deferred, faults, never } from "../support/faults";
 import {
   allEvents,
   assistantTexts,
-  call,
   count,
-  createSession,
-  deferred,
-  faults,
-  field,
-  hitsOf,
   ofType,
-  script,
-  sendMessage,
-  sessionStub,
   sleep,
-  sqlRows,
-  tablesHash,
   turnReasons,
   turnsOf,
   waitForEvents,
   waitForTurnEnds,
-} from "./foundation-helpers";
-
-const never = (): Promise<void> => new Promise<void>(() => {});
+} from "../support/logs";
+import { sqlRows, stub, tablesHash } from "../support/objects";
+import { script } from "../support/scripts";
 
 async function interrupt(id: string): Promise<void> {
-  const res = await call("POST", `/v1/sessions/${id}/interrupt`);
+  const res = await api("POST", `/v1/sessions/${id}/interrupt`);
   expect(res.status).toBe(202);
   expect(res.body).toEqual({ accepted: true });
 }
@@ -42,7 +33,7 @@ async function acceptedButNotStarted(id: string, content: string): Promise<strin
   const messageId = await sendMessage(id, content);
   await reached.promise;
   plan.remove();
-  await evictDurableObject(sessionStub(id));
+  await evictDurableObject(stub(id));
   return messageId;
 }
 
@@ -55,13 +46,13 @@ describe("the alarm drives owed work, and fencing drops stale results", () => {
       if (point === "in-alarm" && throws++ === 0) throw new Error("alarm crashed (injected)");
     });
     // fire the real alarm now: the platform retries a thrown alarm with backoff
-    await runInDurableObject(sessionStub(id), (_instance: unknown, state: DurableObjectState) =>
+    await runInDurableObject(stub(id), (_instance: unknown, state: DurableObjectState) =>
       state.storage.setAlarm(Date.now() + 10),
     );
     const events = await waitForTurnEnds(id, 1, 12_000);
     plan.remove();
 
-    expect(hitsOf(plan.hits, "in-alarm")).toBeGreaterThanOrEqual(2);
+    expect(plan.count("in-alarm")).toBeGreaterThanOrEqual(2);
     expect(ofType(events, "user/message").map((e) => e.data.messageId)).toEqual([messageId]);
     expect(turnReasons(events)).toEqual(["completed"]);
     expect(assistantTexts(events)).toEqual(["echo: after a failed alarm"]);
@@ -75,17 +66,17 @@ describe("the alarm drives owed work, and fencing drops stale results", () => {
       if (point === "in-alarm" && throws++ === 0) throw new Error("alarm crashed (injected)");
     });
 
-    await expect(runDurableObjectAlarm(sessionStub(id))).rejects.toThrow("alarm crashed (injected)");
+    await expect(runDurableObjectAlarm(stub(id))).rejects.toThrow("alarm crashed (injected)");
     const afterCrash = await allEvents(id);
     expect(afterCrash.map((e) => e.type)).toEqual(["agent/inbox/inserted"]);
     expect(await sqlRows(id, "SELECT state FROM inbox")).toEqual([{ state: "pending" }]);
 
     // the test helper consumed the alarm; a restart repairs it, and the next run completes the work
-    await evictDurableObject(sessionStub(id));
-    await runDurableObjectAlarm(sessionStub(id));
+    await evictDurableObject(stub(id));
+    await runDurableObjectAlarm(stub(id));
     const events = await waitForTurnEnds(id, 1, 8_000);
     plan.remove();
-    expect(hitsOf(plan.hits, "in-alarm")).toBeGreaterThanOrEqual(2);
+    expect(plan.count("in-alarm")).toBeGreaterThanOrEqual(2);
     expect(ofType(events, "user/message").map((e) => e.data.messageId)).toEqual([messageId]);
     expect(assistantTexts(events)).toEqual(["echo: second attempt"]);
     expect(turnReasons(events)).toEqual(["completed"]);
@@ -153,7 +144,7 @@ describe("the alarm drives owed work, and fencing drops stale results", () => {
 
     // the two stay pending: no new turn, even when the alarm runs
     await sleep(400);
-    await runDurableObjectAlarm(sessionStub(id));
+    await runDurableObjectAlarm(stub(id));
     await sleep(200);
     const waiting = await allEvents(id);
     expect(count(waiting, "turn/start")).toBe(1);
@@ -165,7 +156,7 @@ describe("the alarm drives owed work, and fencing drops stale results", () => {
         ...parked,
       ),
     ).toEqual(parked.map((messageId) => ({ message_id: messageId, state: "pending" })));
-    const view = await call("GET", `/v1/sessions/${id}`);
+    const view = await api("GET", `/v1/sessions/${id}`);
     expect(field(view.body, "status")).toBe("idle");
 
     const newest = await sendMessage(id, "newest");

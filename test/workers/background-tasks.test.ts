@@ -1,42 +1,29 @@
 import { describe, expect, it } from "vitest";
-import { api, createSession, waitForEvents } from "./helpers";
-
-function script(steps: unknown[]): string {
-  return JSON.stringify({ script: steps });
-}
-
-async function send(id: string, content: string): Promise<void> {
-  const res = await api("POST", `/v1/sessions/${id}/messages`, { body: { content } });
-  expect(res.status).toBe(202);
-}
-
-function toolResults(events: any[]): string[] {
-  return events
-    .filter((e) => e.type === "tool/result")
-    .map((e) => e.data.content.map((b: any) => b.text).join(""));
-}
+import { api, createSession, sendMessage } from "../support/api";
+import { toolResults, waitForEvents } from "../support/logs";
+import { script } from "../support/scripts";
 
 describe("background one-shot tasks", () => {
   it("returns subagent-1 at once, and task_output reads the result once the child settled", async () => {
     const parent = await createSession({ backgroundMode: "one-shot" });
-    const child = script([{ say: "forty-two" }]);
-    await send(
+    const child = script({ say: "forty-two" });
+    await sendMessage(
       parent.id,
-      script([
+      script(
         { call: [{ tool: "subagent", args: { description: "bg", prompt: child, run_in_background: true } }] },
         { say: "started" },
-      ]),
+      ),
     );
     await waitForEvents(parent.id, (es) => es.some((e) => e.type === "subagent/end"));
-    await send(
+    await sendMessage(
       parent.id,
-      script([{ call: [{ tool: "task_output", args: { task_id: "subagent-1" } }] }, { say: "read" }]),
+      script({ call: [{ tool: "task_output", args: { task_id: "subagent-1" } }] }, { say: "read" }),
     );
     const events = await waitForEvents(
       parent.id,
       (es) => es.filter((e) => e.type === "turn/end").length === 2,
     );
-    expect(toolResults(events)).toEqual([
+    expect(toolResults(events).map((r) => r.text)).toEqual([
       "started background subagent task subagent-1",
       "forty-two\n[status: completed]",
     ]);
@@ -44,10 +31,10 @@ describe("background one-shot tasks", () => {
 
   it("task_kill cancels a running task, which then reads as killed; ids count up per session", async () => {
     const parent = await createSession({ backgroundMode: "one-shot" });
-    const slow = script([{ think: 10_000 }, { say: "never" }]);
-    await send(
+    const slow = script({ think: 10_000 }, { say: "never" });
+    await sendMessage(
       parent.id,
-      script([
+      script(
         {
           call: [
             { tool: "subagent", args: { description: "a", prompt: slow, run_in_background: true } },
@@ -56,15 +43,15 @@ describe("background one-shot tasks", () => {
         },
         { call: [{ tool: "task_kill", args: { task_id: "subagent-2" } }] },
         { say: "killed" },
-      ]),
+      ),
     );
     const ended = await waitForEvents(parent.id, (es) => es.some((e) => e.type === "subagent/end"));
     const end = ended.find((e) => e.type === "subagent/end");
-    expect(end.data.stopReason).toBe("aborted");
-    expect(end.data).not.toHaveProperty("lastAssistantMessage");
-    await send(
+    expect(end!.data.stopReason).toBe("aborted");
+    expect(end!.data).not.toHaveProperty("lastAssistantMessage");
+    await sendMessage(
       parent.id,
-      script([
+      script(
         {
           call: [
             { tool: "task_output", args: { task_id: "subagent-2" } },
@@ -72,13 +59,13 @@ describe("background one-shot tasks", () => {
           ],
         },
         { say: "ok" },
-      ]),
+      ),
     );
     const events = await waitForEvents(
       parent.id,
       (es) => es.filter((e) => e.type === "turn/end").length === 2,
     );
-    expect(toolResults(events)).toEqual([
+    expect(toolResults(events).map((r) => r.text)).toEqual([
       "started background subagent task subagent-1",
       "started background subagent task subagent-2",
       "requested cancellation of task subagent-2",
@@ -91,20 +78,20 @@ describe("background one-shot tasks", () => {
 
   it("a foreground child's failure is an error tool result with the contract's headline", async () => {
     const parent = await createSession({ backgroundMode: "one-shot" });
-    await send(
+    await sendMessage(
       parent.id,
-      script([
+      script(
         {
           call: [
-            { tool: "subagent", args: { description: "f", prompt: script([{ fail: "model exploded" }]) } },
+            { tool: "subagent", args: { description: "f", prompt: script({ fail: "model exploded" }) } },
           ],
         },
         { say: "after" },
-      ]),
+      ),
     );
     const events = await waitForEvents(parent.id, (es) => es.some((e) => e.type === "turn/end"));
     const result = events.find((e) => e.type === "tool/result");
-    expect(result.data.isError).toBe(true);
-    expect(result.data.content[0].text).toBe("Error: subagent run failed\nDiagnostic: model exploded");
+    expect(result!.data.isError).toBe(true);
+    expect(result!.data.content[0].text).toBe("Error: subagent run failed\nDiagnostic: model exploded");
   });
 });

@@ -1,19 +1,22 @@
-import { runInDurableObject } from "cloudflare:test";
-import { env, exports } from "cloudflare:workers";
+import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   ADMIN,
+  api,
   type ApiResult,
   type CallOptions,
-  call,
   createSession,
+  fetchWorker,
   field,
+  rawBody,
   request,
-  send,
+  rpc,
+  rpcOutcome,
   sendMessage,
-  waitForEvents,
-  waitForTurnEnds,
-} from "./foundation-helpers";
+  TENANT_ADMIN,
+} from "../support/api";
+import { sleep, waitForEvents, waitForTurnEnds } from "../support/logs";
+import { dumpTables, hashOf, registryStub, stub } from "../support/objects";
 
 /**
  * The bad-input catalogue of the delegation, provider-registry and directory routes and of the
@@ -51,8 +54,6 @@ const DOCUMENTED_STATUS: Readonly<Record<string, number>> = {
 function statusOf(code: unknown): number | undefined {
   return typeof code === "string" ? DOCUMENTED_STATUS[code] : undefined;
 }
-
-const TENANT_ADMIN = "tenant-acme-admin-token";
 
 /** A well-formed UUID no session is ever created under: unknown child, run and session id. */
 const GHOST = "00000000-0000-4000-8000-00000000dead";
@@ -103,44 +104,12 @@ type Rpc = any;
 // ---------------------------------------------------------------- state of every object involved
 
 function objectStubs(w: World): DurableObjectStub[] {
-  const session = (id: string) => env.SESSIONS.get(env.SESSIONS.idFromName(id));
-  return [
-    session(w.a.id),
-    session(w.b.id),
-    session(w.child),
-    session(GHOST),
-    env.REGISTRY.get(env.REGISTRY.idFromName("registry")),
-  ];
-}
-
-/** Every row of every user table of one object's SQLite database, sorted, as one JSON text. */
-function dumpObject(stub: DurableObjectStub): Promise<string> {
-  return runInDurableObject(stub, (_instance: unknown, state: DurableObjectState) => {
-    const sql = state.storage.sql;
-    const tables = sql
-      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-      .toArray()
-      .map((r) => r.name)
-      .filter((name) => !name.startsWith("_cf_") && !name.startsWith("sqlite_"));
-    const out: Record<string, string[]> = {};
-    for (const name of tables) {
-      out[name] = sql
-        .exec(`SELECT * FROM "${name}"`)
-        .toArray()
-        .map((r) =>
-          JSON.stringify(r, (_k, v: unknown) => (v instanceof ArrayBuffer ? [...new Uint8Array(v)] : v)),
-        )
-        .sort();
-    }
-    return JSON.stringify(out);
-  });
+  return [stub(w.a.id), stub(w.b.id), stub(w.child), stub(GHOST), registryStub()];
 }
 
 /** SHA-256 over every table of every object involved. */
 async function stateHash(w: World): Promise<string> {
-  const dumps = await Promise.all(objectStubs(w).map(dumpObject));
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(JSON.stringify(dumps)));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return hashOf(await Promise.all(objectStubs(w).map(dumpTables)));
 }
 
 // ---------------------------------------------------------------- figures
@@ -179,10 +148,6 @@ const P = {
   outbox: (id: string) => `/v1/sessions/${id}/outbox`,
 };
 
-function raw(text: string | Uint8Array, options: CallOptions = {}): CallOptions {
-  return { ...options, raw: text, headers: { "content-type": "application/json", ...options.headers } };
-}
-
 /** The session's own id with a secret that was never minted. */
 const wrongSecret = (s: Session): string => `${s.id}.wrong-secret-wrong-secret`;
 /** A syntactically valid session token for a session that does not exist. */
@@ -192,21 +157,25 @@ const ONE_SHOT = { provider: "spawn", prompt: "hi", mode: "one-shot" } as const;
 const CONTINUABLE = { provider: "spawn", prompt: "hi", mode: "continuable", label: "helper" } as const;
 
 const sub = (body: unknown, token?: string): ((w: World) => Promise<ApiResult>) => {
-  return (w) => call("POST", P.subagents(w.a.id), token === undefined ? { body } : { body, token });
+  return (w) => api("POST", P.subagents(w.a.id), token === undefined ? { body } : { body, token });
 };
 const createWith = (body: unknown): (() => Promise<ApiResult>) => {
-  return () => call("POST", P.sessions(), { body });
+  return () => api("POST", P.sessions(), { body });
 };
 /** A one-shot start whose last member is given as raw JSON text (for numbers and depths JSON.stringify cannot say). */
 const subRaw = (member: string): ((w: World) => Promise<ApiResult>) => {
   return (w) =>
-    call("POST", P.subagents(w.a.id), raw(`{"provider":"spawn","prompt":"hi","mode":"one-shot",${member}}`));
+    api(
+      "POST",
+      P.subagents(w.a.id),
+      rawBody(`{"provider":"spawn","prompt":"hi","mode":"one-shot",${member}}`),
+    );
 };
-const putProvider = (name: string, body: unknown, token?: string): (() => Promise<ApiResult>) => {
-  return () => call("PUT", P.provider(name), token === undefined ? { body } : { body, token });
+const putCase = (name: string, body: unknown, token?: string): (() => Promise<ApiResult>) => {
+  return () => api("PUT", P.provider(name), token === undefined ? { body } : { body, token });
 };
-const drain = (w: World, body: unknown, token?: string): Promise<ApiResult> =>
-  call("POST", P.drain(w.a.id), token === undefined ? { body } : { body, token });
+const drainCase = (w: World, body: unknown, token?: string): Promise<ApiResult> =>
+  api("POST", P.drain(w.a.id), token === undefined ? { body } : { body, token });
 
 /** UTF-8 text with raw bytes in between (invalid sequences included). */
 function bytes(before: string, middle: number[], after: string): Uint8Array {
@@ -239,105 +208,85 @@ const ISOLATED: Extra = { isolated: true };
 
 const registry: HttpCase[] = [
   ...cases("GET /v1/providers", [
-    ["no token", "UNAUTHENTICATED", () => call("GET", P.providers, { token: null })],
-    ["a wrong token", "UNAUTHENTICATED", () => call("GET", P.providers, { token: "not-the-admin-token" })],
+    ["no token", "UNAUTHENTICATED", () => api("GET", P.providers, { token: null })],
+    ["a wrong token", "UNAUTHENTICATED", () => api("GET", P.providers, { token: "not-the-admin-token" })],
     [
       "a Basic authorization header",
       "UNAUTHENTICATED",
-      () => call("GET", P.providers, { token: null, headers: { authorization: "Basic dGVzdDp0ZXN0" } }),
+      () => api("GET", P.providers, { token: null, headers: { authorization: "Basic dGVzdDp0ZXN0" } }),
     ],
     [
       "a forged session token (well-formed, of a session that does not exist)",
       "UNAUTHENTICATED",
-      () => call("GET", P.providers, { token: FORGED }),
+      () => api("GET", P.providers, { token: FORGED }),
       {},
     ],
   ]),
   ...cases("GET /v1/providers/events", [
-    ["after=-2", "INVALID_REQUEST", () => call("GET", P.providerEvents("?after=-2"))],
-    ["after=abc", "INVALID_REQUEST", () => call("GET", P.providerEvents("?after=abc"))],
-    ["limit=0", "INVALID_REQUEST", () => call("GET", P.providerEvents("?limit=0"))],
-    ["limit=501", "INVALID_REQUEST", () => call("GET", P.providerEvents("?limit=501"))],
-    ["limit=2.5", "INVALID_REQUEST", () => call("GET", P.providerEvents("?limit=2.5"))],
-    ["an unknown query parameter", "INVALID_REQUEST", () => call("GET", P.providerEvents("?after=0&kind=x"))],
-    ["no token", "UNAUTHENTICATED", () => call("GET", P.providerEvents(""), { token: null })],
+    ["after=-2", "INVALID_REQUEST", () => api("GET", P.providerEvents("?after=-2"))],
+    ["after=abc", "INVALID_REQUEST", () => api("GET", P.providerEvents("?after=abc"))],
+    ["limit=0", "INVALID_REQUEST", () => api("GET", P.providerEvents("?limit=0"))],
+    ["limit=501", "INVALID_REQUEST", () => api("GET", P.providerEvents("?limit=501"))],
+    ["limit=2.5", "INVALID_REQUEST", () => api("GET", P.providerEvents("?limit=2.5"))],
+    ["an unknown query parameter", "INVALID_REQUEST", () => api("GET", P.providerEvents("?after=0&kind=x"))],
+    ["no token", "UNAUTHENTICATED", () => api("GET", P.providerEvents(""), { token: null })],
     [
       "a forged session token",
       "UNAUTHENTICATED",
-      () => call("GET", P.providerEvents(""), { token: FORGED }),
+      () => api("GET", P.providerEvents(""), { token: FORGED }),
       {},
     ],
   ]),
   ...cases("PUT /v1/providers/:name", [
-    ["an upper-case name", "INVALID_REQUEST", putProvider("Remote", { kind: "spawn" })],
-    ["a name starting with a digit", "INVALID_REQUEST", putProvider("1remote", { kind: "spawn" })],
-    ["a name of 65 characters", "INVALID_REQUEST", putProvider(`r${"x".repeat(64)}`, { kind: "spawn" })],
-    ["a name with an encoded space", "INVALID_REQUEST", putProvider("re%20mote", { kind: "spawn" })],
-    ["a name with a non-ASCII letter", "INVALID_REQUEST", putProvider("r%C3%A9mote", { kind: "spawn" })],
-    [
-      "a name with an encoded path traversal",
-      "INVALID_REQUEST",
-      putProvider("..%2Fsessions", { kind: "spawn" }),
-    ],
-    ["an unknown kind", "INVALID_REQUEST", putProvider("lambda-one", { kind: "lambda" })],
-    ["no kind", "INVALID_REQUEST", putProvider("kindless", { url: "https://example.com/agents" })],
-    ["an empty body", "INVALID_REQUEST", () => call("PUT", P.provider("empty-body"))],
-    [
-      "kind as an array",
-      "INVALID_REQUEST",
-      putProvider("kind-array", { kind: ["remote"], url: "https://x.io" }),
-    ],
-    ["a remote provider without a url", "INVALID_REQUEST", putProvider("remote-nourl", { kind: "remote" })],
-    [
-      "an ftp url",
-      "INVALID_REQUEST",
-      putProvider("remote-ftp", { kind: "remote", url: "ftp://example.com/a" }),
-    ],
-    [
-      "a url that is not a url",
-      "INVALID_REQUEST",
-      putProvider("remote-text", { kind: "remote", url: "a b c" }),
-    ],
-    [
-      "a javascript: url",
-      "INVALID_REQUEST",
-      putProvider("remote-js", { kind: "remote", url: "javascript:x()" }),
-    ],
+    ["an upper-case name", "INVALID_REQUEST", putCase("Remote", { kind: "spawn" })],
+    ["a name starting with a digit", "INVALID_REQUEST", putCase("1remote", { kind: "spawn" })],
+    ["a name of 65 characters", "INVALID_REQUEST", putCase(`r${"x".repeat(64)}`, { kind: "spawn" })],
+    ["a name with an encoded space", "INVALID_REQUEST", putCase("re%20mote", { kind: "spawn" })],
+    ["a name with a non-ASCII letter", "INVALID_REQUEST", putCase("r%C3%A9mote", { kind: "spawn" })],
+    ["a name with an encoded path traversal", "INVALID_REQUEST", putCase("..%2Fsessions", { kind: "spawn" })],
+    ["an unknown kind", "INVALID_REQUEST", putCase("lambda-one", { kind: "lambda" })],
+    ["no kind", "INVALID_REQUEST", putCase("kindless", { url: "https://example.com/agents" })],
+    ["an empty body", "INVALID_REQUEST", () => api("PUT", P.provider("empty-body"))],
+    ["kind as an array", "INVALID_REQUEST", putCase("kind-array", { kind: ["remote"], url: "https://x.io" })],
+    ["a remote provider without a url", "INVALID_REQUEST", putCase("remote-nourl", { kind: "remote" })],
+    ["an ftp url", "INVALID_REQUEST", putCase("remote-ftp", { kind: "remote", url: "ftp://example.com/a" })],
+    ["a url that is not a url", "INVALID_REQUEST", putCase("remote-text", { kind: "remote", url: "a b c" })],
+    ["a javascript: url", "INVALID_REQUEST", putCase("remote-js", { kind: "remote", url: "javascript:x()" })],
     [
       "a url over 2048 characters",
       "INVALID_REQUEST",
-      putProvider("remote-long", { kind: "remote", url: `https://example.com/${"a".repeat(2048)}` }),
+      putCase("remote-long", { kind: "remote", url: `https://example.com/${"a".repeat(2048)}` }),
     ],
     [
       "a url on a spawn provider (extra field)",
       "INVALID_REQUEST",
-      putProvider("spawn-url", { kind: "spawn", url: "https://example.com" }),
+      putCase("spawn-url", { kind: "spawn", url: "https://example.com" }),
     ],
     [
       "an unknown field on a remote provider",
       "INVALID_REQUEST",
-      putProvider("remote-extra", { kind: "remote", url: "https://example.com", timeoutMs: 5000 }),
+      putCase("remote-extra", { kind: "remote", url: "https://example.com", timeoutMs: 5000 }),
     ],
     [
       "an empty token",
       "INVALID_REQUEST",
-      putProvider("remote-notoken", { kind: "remote", url: "https://example.com", token: "" }),
+      putCase("remote-notoken", { kind: "remote", url: "https://example.com", token: "" }),
     ],
     [
       "a numeric token",
       "INVALID_REQUEST",
-      putProvider("remote-numtoken", { kind: "remote", url: "https://example.com", token: 42 }),
+      putCase("remote-numtoken", { kind: "remote", url: "https://example.com", token: 42 }),
     ],
     [
       "malformed JSON",
       "MALFORMED_JSON",
-      () => call("PUT", P.provider("broken-json"), raw('{"kind": "spawn"')),
+      () => api("PUT", P.provider("broken-json"), rawBody('{"kind": "spawn"')),
     ],
     [
       "a JSON body sent as text/plain",
       "INVALID_REQUEST",
       () =>
-        call("PUT", P.provider("plain"), {
+        api("PUT", P.provider("plain"), {
           raw: '{"kind":"spawn"}',
           headers: { "content-type": "text/plain" },
         }),
@@ -346,43 +295,43 @@ const registry: HttpCase[] = [
       "a body over 256 KiB",
       "PAYLOAD_TOO_LARGE",
       () =>
-        call("PUT", P.provider("too-large"), {
+        api("PUT", P.provider("too-large"), {
           body: { kind: "remote", url: "https://x.io", token: "t".repeat(262_144) },
         }),
     ],
     [
       "a session token",
       "UNAUTHORIZED",
-      (w) => call("PUT", P.provider("by-session"), { token: w.a.token, body: { kind: "spawn" } }),
+      (w) => api("PUT", P.provider("by-session"), { token: w.a.token, body: { kind: "spawn" } }),
     ],
-    ["a tenant admin token", "UNAUTHORIZED", putProvider("by-tenant", { kind: "spawn" }, TENANT_ADMIN)],
+    ["a tenant admin token", "UNAUTHORIZED", putCase("by-tenant", { kind: "spawn" }, TENANT_ADMIN)],
     [
       "no token",
       "UNAUTHENTICATED",
-      () => call("PUT", P.provider("anonymous"), { token: null, body: { kind: "spawn" } }),
+      () => api("PUT", P.provider("anonymous"), { token: null, body: { kind: "spawn" } }),
     ],
-    ["a built-in name that is taken (spawn)", "DUPLICATE_PROVIDER", putProvider("spawn", { kind: "spawn" })],
+    ["a built-in name that is taken (spawn)", "DUPLICATE_PROVIDER", putCase("spawn", { kind: "spawn" })],
     [
       "a registered remote name with another url",
       "DUPLICATE_PROVIDER",
-      putProvider(REMOTE, { kind: "remote", url: "https://other.example.com" }),
+      putCase(REMOTE, { kind: "remote", url: "https://other.example.com" }),
     ],
   ]),
   ...cases("DELETE /v1/providers/:name", [
-    ["an unknown name", "NO_PROVIDER", () => call("DELETE", P.provider("never-registered"))],
-    ["a name that is not a provider name", "NO_PROVIDER", () => call("DELETE", P.provider("NOT%20A%20NAME"))],
-    ["a session token", "UNAUTHORIZED", (w) => call("DELETE", P.provider("spawn"), { token: w.a.token })],
+    ["an unknown name", "NO_PROVIDER", () => api("DELETE", P.provider("never-registered"))],
+    ["a name that is not a provider name", "NO_PROVIDER", () => api("DELETE", P.provider("NOT%20A%20NAME"))],
+    ["a session token", "UNAUTHORIZED", (w) => api("DELETE", P.provider("spawn"), { token: w.a.token })],
     [
       "a tenant admin token",
       "UNAUTHORIZED",
-      () => call("DELETE", P.provider(REMOTE), { token: TENANT_ADMIN }),
+      () => api("DELETE", P.provider(REMOTE), { token: TENANT_ADMIN }),
     ],
-    ["no token", "UNAUTHENTICATED", () => call("DELETE", P.provider("fork"), { token: null })],
+    ["no token", "UNAUTHENTICATED", () => api("DELETE", P.provider("fork"), { token: null })],
   ]),
 ];
 
 const list = (query: string, token?: string | null) => () =>
-  call("GET", P.sessions(query), token === undefined ? {} : { token });
+  api("GET", P.sessions(query), token === undefined ? {} : { token });
 
 const directory: HttpCase[] = [
   ...cases("GET /v1/sessions", [
@@ -427,7 +376,7 @@ const directory: HttpCase[] = [
     [
       "a __proto__ key",
       "INVALID_REQUEST",
-      () => call("POST", P.sessions(), raw('{"__proto__":{"label":"p"}}')),
+      () => api("POST", P.sessions(), rawBody('{"__proto__":{"label":"p"}}')),
     ],
     ["an empty label", "INVALID_REQUEST", createWith({ label: "" })],
     ["a label over 200 characters", "INVALID_REQUEST", createWith({ label: "l".repeat(201) })],
@@ -443,11 +392,11 @@ const directory: HttpCase[] = [
     ["an unknown reportDelivery", "INVALID_REQUEST", createWith({ reportDelivery: "loud" })],
     ["reportDelivery null", "INVALID_REQUEST", createWith({ reportDelivery: null })],
     ["a JSON array body", "INVALID_REQUEST", createWith([{ label: "x" }])],
-    ["truncated JSON", "MALFORMED_JSON", () => call("POST", P.sessions(), raw('{"label": "trunc'))],
+    ["truncated JSON", "MALFORMED_JSON", () => api("POST", P.sessions(), rawBody('{"label": "trunc'))],
     [
       "invalid UTF-8 bytes inside a string",
       "MALFORMED_JSON",
-      () => call("POST", P.sessions(), raw(bytes('{"label":"bad', [0xff, 0xfe], '"}'))),
+      () => api("POST", P.sessions(), rawBody(bytes('{"label":"bad', [0xff, 0xfe], '"}'))),
       {},
     ],
   ]),
@@ -464,11 +413,11 @@ const delegation: HttpCase[] = [
     ["a numeric prompt", "INVALID_REQUEST", sub({ ...ONE_SHOT, prompt: 7 })],
     ["a label over 200 characters", "INVALID_REQUEST", sub({ ...ONE_SHOT, label: "l".repeat(201) })],
     ["an unknown field", "INVALID_REQUEST", sub({ ...ONE_SHOT, priority: "high" })],
-    ["an empty body", "INVALID_REQUEST", (w) => call("POST", P.subagents(w.a.id))],
+    ["an empty body", "INVALID_REQUEST", (w) => api("POST", P.subagents(w.a.id))],
     [
       "malformed JSON",
       "MALFORMED_JSON",
-      (w) => call("POST", P.subagents(w.a.id), raw('{"provider":"spawn",')),
+      (w) => api("POST", P.subagents(w.a.id), rawBody('{"provider":"spawn",')),
     ],
     ["an unknown provider (one-shot)", "NO_PROVIDER", sub({ ...ONE_SHOT, provider: "nope" })],
     ["an unknown provider (continuable)", "NO_PROVIDER", sub({ ...CONTINUABLE, provider: "nope" })],
@@ -589,10 +538,10 @@ const delegation: HttpCase[] = [
       "invalid UTF-8 bytes inside the prompt",
       "MALFORMED_JSON",
       (w) =>
-        call(
+        api(
           "POST",
           P.subagents(w.a.id),
-          raw(bytes('{"provider":"spawn","mode":"one-shot","prompt":"', [0xc3, 0x28], '"}')),
+          rawBody(bytes('{"provider":"spawn","mode":"one-shot","prompt":"', [0xc3, 0x28], '"}')),
         ),
       { isolated: true },
     ],
@@ -602,149 +551,141 @@ const delegation: HttpCase[] = [
     [
       "the parent's token acting as its child",
       "UNAUTHORIZED",
-      (w) => call("POST", P.subagents(w.child), { token: w.a.token, body: ONE_SHOT }),
+      (w) => api("POST", P.subagents(w.child), { token: w.a.token, body: ONE_SHOT }),
     ],
     [
       "a session id that is not a UUID",
       "NOT_FOUND",
-      () => call("POST", P.subagents("not-a-uuid"), { body: ONE_SHOT }),
+      () => api("POST", P.subagents("not-a-uuid"), { body: ONE_SHOT }),
     ],
-    [
-      "a session that does not exist",
-      "NOT_FOUND",
-      () => call("POST", P.subagents(GHOST), { body: ONE_SHOT }),
-    ],
+    ["a session that does not exist", "NOT_FOUND", () => api("POST", P.subagents(GHOST), { body: ONE_SHOT })],
     [
       "a tenant admin on a default-tenant session",
       "NOT_FOUND",
-      (w) => call("POST", P.subagents(w.a.id), { token: TENANT_ADMIN, body: ONE_SHOT }),
+      (w) => api("POST", P.subagents(w.a.id), { token: TENANT_ADMIN, body: ONE_SHOT }),
     ],
   ]),
   ...cases("GET /v1/sessions/:id/runs/:runId", [
-    ["an unknown run", "NOT_FOUND", (w) => call("GET", P.run(w.a.id, GHOST))],
+    ["an unknown run", "NOT_FOUND", (w) => api("GET", P.run(w.a.id, GHOST))],
     [
       "an unknown run with a short wait",
       "NOT_FOUND",
-      (w) => call("GET", P.run(w.a.id, "no-such-run", "?wait=50")),
+      (w) => api("GET", P.run(w.a.id, "no-such-run", "?wait=50")),
     ],
-    ["wait=-1", "INVALID_REQUEST", (w) => call("GET", P.run(w.a.id, w.runId, "?wait=-1"))],
-    ["wait=30001", "INVALID_REQUEST", (w) => call("GET", P.run(w.a.id, w.runId, "?wait=30001"))],
-    ["wait=soon", "INVALID_REQUEST", (w) => call("GET", P.run(w.a.id, w.runId, "?wait=soon"))],
-    ["wait=1.5", "INVALID_REQUEST", (w) => call("GET", P.run(w.a.id, w.runId, "?wait=1.5"))],
-    ["wait=1e3", "INVALID_REQUEST", (w) => call("GET", P.run(w.a.id, w.runId, "?wait=1e3"))],
-    ["wait empty", "INVALID_REQUEST", (w) => call("GET", P.run(w.a.id, w.runId, "?wait="))],
-    ["wait of seven digits", "INVALID_REQUEST", (w) => call("GET", P.run(w.a.id, w.runId, "?wait=0000001"))],
+    ["wait=-1", "INVALID_REQUEST", (w) => api("GET", P.run(w.a.id, w.runId, "?wait=-1"))],
+    ["wait=30001", "INVALID_REQUEST", (w) => api("GET", P.run(w.a.id, w.runId, "?wait=30001"))],
+    ["wait=soon", "INVALID_REQUEST", (w) => api("GET", P.run(w.a.id, w.runId, "?wait=soon"))],
+    ["wait=1.5", "INVALID_REQUEST", (w) => api("GET", P.run(w.a.id, w.runId, "?wait=1.5"))],
+    ["wait=1e3", "INVALID_REQUEST", (w) => api("GET", P.run(w.a.id, w.runId, "?wait=1e3"))],
+    ["wait empty", "INVALID_REQUEST", (w) => api("GET", P.run(w.a.id, w.runId, "?wait="))],
+    ["wait of seven digits", "INVALID_REQUEST", (w) => api("GET", P.run(w.a.id, w.runId, "?wait=0000001"))],
     [
       "an unknown query parameter",
       "INVALID_REQUEST",
-      (w) => call("GET", P.run(w.a.id, w.runId, "?wait=0&follow=1")),
+      (w) => api("GET", P.run(w.a.id, w.runId, "?wait=0&follow=1")),
     ],
-    ["a run of another session", "NOT_FOUND", (w) => call("GET", P.run(w.b.id, w.runId))],
-    [
-      "another session's token",
-      "NOT_FOUND",
-      (w) => call("GET", P.run(w.a.id, w.runId), { token: w.b.token }),
-    ],
-    ["no token", "UNAUTHENTICATED", (w) => call("GET", P.run(w.a.id, w.runId), { token: null })],
-    ["a session id that is not a UUID", "NOT_FOUND", (w) => call("GET", P.run("not-a-uuid", w.runId))],
+    ["a run of another session", "NOT_FOUND", (w) => api("GET", P.run(w.b.id, w.runId))],
+    ["another session's token", "NOT_FOUND", (w) => api("GET", P.run(w.a.id, w.runId), { token: w.b.token })],
+    ["no token", "UNAUTHENTICATED", (w) => api("GET", P.run(w.a.id, w.runId), { token: null })],
+    ["a session id that is not a UUID", "NOT_FOUND", (w) => api("GET", P.run("not-a-uuid", w.runId))],
   ]),
   ...cases("DELETE /v1/sessions/:id/runs/:runId", [
-    ["an unknown run", "NOT_FOUND", (w) => call("DELETE", P.run(w.a.id, GHOST))],
-    ["a run of another session", "NOT_FOUND", (w) => call("DELETE", P.run(w.b.id, w.runId))],
+    ["an unknown run", "NOT_FOUND", (w) => api("DELETE", P.run(w.a.id, GHOST))],
+    ["a run of another session", "NOT_FOUND", (w) => api("DELETE", P.run(w.b.id, w.runId))],
     [
       "another session's token",
       "NOT_FOUND",
-      (w) => call("DELETE", P.run(w.a.id, w.runId), { token: w.b.token }),
+      (w) => api("DELETE", P.run(w.a.id, w.runId), { token: w.b.token }),
     ],
     [
       "the parent's token acting as its child",
       "UNAUTHORIZED",
-      (w) => call("DELETE", P.run(w.child, GHOST), { token: w.a.token }),
+      (w) => api("DELETE", P.run(w.child, GHOST), { token: w.a.token }),
     ],
     [
       "the session's id with a wrong secret",
       "UNAUTHENTICATED",
-      (w) => call("DELETE", P.run(w.a.id, w.runId), { token: wrongSecret(w.a) }),
+      (w) => api("DELETE", P.run(w.a.id, w.runId), { token: wrongSecret(w.a) }),
     ],
   ]),
 ];
 
-const followup = (w: World, child: string, options: CallOptions) =>
-  call("POST", P.followup(w.a.id, child), options);
+const followupCase = (w: World, child: string, options: CallOptions) =>
+  api("POST", P.followup(w.a.id, child), options);
 const MORE = { body: { content: "more" } };
 
 const children: HttpCase[] = [
   ...cases("POST /v1/sessions/:id/subagents/:childId/messages", [
-    ["an empty body", "INVALID_REQUEST", (w) => followup(w, w.child, {})],
+    ["an empty body", "INVALID_REQUEST", (w) => followupCase(w, w.child, {})],
     [
       "an unknown field",
       "INVALID_REQUEST",
-      (w) => followup(w, w.child, { body: { content: "more", urgent: true } }),
+      (w) => followupCase(w, w.child, { body: { content: "more", urgent: true } }),
     ],
     [
       "an idempotencyKey (not part of a follow-up)",
       "INVALID_REQUEST",
-      (w) => followup(w, w.child, { body: { content: "more", idempotencyKey: "k1" } }),
+      (w) => followupCase(w, w.child, { body: { content: "more", idempotencyKey: "k1" } }),
     ],
-    ["numeric content", "INVALID_REQUEST", (w) => followup(w, w.child, { body: { content: 3 } })],
-    ["malformed JSON", "MALFORMED_JSON", (w) => followup(w, w.child, raw("{content: more}"))],
-    ["an unknown child", "NOT_RESUMABLE", (w) => followup(w, GHOST, MORE)],
-    ["a child id that is not a UUID", "NOT_RESUMABLE", (w) => followup(w, "no-such-child", MORE)],
-    ["a session that is not a child", "UNAUTHORIZED", (w) => followup(w, w.b.id, MORE)],
-    ["a one-shot child", "NOT_RESUMABLE", (w) => followup(w, w.child, MORE)],
-    ["another session's token", "NOT_FOUND", (w) => followup(w, w.child, { ...MORE, token: w.b.token })],
+    ["numeric content", "INVALID_REQUEST", (w) => followupCase(w, w.child, { body: { content: 3 } })],
+    ["malformed JSON", "MALFORMED_JSON", (w) => followupCase(w, w.child, rawBody("{content: more}"))],
+    ["an unknown child", "NOT_RESUMABLE", (w) => followupCase(w, GHOST, MORE)],
+    ["a child id that is not a UUID", "NOT_RESUMABLE", (w) => followupCase(w, "no-such-child", MORE)],
+    ["a session that is not a child", "UNAUTHORIZED", (w) => followupCase(w, w.b.id, MORE)],
+    ["a one-shot child", "NOT_RESUMABLE", (w) => followupCase(w, w.child, MORE)],
+    ["another session's token", "NOT_FOUND", (w) => followupCase(w, w.child, { ...MORE, token: w.b.token })],
   ]),
   ...cases("POST /v1/sessions/:id/subagents/:childId/interrupt", [
-    ["a session that is not a child", "UNAUTHORIZED", (w) => call("POST", P.interrupt(w.a.id, w.b.id))],
-    ["the session itself as its child", "UNAUTHORIZED", (w) => call("POST", P.interrupt(w.a.id, w.a.id))],
+    ["a session that is not a child", "UNAUTHORIZED", (w) => api("POST", P.interrupt(w.a.id, w.b.id))],
+    ["the session itself as its child", "UNAUTHORIZED", (w) => api("POST", P.interrupt(w.a.id, w.a.id))],
     [
       "another session's token",
       "NOT_FOUND",
-      (w) => call("POST", P.interrupt(w.a.id, w.child), { token: w.b.token }),
+      (w) => api("POST", P.interrupt(w.a.id, w.child), { token: w.b.token }),
     ],
     [
       "the parent's token acting as its child",
       "UNAUTHORIZED",
-      (w) => call("POST", P.interrupt(w.child, GHOST), { token: w.a.token }),
+      (w) => api("POST", P.interrupt(w.child, GHOST), { token: w.a.token }),
     ],
-    ["a parent id that is not a UUID", "NOT_FOUND", (w) => call("POST", P.interrupt("not-a-uuid", w.child))],
+    ["a parent id that is not a UUID", "NOT_FOUND", (w) => api("POST", P.interrupt("not-a-uuid", w.child))],
   ]),
   ...cases("POST /v1/sessions/:id/subagents/drain", [
-    ["childIds as a string", "INVALID_REQUEST", (w) => drain(w, { childIds: w.child })],
-    ["childIds of numbers", "INVALID_REQUEST", (w) => drain(w, { childIds: [1, 2] })],
-    ["an empty child id", "INVALID_REQUEST", (w) => drain(w, { childIds: [""] })],
+    ["childIds as a string", "INVALID_REQUEST", (w) => drainCase(w, { childIds: w.child })],
+    ["childIds of numbers", "INVALID_REQUEST", (w) => drainCase(w, { childIds: [1, 2] })],
+    ["an empty child id", "INVALID_REQUEST", (w) => drainCase(w, { childIds: [""] })],
     [
       "257 child ids",
       "INVALID_REQUEST",
-      (w) => drain(w, { childIds: Array.from({ length: 257 }, () => w.child) }),
+      (w) => drainCase(w, { childIds: Array.from({ length: 257 }, () => w.child) }),
     ],
-    ["childIds null", "INVALID_REQUEST", (w) => drain(w, { childIds: null })],
-    ["an unknown field", "INVALID_REQUEST", (w) => drain(w, { childIds: [w.child], force: true })],
-    ["an unknown child id", "UNAUTHORIZED", (w) => drain(w, { childIds: [GHOST] })],
-    ["a session that is not a child", "UNAUTHORIZED", (w) => drain(w, { childIds: [w.child, w.b.id] })],
-    ["another session's token", "NOT_FOUND", (w) => drain(w, { childIds: [w.child] }, w.b.token)],
+    ["childIds null", "INVALID_REQUEST", (w) => drainCase(w, { childIds: null })],
+    ["an unknown field", "INVALID_REQUEST", (w) => drainCase(w, { childIds: [w.child], force: true })],
+    ["an unknown child id", "UNAUTHORIZED", (w) => drainCase(w, { childIds: [GHOST] })],
+    ["a session that is not a child", "UNAUTHORIZED", (w) => drainCase(w, { childIds: [w.child, w.b.id] })],
+    ["another session's token", "NOT_FOUND", (w) => drainCase(w, { childIds: [w.child] }, w.b.token)],
   ]),
   // the listings and the outbox, with tokens that must not open them
   ...(["children", "descendants", "outbox"] as const).flatMap((what) =>
     cases(`GET /v1/sessions/:id/${what}`, [
-      ["another session's token", "NOT_FOUND", (w) => call("GET", P[what](w.a.id), { token: w.b.token })],
+      ["another session's token", "NOT_FOUND", (w) => api("GET", P[what](w.a.id), { token: w.b.token })],
       [
         "the session's id with a wrong secret",
         "UNAUTHENTICATED",
-        (w) => call("GET", P[what](w.a.id), { token: wrongSecret(w.a) }),
+        (w) => api("GET", P[what](w.a.id), { token: wrongSecret(w.a) }),
       ],
       [
         "a child's view with the parent's id and a wrong secret",
         "UNAUTHENTICATED",
-        (w) => call("GET", P[what](w.child), { token: wrongSecret(w.a) }),
+        (w) => api("GET", P[what](w.child), { token: wrongSecret(w.a) }),
       ],
-      ["no token", "UNAUTHENTICATED", (w) => call("GET", P[what](w.a.id), { token: null })],
+      ["no token", "UNAUTHENTICATED", (w) => api("GET", P[what](w.a.id), { token: null })],
       [
         "a tenant admin on a default-tenant session",
         "NOT_FOUND",
-        (w) => call("GET", P[what](w.a.id), { token: TENANT_ADMIN }),
+        (w) => api("GET", P[what](w.a.id), { token: TENANT_ADMIN }),
       ],
-      ["a session id that is not a UUID", "NOT_FOUND", () => call("GET", P[what]("not-a-uuid"))],
+      ["a session id that is not a UUID", "NOT_FOUND", () => api("GET", P[what]("not-a-uuid"))],
     ]),
   ),
 ];
@@ -1204,17 +1145,6 @@ function countBy(items: readonly Outcome[], key: (o: Outcome) => string): Record
 
 // ---------------------------------------------------------------- the tests
 
-const rpc: Rpc = (exports as Rpc).SubagentsEntrypoint;
-
-async function rpcFailure(run: () => Promise<unknown>): Promise<{ threw: boolean; message: string }> {
-  try {
-    await run();
-    return { threw: false, message: "" };
-  } catch (error) {
-    return { threw: true, message: String((error as Error)?.message ?? error) };
-  }
-}
-
 function expectEnvelope(res: ApiResult): Record<string, unknown> {
   expect(res.headers.get("content-type") ?? "").toMatch(/^application\/json/);
   const error = field<Record<string, unknown>>(res.body, "error");
@@ -1233,10 +1163,10 @@ async function settle(w: World): Promise<void> {
   while (stable < 3) {
     if (Date.now() > deadline) throw new Error("the world never settled");
     const now = await stateHash(w);
-    const status = field<string>((await call("GET", `/v1/sessions/${w.a.id}`)).body, "status");
+    const status = field<string>((await api("GET", `/v1/sessions/${w.a.id}`)).body, "status");
     stable = now === last && status === "idle" ? stable + 1 : 0;
     last = now;
-    await new Promise((r) => setTimeout(r, 100));
+    await sleep(100);
   }
 }
 
@@ -1244,7 +1174,7 @@ describe("bad inputs to the delegation, registry and directory routes and the RP
   let world: World;
 
   beforeAll(async () => {
-    const put = await call("PUT", P.provider(REMOTE), {
+    const put = await api("PUT", P.provider(REMOTE), {
       body: { kind: "remote", url: "https://example.com" },
     });
     if (put.status !== 201) throw new Error(`could not register ${REMOTE}: ${put.status}`);
@@ -1255,12 +1185,12 @@ describe("bad inputs to the delegation, registry and directory routes and the RP
     await waitForTurnEnds(a.id, 1);
     await waitForTurnEnds(b.id, 1);
     const child = crypto.randomUUID();
-    const started = await call("POST", P.subagents(a.id), {
+    const started = await api("POST", P.subagents(a.id), {
       body: { ...ONE_SHOT, prompt: "ping", label: "probe-child", childId: child },
     });
     if (started.status !== 201) throw new Error(`could not start the child: ${JSON.stringify(started.body)}`);
     const runId = field<string>(started.body, "runId");
-    const run = await call("GET", P.run(a.id, runId, "?wait=10000"));
+    const run = await api("GET", P.run(a.id, runId, "?wait=10000"));
     if (field(run.body, "state") !== "settled") throw new Error("the child never settled");
     await waitForEvents(a.id, (es) => es.some((e) => e.type === "subagent/end"));
     world = { a, b, child, runId };
@@ -1342,7 +1272,7 @@ describe("bad inputs to the delegation, registry and directory routes and the RP
     const test = input.bug === undefined ? it : it.fails;
     test(`rpc.${input.method}: throws ${input.code} for ${input.name}, changing nothing`, async () => {
       const before = await stateHash(world);
-      const outcome = await rpcFailure(() => input.run(rpc, world));
+      const outcome = await rpcOutcome(() => input.run(rpc, world));
       const after = await stateHash(world);
       const code = /^([A-Z_]+):/.exec(outcome.message)?.[1];
       const status = statusOf(code);
@@ -1370,7 +1300,7 @@ describe("bad inputs to the delegation, registry and directory routes and the RP
     for (let i = 0; i < GENERATED_COUNT; i++) {
       const g = generator.build(i, world);
       const before = await stateHash(world);
-      const res = await send(
+      const res = await fetchWorker(
         request(g.route.method, g.route.path(world), {
           token: ADMIN,
           raw: g.bytes,

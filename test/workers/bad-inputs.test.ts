@@ -1,17 +1,17 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import {
+  api,
   type ApiResult,
   type CallOptions,
-  call,
   createSession,
-  dumpTables,
+  fetchWorker,
   field,
   openStream,
-  send,
+  rawBody,
   sendMessage,
-  tablesHash,
-  waitForTurnEnds,
-} from "./foundation-helpers";
+} from "../support/api";
+import { waitForTurnEnds } from "../support/logs";
+import { dumpTables, tablesHash } from "../support/objects";
 
 /** The documented status of every transport code a bad input may answer with (api.md). */
 const STATUS_OF_CODE: Record<string, number> = {
@@ -42,11 +42,7 @@ const msgs = (s: Session): string => `/v1/sessions/${s.id}/messages`;
 const events = (s: Session, query: string): string => `/v1/sessions/${s.id}/events${query}`;
 
 function post(path: (s: Session) => string, options: CallOptions): BadInput["run"] {
-  return (a) => call("POST", path(a), options);
-}
-
-function raw(text: string, contentType = "application/json"): CallOptions {
-  return { raw: text, headers: { "content-type": contentType } };
+  return (a) => api("POST", path(a), options);
 }
 
 /** A body stream with no declared length, `bytes` long. */
@@ -74,27 +70,32 @@ const BAD_INPUTS: BadInput[] = [
     name: "truncated JSON",
     status: 400,
     code: "MALFORMED_JSON",
-    run: post(msgs, raw('{"content": "hi"')),
+    run: post(msgs, rawBody('{"content": "hi"')),
   },
-  { name: "JSON with NaN", status: 400, code: "MALFORMED_JSON", run: post(msgs, raw('{"content": NaN}')) },
+  {
+    name: "JSON with NaN",
+    status: 400,
+    code: "MALFORMED_JSON",
+    run: post(msgs, rawBody('{"content": NaN}')),
+  },
   {
     name: "single-quoted JSON",
     status: 400,
     code: "MALFORMED_JSON",
-    run: post(msgs, raw("{'content': 'hi'}")),
+    run: post(msgs, rawBody("{'content': 'hi'}")),
   },
   {
     name: "a JSON body sent as text/plain",
     status: 400,
     code: "INVALID_REQUEST",
-    run: post(msgs, raw('{"content":"hi"}', "text/plain")),
+    run: post(msgs, rawBody('{"content":"hi"}', "text/plain")),
   },
   {
     name: "a JSON body with no content-type",
     status: 400,
     code: "INVALID_REQUEST",
     run: (a) =>
-      send(
+      fetchWorker(
         new Request(`http://example.com${msgs(a)}`, {
           method: "POST",
           headers: { authorization: "Bearer test-admin-token" },
@@ -106,7 +107,7 @@ const BAD_INPUTS: BadInput[] = [
     name: "a form-encoded body",
     status: 400,
     code: "INVALID_REQUEST",
-    run: post(msgs, raw("content=hi", "application/x-www-form-urlencoded")),
+    run: post(msgs, rawBody("content=hi", "application/x-www-form-urlencoded")),
   },
   { name: "an empty body", status: 400, code: "INVALID_REQUEST", run: post(msgs, {}) },
   { name: "an empty object", status: 400, code: "INVALID_REQUEST", run: post(msgs, { body: {} }) },
@@ -168,7 +169,7 @@ const BAD_INPUTS: BadInput[] = [
     name: "deeply nested content (10,000 levels)",
     status: 400,
     code: "INVALID_REQUEST",
-    run: post(msgs, raw(`{"content":${"[".repeat(10_000)}${"]".repeat(10_000)}}`)),
+    run: post(msgs, rawBody(`{"content":${"[".repeat(10_000)}${"]".repeat(10_000)}}`)),
   },
   {
     name: "a JSON array body",
@@ -195,13 +196,18 @@ const BAD_INPUTS: BadInput[] = [
     code: "INVALID_REQUEST",
     run: post(msgs, { body: { content: "hi", idempotencyKey: "k".repeat(201) } }),
   },
-  { name: "a body over 256 KiB", status: 413, code: "PAYLOAD_TOO_LARGE", run: post(msgs, raw(OVERSIZED)) },
+  {
+    name: "a body over 256 KiB",
+    status: 413,
+    code: "PAYLOAD_TOO_LARGE",
+    run: post(msgs, rawBody(OVERSIZED)),
+  },
   {
     name: "a body over 256 KiB with no declared length",
     status: 413,
     code: "PAYLOAD_TOO_LARGE",
     run: (a) =>
-      send(
+      fetchWorker(
         new Request(`http://example.com${msgs(a)}`, {
           method: "POST",
           headers: { authorization: "Bearer test-admin-token", "content-type": "application/json" },
@@ -214,72 +220,72 @@ const BAD_INPUTS: BadInput[] = [
     name: "a session id that is not a UUID",
     status: 404,
     code: "NOT_FOUND",
-    run: () => call("POST", "/v1/sessions/not-a-uuid/messages", { body: { content: "hi" } }),
+    run: () => api("POST", "/v1/sessions/not-a-uuid/messages", { body: { content: "hi" } }),
   },
   {
     name: "a session id with a path-traversal suffix",
     status: 404,
     code: "NOT_FOUND",
-    run: (a) => call("GET", `/v1/sessions/${a.id}%2F..%2F..%2Fhealth`),
+    run: (a) => api("GET", `/v1/sessions/${a.id}%2F..%2F..%2Fhealth`),
   },
   {
     name: "a UUID of a session that does not exist",
     status: 404,
     code: "NOT_FOUND",
-    run: () => call("POST", `/v1/sessions/${MISSING_SESSION}/messages`, { body: { content: "hi" } }),
+    run: () => api("POST", `/v1/sessions/${MISSING_SESSION}/messages`, { body: { content: "hi" } }),
   },
-  { name: "an unknown route", status: 404, code: "NOT_FOUND", run: () => call("GET", "/v1/nothing-here") },
+  { name: "an unknown route", status: 404, code: "NOT_FOUND", run: () => api("GET", "/v1/nothing-here") },
   {
     name: "an unknown sub-route of a session",
     status: 404,
     code: "NOT_FOUND",
-    run: (a) => call("POST", `/v1/sessions/${a.id}/internal/create`, { body: {} }),
+    run: (a) => api("POST", `/v1/sessions/${a.id}/internal/create`, { body: {} }),
   },
   {
     name: "an unsupported method on a session",
     status: 404,
     code: "NOT_FOUND",
-    run: (a) => call("DELETE", `/v1/sessions/${a.id}`),
+    run: (a) => api("DELETE", `/v1/sessions/${a.id}`),
   },
   // ---- event paging ----
-  { name: "after=-2", status: 400, code: "INVALID_REQUEST", run: (a) => call("GET", events(a, "?after=-2")) },
+  { name: "after=-2", status: 400, code: "INVALID_REQUEST", run: (a) => api("GET", events(a, "?after=-2")) },
   {
     name: "after=abc",
     status: 400,
     code: "INVALID_REQUEST",
-    run: (a) => call("GET", events(a, "?after=abc")),
+    run: (a) => api("GET", events(a, "?after=abc")),
   },
   {
     name: "after empty",
     status: 400,
     code: "INVALID_REQUEST",
-    run: (a) => call("GET", events(a, "?after=")),
+    run: (a) => api("GET", events(a, "?after=")),
   },
   {
     name: "after=1e3",
     status: 400,
     code: "INVALID_REQUEST",
-    run: (a) => call("GET", events(a, "?after=1e3")),
+    run: (a) => api("GET", events(a, "?after=1e3")),
   },
-  { name: "limit=0", status: 400, code: "INVALID_REQUEST", run: (a) => call("GET", events(a, "?limit=0")) },
+  { name: "limit=0", status: 400, code: "INVALID_REQUEST", run: (a) => api("GET", events(a, "?limit=0")) },
   {
     name: "limit=501",
     status: 400,
     code: "INVALID_REQUEST",
-    run: (a) => call("GET", events(a, "?limit=501")),
+    run: (a) => api("GET", events(a, "?limit=501")),
   },
   {
     name: "limit=1.5",
     status: 400,
     code: "INVALID_REQUEST",
-    run: (a) => call("GET", events(a, "?limit=1.5")),
+    run: (a) => api("GET", events(a, "?limit=1.5")),
   },
-  { name: "limit=-1", status: 400, code: "INVALID_REQUEST", run: (a) => call("GET", events(a, "?limit=-1")) },
+  { name: "limit=-1", status: 400, code: "INVALID_REQUEST", run: (a) => api("GET", events(a, "?limit=-1")) },
   {
     name: "an unknown query parameter",
     status: 400,
     code: "INVALID_REQUEST",
-    run: (a) => call("GET", events(a, "?after=0&order=desc")),
+    run: (a) => api("GET", events(a, "?after=0&order=desc")),
   },
   // ---- auth ----
   {
@@ -298,8 +304,7 @@ const BAD_INPUTS: BadInput[] = [
     name: "the session's id with a wrong secret",
     status: 401,
     code: "UNAUTHENTICATED",
-    run: (a) =>
-      call("POST", msgs(a), { token: `${a.id}.wrong-secret-wrong-secret`, body: { content: "hi" } }),
+    run: (a) => api("POST", msgs(a), { token: `${a.id}.wrong-secret-wrong-secret`, body: { content: "hi" } }),
   },
   {
     name: "a Basic authorization header",
@@ -315,38 +320,38 @@ const BAD_INPUTS: BadInput[] = [
     name: "a token passed in the query string",
     status: 401,
     code: "UNAUTHENTICATED",
-    run: (a) => call("GET", events(a, "?token=test-admin-token"), { token: null }),
+    run: (a) => api("GET", events(a, "?token=test-admin-token"), { token: null }),
   },
   {
     name: "another session's token sending a message",
     status: 404,
     code: "NOT_FOUND",
-    run: (a, b) => call("POST", msgs(a), { token: b.token, body: { content: "hi" } }),
+    run: (a, b) => api("POST", msgs(a), { token: b.token, body: { content: "hi" } }),
   },
   {
     name: "another session's token interrupting",
     status: 404,
     code: "NOT_FOUND",
-    run: (a, b) => call("POST", `/v1/sessions/${a.id}/interrupt`, { token: b.token }),
+    run: (a, b) => api("POST", `/v1/sessions/${a.id}/interrupt`, { token: b.token }),
   },
   {
     name: "another session's token reading events",
     status: 404,
     code: "NOT_FOUND",
-    run: (a, b) => call("GET", events(a, ""), { token: b.token }),
+    run: (a, b) => api("GET", events(a, ""), { token: b.token }),
   },
   {
     name: "a session token on the admin-only create route",
     status: 403,
     code: "UNAUTHORIZED",
-    run: (a) => call("POST", "/v1/sessions", { token: a.token, body: {} }),
+    run: (a) => api("POST", "/v1/sessions", { token: a.token, body: {} }),
   },
   // ---- the event stream ----
   {
     name: "the event stream without a WebSocket upgrade",
     status: 400,
     code: "INVALID_REQUEST",
-    run: (a) => call("GET", `/v1/sessions/${a.id}/events/stream`),
+    run: (a) => api("GET", `/v1/sessions/${a.id}/events/stream`),
   },
   {
     name: "the event stream with after=NaN",
@@ -428,20 +433,20 @@ describe("bad inputs are refused with a documented 4xx and change nothing", () =
     expect(new TextEncoder().encode(fitting).byteLength).toBe(limit);
     const over = JSON.stringify({ content: "y".repeat(limit + 1 - '{"content":""}'.length) });
     const before = await tablesHash(b.id);
-    const refused = await call("POST", msgs(b), raw(over));
+    const refused = await api("POST", msgs(b), rawBody(over));
     expect(refused.status).toBe(413);
     expect(field(refused.body, "error", "code")).toBe("PAYLOAD_TOO_LARGE");
     expect(await tablesHash(b.id)).toBe(before);
-    const accepted = await call("POST", msgs(b), raw(fitting));
+    const accepted = await api("POST", msgs(b), rawBody(fitting));
     expect(accepted.status).toBe(202);
     await waitForTurnEnds(b.id, 2);
   });
 
   it("stores nothing in the object of a session id that was never created", async () => {
-    await call("POST", `/v1/sessions/${MISSING_SESSION}/messages`, { body: { content: "hi" } });
-    await call("GET", `/v1/sessions/${MISSING_SESSION}`);
-    await call("GET", `/v1/sessions/${MISSING_SESSION}/events`);
-    await call("POST", `/v1/sessions/${MISSING_SESSION}/interrupt`);
+    await api("POST", `/v1/sessions/${MISSING_SESSION}/messages`, { body: { content: "hi" } });
+    await api("GET", `/v1/sessions/${MISSING_SESSION}`);
+    await api("GET", `/v1/sessions/${MISSING_SESSION}/events`);
+    await api("POST", `/v1/sessions/${MISSING_SESSION}/interrupt`);
     expect(await dumpTables(MISSING_SESSION)).toEqual({});
   });
 });

@@ -1,4 +1,3 @@
-import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { z } from "zod";
 import {
@@ -19,7 +18,9 @@ import type { SessionView as ContractSessionView } from "../../src/contract/sess
 import type { CreateSessionBody } from "../../src/contract/wire";
 import type { DescendantEntry as ContractDescendant } from "../../src/core/listing";
 import type { ProviderInfo as ContractProvider } from "../../src/providers/catalog";
-import { ADMIN } from "./helpers";
+import { ADMIN, workerFetch } from "../support/api";
+import { eventually } from "../support/logs";
+import { script } from "../support/scripts";
 
 // ---- compile-time: the SDK's wire types stay in step with the runtime's contract ----------------
 type Assert<T extends true> = T;
@@ -38,17 +39,15 @@ type WireTypesMatch = [
   Assert<Extends<Client.StartContinuableRequest, z.input<typeof ContinuableStartSchema>>>,
 ];
 
-const workerFetch = (input: string, init: RequestInit) =>
-  (exports as unknown as { default: { fetch(r: Request): Promise<Response> } }).default.fetch(
-    new Request(input, init),
-  );
+/** The Worker's fetch with the signature the SDK expects. */
+const sdkFetch = (input: string, init: RequestInit) => workerFetch(new Request(input, init));
 
 function client(token: string | null = ADMIN, socket?: WebSocketFactory): SubagentsClient {
   return new SubagentsClient({
     baseUrl: "http://example.com",
     token: token ?? undefined,
-    fetch: workerFetch,
-    webSocket: socket ?? socketAdapter(workerFetch).factory,
+    fetch: sdkFetch,
+    webSocket: socket ?? socketAdapter(sdkFetch).factory,
   });
 }
 
@@ -59,7 +58,7 @@ type Listener = (event: SocketEvent) => void;
  * stream runs in-process. `dropAll()` cuts every open connection as a network failure would;
  * `skip` hides chosen seqs, as a lossy connection might.
  */
-function socketAdapter(fetcher: typeof workerFetch, options: { skip?: (seq: number) => boolean } = {}) {
+function socketAdapter(fetcher: typeof sdkFetch, options: { skip?: (seq: number) => boolean } = {}) {
   const live = new Set<{ drop(): void }>();
   const urls: string[] = [];
   let opened = 0;
@@ -130,19 +129,6 @@ function socketAdapter(fetcher: typeof workerFetch, options: { skip?: (seq: numb
     urls: () => urls,
     opened: () => opened,
   };
-}
-
-const script = (steps: unknown[]) => JSON.stringify({ script: steps });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out; last: ${JSON.stringify(value)}`);
-    await sleep(25);
-  }
 }
 
 async function take(stream: AsyncIterator<SessionEvent>, n: number): Promise<SessionEvent[]> {
@@ -216,7 +202,7 @@ describe("the client SDK against the Worker", () => {
     expect(await own.getSession(a.id)).toMatchObject({ id: a.id, label: "sdk a", parentSession: null });
     const { messageId } = await own.sendMessage(a.id, "hello sdk", { idempotencyKey: "k1" });
     expect(typeof messageId).toBe("string");
-    const log = await until(
+    const log = await eventually(
       async () => {
         const all: SessionEvent[] = [];
         for await (const e of own.allEvents(a.id)) all.push(e);
@@ -256,7 +242,7 @@ describe("the client SDK against the Worker", () => {
   it("one-shot runs: start, long-poll to settlement, dispose", async () => {
     const admin = client();
     const parent = await admin.createSession();
-    const run = await admin.startOneShot(parent.id, { provider: "spawn", prompt: script([{ say: "42" }]) });
+    const run = await admin.startOneShot(parent.id, { provider: "spawn", prompt: script({ say: "42" }) });
     expect(run.local).toBe(true);
     const settled = await admin.waitForRun(parent.id, run.runId, { timeoutMs: 15_000 });
     expect(settled).toMatchObject({ runId: run.runId, id: run.id, state: "settled" });
@@ -270,13 +256,13 @@ describe("the client SDK against the Worker", () => {
     const admin = client();
     const parent = await admin.createSession();
     const own = client(parent.token);
-    const slow = script([{ think: 10_000 }, { say: "slow" }]);
+    const slow = script({ think: 10_000 }, { say: "slow" });
     const { childId } = await own.startContinuable(parent.id, {
       provider: "spawn",
       prompt: slow,
       label: "kid",
     });
-    const running = await until(
+    const running = await eventually(
       () => own.descendants(parent.id),
       (es) => es[0]?.kind === "child" && es[0].status === "running",
     );
@@ -284,12 +270,12 @@ describe("the client SDK against the Worker", () => {
     expect((await own.children(parent.id)).map((e) => e.id)).toEqual([childId]);
 
     expect(await own.interruptChild(parent.id, childId)).toEqual({ accepted: true });
-    await until(
+    await eventually(
       () => own.children(parent.id),
       (es) => es[0]?.kind === "child" && es[0].activity === "inactive",
     );
     await own.followUp(parent.id, childId, "again");
-    const childLog = await until(
+    const childLog = await eventually(
       async () => (await own.events(childId, { limit: 500 })).events,
       (es) => es.some((e) => e.type === "assistant/message"),
     );
@@ -302,7 +288,7 @@ describe("the client SDK against the Worker", () => {
   it("streams a session's events, reconnecting without gap or duplicate after drops", async () => {
     const admin = client();
     const s = await admin.createSession();
-    const adapter = socketAdapter(workerFetch);
+    const adapter = socketAdapter(sdkFetch);
     const states: string[] = [];
     const stream = client(s.token, adapter.factory).stream(s.id, {
       minDelayMs: 10,
@@ -329,11 +315,11 @@ describe("the client SDK against the Worker", () => {
     const admin = client();
     const s = await admin.createSession();
     await admin.sendMessage(s.id, "one");
-    await until(
+    await eventually(
       async () => (await admin.events(s.id)).events,
       (es) => es.some((e) => e.type === "turn/end"),
     );
-    const lossy = socketAdapter(workerFetch, { skip: (seq) => seq === 2 || seq === 3 });
+    const lossy = socketAdapter(sdkFetch, { skip: (seq) => seq === 2 || seq === 3 });
     const stream = client(ADMIN, lossy.factory).stream(s.id, { after: 0 });
     const events = await take(stream, 5);
     expect(events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { faults, removeAllFaults } from "./fault-helpers";
-import { count, sqlRows, startContinuable, until } from "./continuable-contract-helpers";
-import { createSession } from "./helpers";
+import { createSession, startContinuable } from "../support/api";
+import { faults, removeAllFaults } from "../support/faults";
+import { count, waitForEvents } from "../support/logs";
+import { sqlRows } from "../support/objects";
 
 /**
  * A start with a caller-reserved `childId` is keyed by its request: the same request again is a
@@ -30,9 +31,9 @@ describe("a retried continuable start with a caller-reserved child id", () => {
     expect(retried.status).toBe(202);
     expect(retried.body.childId).toBe(childId);
     expect(plan.count("in-init")).toBe(2);
-    const log = await until(parent.id, (es) => count(es, "subagent/end") === 1);
+    const log = await waitForEvents(parent.id, (es) => count(es, "subagent/end") === 1);
     expect(count(log, "subagent/start")).toBe(1);
-    const childLog = await until(childId, (es) => count(es, "turn/end") === 1);
+    const childLog = await waitForEvents(childId, (es) => count(es, "turn/end") === 1);
     expect(count(childLog, "turn/start")).toBe(1);
   });
 
@@ -42,7 +43,7 @@ describe("a retried continuable start with a caller-reserved child id", () => {
     const body = { prompt: "answered once", childId };
     const first = await startContinuable(parent.id, body);
     expect(first.status).toBe(202);
-    await until(parent.id, (es) => count(es, "subagent/end") === 1);
+    await waitForEvents(parent.id, (es) => count(es, "subagent/end") === 1);
 
     const again = await startContinuable(parent.id, body);
     expect(again.status).toBe(202);
@@ -51,7 +52,7 @@ describe("a retried continuable start with a caller-reserved child id", () => {
     expect(differs.status).toBe(409);
     expect(differs.body.error.code).toBe("DUPLICATE_CHILD");
 
-    const log = await until(parent.id, (es) => count(es, "subagent/end") === 1);
+    const log = await waitForEvents(parent.id, (es) => count(es, "subagent/end") === 1);
     expect(count(log, "subagent/start")).toBe(1);
     const [row] = await sqlRows<{ state: string }>(
       parent.id,

@@ -1,13 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { api, createSession, waitForEvents } from "./helpers";
-
-function script(steps: unknown[]): string {
-  return JSON.stringify({ script: steps });
-}
-
-function texts(events: any[], type: string): string[] {
-  return events.filter((e) => e.type === type).map((e) => e.data.content.map((b: any) => b.text).join(""));
-}
+import { api, createSession } from "../support/api";
+import { assistantTexts, sleep, toolResults, waitForEvents } from "../support/logs";
+import { script } from "../support/scripts";
 
 describe("continuable children", () => {
   it("plays the api.md example: a background child reports, finishes, and the parent gets one notice", async () => {
@@ -21,7 +15,7 @@ describe("continuable children", () => {
               args: {
                 description: "count",
                 run_in_background: true,
-                prompt: script([{ call: [{ tool: "report", args: { output: "half way" } }] }, { say: "42" }]),
+                prompt: script({ call: [{ tool: "report", args: { output: "half way" } }] }, { say: "42" }),
               },
             },
           ],
@@ -38,17 +32,17 @@ describe("continuable children", () => {
     const users = events.filter((e) => e.type === "user/message");
     const report = users.find((e) => e.data.source.kind === "subagent-report");
     const notice = users.find((e) => e.data.source.kind === "subagent-settled");
-    const childId = events.find((e) => e.type === "subagent/start").data.id;
-    expect(report.data.content[0].text).toBe(`Background subagent ${childId} reported:\nhalf way`);
-    expect(notice.data.content[0].text).toBe(
+    const childId = events.find((e) => e.type === "subagent/start")!.data.id;
+    expect(report!.data.content[0].text).toBe(`Background subagent ${childId} reported:\nhalf way`);
+    expect(notice!.data.content[0].text).toBe(
       `Background subagent ${childId} finished and will do no further work unless you send it more.\nIts closing message:\n42`,
     );
-    expect(notice.data.source.summary).toBe(
+    expect(notice!.data.source.summary).toBe(
       `Background subagent ${childId} finished and will do no further work unless you send it more.`,
     );
     expect(events.filter((e) => e.type === "subagent/start")).toHaveLength(1);
     expect(events.filter((e) => e.type === "subagent/end")).toHaveLength(1);
-    expect(texts(events, "tool/result")[0]).toBe(`started subagent ${childId}`);
+    expect(toolResults(events)[0]!.text).toBe(`started subagent ${childId}`);
     const child = await api("GET", `/v1/sessions/${childId}`);
     expect(child.body).toMatchObject({
       mode: "continuable",
@@ -79,7 +73,7 @@ describe("continuable children", () => {
     const starts = events.filter((e) => e.type === "subagent/start");
     const ends = events.filter((e) => e.type === "subagent/end");
     expect(starts).toHaveLength(2);
-    expect(starts[0].data.runId).not.toBe(starts[1].data.runId);
+    expect(starts[0]!.data.runId).not.toBe(starts[1]!.data.runId);
     expect(ends.map((e) => e.data.runId)).toEqual(starts.map((e) => e.data.runId));
     expect(ends.map((e) => e.data.lastAssistantMessage[0].text)).toEqual(["echo: first", "echo: second"]);
     const childLog = await waitForEvents(
@@ -89,7 +83,7 @@ describe("continuable children", () => {
     expect(childLog.filter((e) => e.type === "subagent/descriptor")).toHaveLength(1);
     const descriptorAt = childLog.findIndex((e) => e.type === "subagent/descriptor");
     expect(descriptorAt).toBeLessThan(childLog.findIndex((e) => e.type === "turn/start"));
-    expect(childLog.find((e) => e.type === "subagent/descriptor").data).toEqual({
+    expect(childLog.find((e) => e.type === "subagent/descriptor")!.data).toEqual({
       version: 2,
       mode: "continuable",
       provider: "spawn",
@@ -138,7 +132,7 @@ describe("continuable children", () => {
     const started = await api("POST", `/v1/sessions/${parent.id}/subagents`, {
       body: {
         provider: "spawn",
-        prompt: script([{ think: 10_000 }, { say: "slow" }]),
+        prompt: script({ think: 10_000 }, { say: "slow" }),
         mode: "continuable",
         label: "slow",
       },
@@ -154,7 +148,7 @@ describe("continuable children", () => {
     const interrupted = await api("POST", `/v1/sessions/${parent.id}/subagents/${childId}/interrupt`);
     expect(interrupted.status).toBe(202);
     await waitForEvents(childId, (es) => es.some((e) => e.type === "turn/end"));
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     const parked = await waitForEvents(childId, () => true);
     expect(parked.filter((e) => e.type === "turn/start")).toHaveLength(1);
     await api("POST", `/v1/sessions/${parent.id}/subagents/${childId}/messages`, {
@@ -167,30 +161,30 @@ describe("continuable children", () => {
       "completed",
       "completed",
     ]);
-    expect(texts(events, "assistant/message")).toEqual(["echo: one", "echo: two", "echo: three"]);
+    expect(assistantTexts(events)).toEqual(["echo: one", "echo: two", "echo: three"]);
   });
 
   it("lists children and descendants with status and depth, and drains them child-first", async () => {
     const parent = await createSession();
-    const grand = script([{ think: 10_000 }, { say: "g" }]);
+    const grand = script({ think: 10_000 }, { say: "g" });
     const child = await api("POST", `/v1/sessions/${parent.id}/subagents`, {
       body: {
         provider: "spawn",
         mode: "continuable",
         label: "mid",
-        prompt: script([
+        prompt: script(
           {
             call: [
               { tool: "subagent", args: { description: "leaf", prompt: grand, run_in_background: true } },
             ],
           },
           { say: "waiting on leaf" },
-        ]),
+        ),
       },
     });
     const { childId } = child.body;
     const childLog = await waitForEvents(childId, (es) => es.some((e) => e.type === "turn/end"));
-    const grandId = childLog.find((e) => e.type === "subagent/start").data.id;
+    const grandId = childLog.find((e) => e.type === "subagent/start")!.data.id;
     const children = await api("GET", `/v1/sessions/${parent.id}/children`);
     expect(children.body.entries).toEqual([
       expect.objectContaining({
@@ -215,7 +209,7 @@ describe("continuable children", () => {
     const notice = parentLog.find(
       (e) => e.type === "agent/inbox/inserted" && e.data.source.kind === "subagent-settled",
     );
-    expect(notice.data).toMatchObject({ lane: "next-step", waking: false });
+    expect(notice!.data).toMatchObject({ lane: "next-step", waking: false });
     expect(parentLog.filter((e) => e.type === "turn/start")).toHaveLength(0);
   });
 });

@@ -1,43 +1,42 @@
 import { evictDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import {
-  type Ev,
-  activationOf,
-  assistantTexts,
-  childRows,
-  count,
-  endsFor,
-  events,
+  api,
+  createSession,
   expectError,
-  finished,
   followup,
   followupOk,
-  holdAt,
-  inboxOf,
-  insertedOf,
   interruptChild,
-  messagesOf,
-  ofType,
-  quiet,
-  script,
-  settledTimes,
-  sqlRows,
   startChild,
   startContinuable,
   startOneShot,
+  uniqueName,
+  view,
+} from "../support/api";
+import { fakeRequestsMentioning } from "../support/fake-openai";
+import { hold } from "../support/faults";
+import {
+  allEvents,
+  assistantTexts,
+  count,
+  endsFor,
+  finished,
+  insertedOf,
+  messagesOf,
+  ofType,
+  quiet,
+  settledTimes,
   startedChildId,
   startsFor,
-  stub,
   textOf,
   toolResults,
   turnReasons,
-  uniqueName,
-  until,
   userTexts,
-  view,
-} from "./continuable-contract-helpers";
-import { api, createSession } from "./helpers";
+  waitForEvents,
+  type WireEvent,
+} from "../support/logs";
+import { activationOf, childRows, inboxOf, sqlRows, stub } from "../support/objects";
+import { script, spawnCall } from "../support/scripts";
 
 /**
  * Contract section 10, scenarios 26-45 (continuable lifecycle; settlement and reports on the
@@ -46,13 +45,8 @@ import { api, createSession } from "./helpers";
  * Every test uses fresh sessions (storage is shared by the whole file).
  */
 
-/** A background `subagent` tool call (continuable in a default session). */
-function spawnCall(description: string, prompt: string): unknown {
-  return { tool: "subagent", args: { description, prompt, run_in_background: true } };
-}
-
 /** The one descriptor event of a child log, and checks it precedes the first turn. */
-function descriptorOf(log: readonly Ev[]): Record<string, unknown> {
+function descriptorOf(log: readonly WireEvent[]): Record<string, unknown> {
   const descriptors = ofType(log, "subagent/descriptor");
   expect(descriptors).toHaveLength(1);
   const firstTurn = ofType(log, "turn/start")[0];
@@ -61,22 +55,11 @@ function descriptorOf(log: readonly Ev[]): Record<string, unknown> {
   return descriptors[0]!.data;
 }
 
-interface FakeRequest {
-  body: { model?: string; messages: { role: string; content: unknown }[]; tools?: unknown[] };
-}
-
-async function fakeRequestsMentioning(marker: string): Promise<FakeRequest[]> {
-  const res = await fetch(new URL("/__requests?since=0", env.OPENAI_BASE_URL).toString());
-  expect(res.status).toBe(200);
-  const { requests } = (await res.json()) as { requests: FakeRequest[] };
-  return requests.filter((r) => JSON.stringify(r.body?.messages ?? []).includes(marker));
-}
-
 describe("contract 10, continuable lifecycle (scenarios 26-41)", () => {
   it("26. a continuable start answers 202 {childId, messageId} at inbox acceptance: the id is the child's agent/inbox/inserted id, the prompt is not yet logged and no model call was made", async () => {
     const parent = await createSession();
     const childId = crypto.randomUUID();
-    const gate = holdAt(childId, "after-accept");
+    const gate = hold(childId, "after-accept");
     try {
       const res = await startContinuable(parent.id, { prompt: "hello there", label: "greeter", childId });
       expect(res.status).toBe(202);
@@ -84,7 +67,7 @@ describe("contract 10, continuable lifecycle (scenarios 26-41)", () => {
       const { messageId } = res.body;
       await gate.reached;
 
-      const atAcceptance = await events(childId);
+      const atAcceptance = await allEvents(childId);
       expect(ofType(atAcceptance, "agent/inbox/inserted").map((e) => e.data)).toEqual([
         { messageId, lane: "next-turn", waking: true, source: { kind: "user" } },
       ]);
@@ -94,12 +77,12 @@ describe("contract 10, continuable lifecycle (scenarios 26-41)", () => {
       expect(ofType(atAcceptance, "assistant/message")).toEqual([]);
       expect(gate.count("before-model")).toBe(0);
       // the parent already published the epoch (subagent/start) when it answered
-      expect(startsFor(await events(parent.id), childId).map((e) => e.data)).toEqual([
+      expect(startsFor(await allEvents(parent.id), childId).map((e) => e.data)).toEqual([
         { runId: expect.any(String), provider: "spawn", id: childId, local: true },
       ]);
 
       gate.release();
-      const log = await until(childId, (l) => count(l, "turn/end") === 1);
+      const log = await waitForEvents(childId, (l) => count(l, "turn/end") === 1);
       const user = ofType(log, "user/message");
       expect(user.map((e) => [e.data.messageId, textOf(e.data.content)])).toEqual([
         [messageId, "hello there"],
@@ -133,7 +116,7 @@ describe("contract 10, continuable lifecycle (scenarios 26-41)", () => {
       expect(await childRows(parent.id)).toEqual([]);
       expect(await sqlRows(parent.id, "SELECT run_id FROM runs")).toEqual([]);
       expect(await sqlRows(parent.id, "SELECT run_id FROM epochs")).toEqual([]);
-      expect(ofType(await events(parent.id), "subagent/start")).toEqual([]);
+      expect(ofType(await allEvents(parent.id), "subagent/start")).toEqual([]);
       expect((await api("GET", `/v1/sessions/${parent.id}/children`)).body.entries).toEqual([]);
       // the same parent can still start a continuable child on a provider that supports it
       const ok = await startContinuable(parent.id, { prompt: "y", childId });
@@ -191,11 +174,11 @@ describe("contract 10, continuable lifecycle (scenarios 26-41)", () => {
       "DUPLICATE_CHILD",
     );
 
-    const log = await events(childId);
+    const log = await allEvents(childId);
     expect(count(log, "subagent/descriptor")).toBe(1);
     expect(userTexts(log)).toEqual([script({ think: 1500 }, { say: "kept" })]);
     expect(await view(childId)).toMatchObject({ parentSession: parent.id });
-    expect(ofType(await events(other.id), "subagent/start")).toEqual([]);
+    expect(ofType(await allEvents(other.id), "subagent/start")).toEqual([]);
     expect(await childRows(parent.id)).toEqual([
       { child_id: childId, mode: "continuable", state: "released", provider: "spawn" },
     ]);
@@ -211,8 +194,8 @@ describe("contract 10, continuable lifecycle (scenarios 26-41)", () => {
       persona: "Answer in one word.",
       toolFilter: { deny: ["list_agents"] },
     });
-    const plainLog = await until(plain.childId, (l) => count(l, "turn/end") === 1);
-    const decoratedLog = await until(decorated.childId, (l) => count(l, "turn/end") === 1);
+    const plainLog = await waitForEvents(plain.childId, (l) => count(l, "turn/end") === 1);
+    const decoratedLog = await waitForEvents(decorated.childId, (l) => count(l, "turn/end") === 1);
 
     expect(descriptorOf(plainLog)).toStrictEqual({
       version: 2,
@@ -251,10 +234,10 @@ describe("contract 10, continuable lifecycle (scenarios 26-41)", () => {
     expect(await sqlRows(parent.id, "SELECT run_id FROM epochs")).toEqual([]);
     expect(await sqlRows(parent.id, "SELECT run_id FROM runs")).toEqual([]);
     expect(await sqlRows(parent.id, "SELECT message_id FROM inbox")).toEqual([]);
-    expect(await events(parent.id)).toEqual([]);
+    expect(await allEvents(parent.id)).toEqual([]);
     expect(await view(parent.id)).toMatchObject({ parentSession: null, origin: null, status: "idle" });
 
-    const childLog = await until(childId, (l) => count(l, "turn/end") === 1);
+    const childLog = await waitForEvents(childId, (l) => count(l, "turn/end") === 1);
     expect(count(childLog, "agent/inbox/inserted")).toBe(1);
     expect(userTexts(childLog)).toEqual([script({ think: 1000 }, { say: "owner's" })]);
     expect(await view(childId)).toMatchObject({ parentSession: owner.id });
@@ -268,13 +251,13 @@ describe("contract 10, continuable lifecycle (scenarios 26-41)", () => {
     const parent = await createSession();
     const initial = script({ think: 1200 }, { say: "initial done" });
     const { childId, messageId } = await startChild(parent.id, { prompt: initial });
-    await until(childId, (l) => count(l, "turn/start") === 1);
+    await waitForEvents(childId, (l) => count(l, "turn/start") === 1);
     const first = await followupOk(parent.id, childId, "first");
     const second = await followupOk(parent.id, childId, "second");
     expect(new Set([messageId, first, second]).size).toBe(3);
 
     await settledTimes(parent.id, childId);
-    const log = await events(childId);
+    const log = await allEvents(childId);
     expect(ofType(log, "agent/inbox/inserted").map((e) => e.data.messageId)).toEqual([
       messageId,
       first,
@@ -289,7 +272,7 @@ describe("contract 10, continuable lifecycle (scenarios 26-41)", () => {
     expect(assistantTexts(log)).toEqual(["initial done", "echo: first", "echo: second"]);
     expect(turnReasons(log)).toEqual(["completed", "completed", "completed"]);
 
-    const parentLog = await events(parent.id);
+    const parentLog = await allEvents(parent.id);
     expect(startsFor(parentLog, childId)).toHaveLength(1);
     const ends = endsFor(parentLog, childId);
     expect(ends.map((e) => e.data)).toEqual([
@@ -330,7 +313,7 @@ describe("contract 10, continuable lifecycle (scenarios 26-41)", () => {
     expect(starts[1]!.seq).toBeGreaterThan(ends[0]!.seq);
     expect(ends[1]!.data.lastAssistantMessage).toEqual([{ type: "text", text: "echo: two" }]);
 
-    const log = await events(childId);
+    const log = await allEvents(childId);
     expect(count(log, "subagent/descriptor")).toBe(1);
     expect(ofType(log, "subagent/descriptor")[0]!.data).toMatchObject({ provider: name, label: "kept" });
     expect(userTexts(log)).toEqual(["one", "two"]);
@@ -345,23 +328,23 @@ describe("contract 10, continuable lifecycle (scenarios 26-41)", () => {
     const { childId } = await startChild(root.id, {
       prompt: script({ call: [spawnCall("leaf", grand)] }, { say: "waiting on leaf" }),
     });
-    const first = await until(childId, (l) => count(l, "turn/end") === 1);
+    const first = await waitForEvents(childId, (l) => count(l, "turn/end") === 1);
     const grandId = startedChildId(first);
 
     expect(await view(childId)).toMatchObject({ status: "waiting" });
     expect(await activationOf(childId)).toHaveLength(1);
-    expect(endsFor(await events(root.id), childId)).toEqual([]);
+    expect(endsFor(await allEvents(root.id), childId)).toEqual([]);
 
     await followupOk(root.id, childId, "ping");
-    const woken = await until(childId, (l) => count(l, "turn/end") === 2);
+    const woken = await waitForEvents(childId, (l) => count(l, "turn/end") === 2);
     expect(assistantTexts(woken).filter((t) => t !== "")).toEqual(["waiting on leaf", "echo: ping"]);
-    let rootLog = await events(root.id);
+    let rootLog = await allEvents(root.id);
     expect(startsFor(rootLog, childId)).toHaveLength(1); // the same epoch was woken, no cold resume
     expect(endsFor(rootLog, childId)).toEqual([]);
-    expect(endsFor(await events(childId), grandId)).toEqual([]);
+    expect(endsFor(await allEvents(childId), grandId)).toEqual([]);
 
     rootLog = await settledTimes(root.id, childId);
-    const childLog = await events(childId);
+    const childLog = await allEvents(childId);
     const grandEnd = endsFor(childLog, grandId);
     expect(grandEnd.map((e) => e.data.stopReason)).toEqual(["completed"]);
     const notice = messagesOf(childLog, "subagent-settled");
@@ -382,7 +365,7 @@ describe("contract 10, continuable lifecycle (scenarios 26-41)", () => {
     const { childId } = await startChild(root.id, {
       prompt: script({ call: [spawnCall("leaf", grand)] }, { say: "mid waits" }),
     });
-    const midLog = await until(childId, (l) => count(l, "turn/end") === 1);
+    const midLog = await waitForEvents(childId, (l) => count(l, "turn/end") === 1);
     const grandId = startedChildId(midLog);
 
     const fromStranger = await followup(stranger.id, childId, "hi from stranger");
@@ -393,39 +376,39 @@ describe("contract 10, continuable lifecycle (scenarios 26-41)", () => {
     const asRoot = await followup(root.id, childId, "forged", stranger.token);
     expectError(asRoot, 404, "NOT_FOUND");
 
-    expect(count(await events(childId), "agent/inbox/inserted")).toBe(1);
-    expect(count(await events(grandId), "agent/inbox/inserted")).toBe(1);
+    expect(count(await allEvents(childId), "agent/inbox/inserted")).toBe(1);
+    expect(count(await allEvents(grandId), "agent/inbox/inserted")).toBe(1);
     expect(await childRows(stranger.id)).toEqual([]);
-    expect(await events(stranger.id)).toEqual([]);
+    expect(await allEvents(stranger.id)).toEqual([]);
     // the real parent still can
     expect((await followup(root.id, childId, "from the parent")).status).toBe(202);
-    await until(childId, (l) => userTexts(l).includes("from the parent"));
-    const after = await events(childId);
+    await waitForEvents(childId, (l) => userTexts(l).includes("from the parent"));
+    const after = await allEvents(childId);
     expect(userTexts(after).filter((t) => t.startsWith("hi from") || t === "forged")).toEqual([]);
   });
 
   it("37. a follow-up to a one-shot child answers 422 NOT_RESUMABLE 'no supported continuation state'; to an unknown id 422 NOT_RESUMABLE, creating nothing", async () => {
     const parent = await createSession();
     const run = await startOneShot(parent.id, { prompt: "y" });
-    await until(parent.id, (l) => endsFor(l, run.id).length === 1);
-    const before = await events(run.id);
+    await waitForEvents(parent.id, (l) => endsFor(l, run.id).length === 1);
+    const before = await allEvents(run.id);
 
     const oneShot = await followup(parent.id, run.id, "more");
     expectError(oneShot, 422, "NOT_RESUMABLE", /no supported continuation state/);
-    expect(await events(run.id)).toEqual(before);
+    expect(await allEvents(run.id)).toEqual(before);
 
     const unknown = crypto.randomUUID();
     expectError(await followup(parent.id, unknown, "?"), 422, "NOT_RESUMABLE");
     expect((await api("GET", `/v1/sessions/${unknown}`)).status).toBe(404);
     expect((await childRows(parent.id)).map((r) => r.child_id)).toEqual([run.id]);
-    expect(startsFor(await events(parent.id), unknown)).toEqual([]);
+    expect(startsFor(await allEvents(parent.id), unknown)).toEqual([]);
   });
 
   it("38. (durable: a tool's signal is its parent's turn) interrupting the parent's turn after send_message was accepted neither cancels the child's follow-up turn nor keeps its message out of the child log", async () => {
     const root = await createSession();
     const { childId } = await startChild(root.id, { prompt: "first" });
     await settledTimes(root.id, childId);
-    await until(root.id, (l) => count(l, "turn/end") === 1); // the notice's turn
+    await waitForEvents(root.id, (l) => count(l, "turn/end") === 1); // the notice's turn
 
     await api("POST", `/v1/sessions/${root.id}/messages`, {
       body: {
@@ -436,7 +419,7 @@ describe("contract 10, continuable lifecycle (scenarios 26-41)", () => {
         ),
       },
     });
-    const sent = await until(root.id, (l) => toolResults(l, "send_message").length === 1);
+    const sent = await waitForEvents(root.id, (l) => toolResults(l, "send_message").length === 1);
     expect(toolResults(sent, "send_message")).toEqual([
       expect.objectContaining({
         text: `message queued as the next turn for subagent ${childId}`,
@@ -444,7 +427,7 @@ describe("contract 10, continuable lifecycle (scenarios 26-41)", () => {
       }),
     ]);
     expect((await api("POST", `/v1/sessions/${root.id}/interrupt`)).status).toBe(202);
-    const interrupted = await until(root.id, (l) => count(l, "turn/end") === 2);
+    const interrupted = await waitForEvents(root.id, (l) => count(l, "turn/end") === 2);
     expect(turnReasons(interrupted)).toEqual(["completed", "aborted"]);
 
     const rootLog = await settledTimes(root.id, childId, 2);
@@ -452,7 +435,7 @@ describe("contract 10, continuable lifecycle (scenarios 26-41)", () => {
       stopReason: "completed",
       lastAssistantMessage: [{ type: "text", text: "echo: after the abort" }],
     });
-    const childLog = await events(childId);
+    const childLog = await allEvents(childId);
     expect(userTexts(childLog)).toEqual(["first", "after the abort"]);
     expect(turnReasons(childLog)).toEqual(["completed", "completed"]);
     expect(insertedOf(childLog, "coordinator").map((e) => e.data.source)).toEqual([
@@ -497,7 +480,7 @@ describe("contract 10, continuable lifecycle (scenarios 26-41)", () => {
     await followupOk(root.id, childId, `second ${marker}`);
     await settledTimes(root.id, childId, 2);
 
-    const log = await events(childId);
+    const log = await allEvents(childId);
     expect(ofType(log, "assistant/message").map((e) => e.data.model)).toEqual([
       "openai:fake-model",
       "openai:fake-model",
@@ -520,7 +503,7 @@ describe("contract 10, continuable lifecycle (scenarios 26-41)", () => {
     await settledTimes(root.id, plain.childId);
     await followupOk(root.id, plain.childId, `again ${plainMarker}`);
     await settledTimes(root.id, plain.childId, 2);
-    const plainLog = await events(plain.childId);
+    const plainLog = await allEvents(plain.childId);
     expect(ofType(plainLog, "subagent/descriptor")[0]!.data).not.toHaveProperty("persona");
     expect(ofType(plainLog, "assistant/message").map((e) => e.data.model)).toEqual(["scripted", "scripted"]);
     expect(await fakeRequestsMentioning(plainMarker)).toEqual([]);
@@ -547,18 +530,18 @@ describe("contract 10, continuable lifecycle (scenarios 26-41)", () => {
       backgroundMode: "one-shot",
       reportDelivery: "quiet",
     });
-    let log = await events(childId);
+    let log = await allEvents(childId);
     expect(toolResults(log).map((r) => [r.name, r.text.replace(/msg_[\w-]+/, "<id>"), r.isError])).toEqual([
       ["report", "report accepted by the agent that started you as message <id>", false],
       ["subagent", "started background subagent task subagent-1", false],
       ["subagent_fork", 'Error: unknown tool "subagent_fork"', true],
     ]);
-    const reports = insertedOf(await events(root.id), "subagent-report");
+    const reports = insertedOf(await allEvents(root.id), "subagent-report");
     expect(reports.map((e) => [e.data.lane, e.data.waking])).toEqual([["next-step", false]]);
 
     await followupOk(root.id, childId, work);
     await settledTimes(root.id, childId, 2);
-    log = await events(childId);
+    log = await allEvents(childId);
     expect(
       toolResults(log)
         .map((r) => [r.name, r.text.replace(/msg_[\w-]+/, "<id>")])
@@ -569,7 +552,7 @@ describe("contract 10, continuable lifecycle (scenarios 26-41)", () => {
       ["subagent_fork", 'Error: unknown tool "subagent_fork"'],
     ]);
     expect(
-      insertedOf(await events(root.id), "subagent-report").map((e) => [e.data.lane, e.data.waking]),
+      insertedOf(await allEvents(root.id), "subagent-report").map((e) => [e.data.lane, e.data.waking]),
     ).toEqual([
       ["next-step", false],
       ["next-step", false],
@@ -631,8 +614,8 @@ describe("contract 10, settlement seen by the parent (scenarios 42-45)", () => {
       prompt: script({ think: 10_000 }, { say: "y" }),
       label: "d",
     });
-    await until(stopped.childId, (l) => count(l, "turn/start") === 1);
-    await until(drained.childId, (l) => count(l, "turn/start") === 1);
+    await waitForEvents(stopped.childId, (l) => count(l, "turn/start") === 1);
+    await waitForEvents(drained.childId, (l) => count(l, "turn/start") === 1);
     expect((await interruptChild(root.id, stopped.childId)).status).toBe(202);
     expect(
       (
@@ -650,7 +633,7 @@ describe("contract 10, settlement seen by the parent (scenarios 42-45)", () => {
       [drained.childId, "aborted", "was stopped before it finished."],
     ];
     for (const [id] of expected) await settledTimes(root.id, id);
-    const log = await events(root.id);
+    const log = await allEvents(root.id);
     const inbox = await inboxOf(root.id);
     for (const [id, stopReason, words] of expected) {
       expect(endsFor(log, id).map((e) => e.data)).toEqual([expect.objectContaining({ stopReason, id })]);
@@ -673,7 +656,7 @@ describe("contract 10, settlement seen by the parent (scenarios 42-45)", () => {
     const idle = await createSession();
     const { childId } = await startChild(idle.id, { prompt: "quick" });
     await settledTimes(idle.id, childId);
-    await until(idle.id, (l) => count(l, "turn/end") === 1);
+    await waitForEvents(idle.id, (l) => count(l, "turn/end") === 1);
     const idleLog = await quiet(idle.id);
     expect(count(idleLog, "turn/start")).toBe(1);
     const notice = insertedOf(idleLog, "subagent-settled");
@@ -698,11 +681,11 @@ describe("contract 10, settlement seen by the parent (scenarios 42-45)", () => {
         ),
       },
     });
-    const started = await until(busy.id, (l) => count(l, "subagent/start") === 2);
+    const started = await waitForEvents(busy.id, (l) => count(l, "subagent/start") === 2);
     const [a, b] = [startedChildId(started, 0), startedChildId(started, 1)];
     await settledTimes(busy.id, a);
     await settledTimes(busy.id, b);
-    await until(busy.id, (l) => count(l, "turn/end") >= 1);
+    await waitForEvents(busy.id, (l) => count(l, "turn/end") >= 1);
     const log = await quiet(busy.id);
     expect(count(log, "turn/start")).toBe(1);
     const notices = insertedOf(log, "subagent-settled");
@@ -750,11 +733,11 @@ describe("contract 10, settlement seen by the parent (scenarios 42-45)", () => {
         ),
       },
     });
-    const started = await until(busy.id, (l) => count(l, "subagent/start") === 2);
+    const started = await waitForEvents(busy.id, (l) => count(l, "subagent/start") === 2);
     const [a, b] = [startedChildId(started, 0), startedChildId(started, 1)];
     await settledTimes(busy.id, a);
     await settledTimes(busy.id, b);
-    await until(busy.id, (l) => count(l, "turn/end") >= 1);
+    await waitForEvents(busy.id, (l) => count(l, "turn/end") >= 1);
     const log = await quiet(busy.id);
     expect(insertedOf(log, "subagent-settled").map((e) => [e.data.lane, e.data.waking])).toEqual([
       ["next-step", true],
@@ -771,7 +754,7 @@ describe("contract 10, settlement seen by the parent (scenarios 42-45)", () => {
         { say: "mid waits" },
       ),
     });
-    const midFirst = await until(mid, (l) => count(l, "turn/end") === 1);
+    const midFirst = await waitForEvents(mid, (l) => count(l, "turn/end") === 1);
     const leaf = startedChildId(midFirst);
     expect(await childRows(mid)).toEqual([
       { child_id: leaf, mode: "continuable", state: "owned", provider: "spawn" },
@@ -779,7 +762,7 @@ describe("contract 10, settlement seen by the parent (scenarios 42-45)", () => {
     expect(await view(mid)).toMatchObject({ status: "waiting" });
 
     const rootLog = await settledTimes(root.id, mid);
-    const midLog = await events(mid);
+    const midLog = await allEvents(mid);
     const notice = insertedOf(midLog, "subagent-settled");
     expect(notice.map((e) => [e.data.source.senderSessionId, e.data.lane, e.data.waking])).toEqual([
       [leaf, "next-turn", true],

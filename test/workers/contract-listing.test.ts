@@ -1,24 +1,14 @@
-import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { SessionObject } from "../../durable-objects/session/session-object";
 import type { ChildInit } from "../../src/contract/child-init";
 import { type ChildEntry, preOrder } from "../../src/core/listing";
-import {
-  activationOf,
-  count,
-  events,
-  expectError,
-  holdAt,
-  ofType,
-  script,
-  settledTimes,
-  startChild,
-  startOneShot,
-  stub,
-  until,
-} from "./continuable-contract-helpers";
-import { api, createSession } from "./helpers";
+import { api, createSession, expectError, startChild, startOneShot } from "../support/api";
+import { hold } from "../support/faults";
+import { allEvents, count, ofType, settledTimes, waitForEvents } from "../support/logs";
+import { activationOf, sqlRows, stub } from "../support/objects";
+import { script } from "../support/scripts";
 
 /**
  * Contract section 10, scenarios 59-65 (discovery: listChildren / listDescendants), on Durable
@@ -65,25 +55,15 @@ async function continuable(
   return childId;
 }
 
-function sql(
-  id: string,
-  query: string,
-  ...bindings: SqlStorageValue[]
-): Promise<Record<string, SqlStorageValue>[]> {
-  return runInDurableObject(stub(id), (_instance: unknown, state: DurableObjectState) =>
-    state.storage.sql.exec(query, ...bindings).toArray(),
-  );
-}
-
 /** Drops the object's in-memory state (cached header, next seq); SQLite survives. */
-async function evict(id: string): Promise<void> {
+async function dropMemory(id: string): Promise<void> {
   await evictDurableObject(stub(id));
 }
 
 /** Sets the `created_at` of rows of a parent's children table (the cached rung's createdAt). */
 async function setCreatedAt(parent: string, times: Record<string, number>): Promise<void> {
   for (const [childId, at] of Object.entries(times))
-    await sql(parent, "UPDATE children SET created_at = ? WHERE child_id = ?", at, childId);
+    await sqlRows(parent, "UPDATE children SET created_at = ? WHERE child_id = ?", at, childId);
 }
 
 /** Inserts a row into a parent's children table (the object it names need not exist). */
@@ -93,7 +73,7 @@ async function insertChildRow(
   createdAt: number,
   label: string | null = null,
 ) {
-  await sql(
+  await sqlRows(
     parent,
     "INSERT INTO children (child_id, provider, mode, label, created_at, state) VALUES (?, 'spawn', 'one-shot', ?, ?, 'released')",
     childId,
@@ -104,7 +84,7 @@ async function insertChildRow(
 
 /** Rewrites the payload of every descriptor event of a child's log. */
 async function rewriteDescriptor(id: string, data: unknown): Promise<void> {
-  const rows = await sql(
+  const rows = await sqlRows(
     id,
     "UPDATE events SET data = ? WHERE type = 'subagent/descriptor' RETURNING seq",
     JSON.stringify(data),
@@ -114,13 +94,13 @@ async function rewriteDescriptor(id: string, data: unknown): Promise<void> {
 
 /** Appends a descriptor event to a (settled) child's log, then evicts it (its next-seq cache). */
 async function appendDescriptor(id: string, data: unknown): Promise<void> {
-  await sql(
+  await sqlRows(
     id,
     "INSERT INTO events (seq, type, at, data) VALUES ((SELECT max(seq) + 1 FROM events), 'subagent/descriptor', ?, ?)",
     Date.now(),
     JSON.stringify(data),
   );
-  await evict(id);
+  await dropMemory(id);
 }
 
 const descriptor = (extra: Record<string, unknown> = {}) => ({
@@ -151,7 +131,7 @@ function diagnostic(id: string, reason: string, createdAt: number): Entry {
 
 /** The `created_at` of each row of a parent's children table. */
 async function rowTimes(parent: string): Promise<Map<string, number>> {
-  const rows = await sql(parent, "SELECT child_id, created_at FROM children");
+  const rows = await sqlRows(parent, "SELECT child_id, created_at FROM children");
   return new Map(rows.map((r) => [r.child_id as string, r.created_at as number]));
 }
 
@@ -192,7 +172,7 @@ function countListingCalls() {
 
 /** The token hash a child of `root`'s tree carries (for children created with `init`). */
 async function tokenHashOf(root: string): Promise<string | null> {
-  const [row] = await sql(root, "SELECT body FROM header");
+  const [row] = await sqlRows(root, "SELECT body FROM header");
   return (JSON.parse(row!.body as string) as { tokenHash: string | null }).tokenHash;
 }
 
@@ -224,7 +204,7 @@ async function initChild(
     options: { model: "scripted" },
     prompt: [{ type: "text", text: "leaf" }],
   };
-  const answer = await env.SESSIONS.get(env.SESSIONS.idFromName(id)).init(spec);
+  const answer = await stub(id).init(spec);
   expect(answer).toEqual({ ok: true, value: { id } });
 }
 
@@ -232,11 +212,10 @@ describe("contract 10, discovery (scenarios 59-65)", () => {
   it("59. (DO preconditions) a session with no children lists [] on both routes; a session token lists its own tree (descendants included) and gets 404 for another tree; no token is 401", async () => {
     const lonely = await createSession();
     for (const route of ["children", "descendants"] as const) {
-      expect(await api("GET", `/v1/sessions/${lonely.id}/${route}`)).toEqual({
-        status: 200,
-        body: { entries: [] },
-      });
-      expect(await api("GET", `/v1/sessions/${lonely.id}/${route}`, { token: lonely.token })).toEqual({
+      const asAdmin = await api("GET", `/v1/sessions/${lonely.id}/${route}`);
+      expect({ status: asAdmin.status, body: asAdmin.body }).toEqual({ status: 200, body: { entries: [] } });
+      const asItself = await api("GET", `/v1/sessions/${lonely.id}/${route}`, { token: lonely.token });
+      expect({ status: asItself.status, body: asItself.body }).toEqual({
         status: 200,
         body: { entries: [] },
       });
@@ -366,8 +345,8 @@ describe("contract 10, discovery (scenarios 59-65)", () => {
     const future = await oneShot(parent.id, { label: "v2" });
     const none = await oneShot(parent.id);
     await appendDescriptor(future, { version: 3, mode: "one-shot", provider: "spawn", label: "v3" });
-    await sql(none, "DELETE FROM events WHERE type = 'subagent/descriptor'");
-    await evict(none);
+    await sqlRows(none, "DELETE FROM events WHERE type = 'subagent/descriptor'");
+    await dropMemory(none);
     const times = await rowTimes(parent.id);
     const listed = await children(parent.id);
     expect(sortedByCreatedThenId(listed)).toEqual(
@@ -414,10 +393,10 @@ describe("contract 10, discovery (scenarios 59-65)", () => {
 
     // break two real children: one loses its header row, the other its children table (so its
     // `entry` throws); the ghost row names an object that was never created
-    const [headerRow] = await sql(headless, "SELECT body FROM header");
-    await sql(headless, "DELETE FROM header");
-    await evict(headless);
-    await sql(throwing, "ALTER TABLE children RENAME TO children_moved");
+    const [headerRow] = await sqlRows(headless, "SELECT body FROM header");
+    await sqlRows(headless, "DELETE FROM header");
+    await dropMemory(headless);
+    await sqlRows(throwing, "ALTER TABLE children RENAME TO children_moved");
 
     const broken = await children(parent.id);
     expect(broken).toEqual([
@@ -437,11 +416,11 @@ describe("contract 10, discovery (scenarios 59-65)", () => {
     ]);
 
     // repair: restore the header and the table, create the ghost as a real child of the parent
-    await sql(headless, "INSERT INTO header (id, body) VALUES (1, ?)", headerRow!.body as string);
-    await evict(headless);
-    await sql(throwing, "ALTER TABLE children_moved RENAME TO children");
+    await sqlRows(headless, "INSERT INTO header (id, body) VALUES (1, ?)", headerRow!.body as string);
+    await dropMemory(headless);
+    await sqlRows(throwing, "ALTER TABLE children_moved RENAME TO children");
     await initChild(ghost, parent.id, [parent.id], 1, await tokenHashOf(parent.id), "ghost now");
-    await until(ghost, (log) => count(log, "turn/end") === 1);
+    await waitForEvents(ghost, (log) => count(log, "turn/end") === 1);
     const repaired = await children(parent.id);
     const ghostRow = repaired.find((e) => e.id === ghost);
     expect(ghostRow).toMatchObject({
@@ -467,9 +446,9 @@ describe("contract 10, discovery (scenarios 59-65)", () => {
     const throwing = await oneShot(parent.id, { label: "throwing" });
     const last = await oneShot(parent.id, { label: "last" });
     await setCreatedAt(parent.id, { [first]: 1, [headless]: 2, [throwing]: 3, [last]: 4 });
-    await sql(headless, "DELETE FROM header");
-    await evict(headless);
-    await sql(throwing, "ALTER TABLE children RENAME TO children_moved");
+    await sqlRows(headless, "DELETE FROM header");
+    await dropMemory(headless);
+    await sqlRows(throwing, "ALTER TABLE children RENAME TO children_moved");
     const res = await api("GET", `/v1/sessions/${parent.id}/descendants`);
     expect({
       status: res.status,
@@ -529,7 +508,7 @@ describe("contract 10, discovery (scenarios 59-65)", () => {
       calls.restore();
     }
     // a removed row is no longer a row (the table is the corpus)
-    await sql(parent.id, "DELETE FROM children WHERE child_id = ?", ghost);
+    await sqlRows(parent.id, "DELETE FROM children WHERE child_id = ?", ghost);
     expect((await children(parent.id)).map((e) => e.id)).toEqual([a, c, b]);
   });
 
@@ -597,8 +576,8 @@ describe("contract 10, discovery (scenarios 59-65)", () => {
     const settledOne = await oneShot(parent.id, { label: "done" });
     const runnerId = crypto.randomUUID();
     const oneShotId = crypto.randomUUID();
-    const runnerGate = holdAt(runnerId, "before-model");
-    const oneShotGate = holdAt(oneShotId, "before-model");
+    const runnerGate = hold(runnerId, "before-model");
+    const oneShotGate = hold(oneShotId, "before-model");
     try {
       await startChild(parent.id, { prompt: script({ say: "finally" }), label: "runner", childId: runnerId });
       await startOneShot(parent.id, { prompt: "slow", label: "busy", childId: oneShotId });
@@ -606,7 +585,7 @@ describe("contract 10, discovery (scenarios 59-65)", () => {
       await setCreatedAt(parent.id, { [settledCont]: 1, [settledOne]: 2, [runnerId]: 3, [oneShotId]: 4 });
 
       const logsBefore = await Promise.all(
-        [settledCont, settledOne, runnerId, oneShotId].map((id) => events(id)),
+        [settledCont, settledOne, runnerId, oneShotId].map((id) => allEvents(id)),
       );
       const during = await children(parent.id);
       expect(during).toEqual([
@@ -641,7 +620,7 @@ describe("contract 10, discovery (scenarios 59-65)", () => {
       // read-only: no log grew, the held turns are still before their model call, the settled
       // continuable child was not woken (no activation, no new turn)
       const logsAfter = await Promise.all(
-        [settledCont, settledOne, runnerId, oneShotId].map((id) => events(id)),
+        [settledCont, settledOne, runnerId, oneShotId].map((id) => allEvents(id)),
       );
       expect(logsAfter).toEqual(logsBefore);
       expect(runnerGate.count("after-model")).toBe(0);
@@ -652,7 +631,7 @@ describe("contract 10, discovery (scenarios 59-65)", () => {
       oneShotGate.remove();
     }
     await settledTimes(parent.id, runnerId);
-    await until(parent.id, (log) => ofType(log, "subagent/end").some((e) => e.data.id === oneShotId));
+    await waitForEvents(parent.id, (log) => ofType(log, "subagent/end").some((e) => e.data.id === oneShotId));
     const after = await children(parent.id);
     expect(after.map((e) => [e.id, e.activity, e.status])).toEqual([
       [settledCont, "inactive", "idle"],

@@ -1,8 +1,31 @@
-import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
+import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { hold } from "./fault-helpers";
-import { api, allEvents, createSession, sessionStubFor, waitForEvents } from "./helpers";
+import {
+  api,
+  createSession,
+  expectError,
+  expectNoSession,
+  sendMessage,
+  startOneShot,
+  startRun,
+  uniqueName,
+  UUID,
+  view,
+  waitForRun,
+} from "../support/api";
+import { fakeRequestsMentioning, toolNames } from "../support/fake-openai";
+import { hold } from "../support/faults";
+import {
+  allEvents,
+  assistantTexts,
+  ofType,
+  sleep,
+  waitForChild,
+  waitForEvents,
+  waitForTurnEnds,
+} from "../support/logs";
+import { sqlRows, stub } from "../support/objects";
+import { script } from "../support/scripts";
 
 /**
  * Contract section 10, scenarios 14-25 (in-process providers: spawn and fork), over the HTTP API
@@ -10,61 +33,6 @@ import { api, allEvents, createSession, sessionStubFor, waitForEvents } from "./
  * and tool list must be seen). Provider names are global to this file's storage: every test that
  * registers one uses a unique name. Every test uses fresh sessions.
  */
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-
-function uniqueName(prefix: string): string {
-  return `${prefix}-${crypto.randomUUID().slice(0, 8)}`;
-}
-
-function script(...steps: unknown[]): string {
-  return JSON.stringify({ script: steps });
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function startRun(parent: string, body: Record<string, unknown>) {
-  return api("POST", `/v1/sessions/${parent}/subagents`, { body: { mode: "one-shot", ...body } });
-}
-
-async function started(
-  parent: string,
-  body: Record<string, unknown>,
-): Promise<{ runId: string; id: string }> {
-  const res = await startRun(parent, body);
-  if (res.status !== 201) throw new Error(`start failed: ${res.status} ${JSON.stringify(res.body)}`);
-  return res.body;
-}
-
-/** Long-polls a run until it settled. */
-async function settled(parent: string, runId: string): Promise<any> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const res = await api("GET", `/v1/sessions/${parent}/runs/${runId}?wait=5000`);
-    expect(res.status).toBe(200);
-    if (res.body.state === "settled") return res.body;
-    if (Date.now() > deadline) throw new Error(`run ${runId} did not settle: ${JSON.stringify(res.body)}`);
-  }
-}
-
-async function send(id: string, content: string): Promise<void> {
-  const res = await api("POST", `/v1/sessions/${id}/messages`, { body: { content } });
-  expect(res.status).toBe(202);
-}
-
-function ofType(events: any[], type: string): any[] {
-  return events.filter((e) => e.type === type);
-}
-
-function texts(events: any[]): string[] {
-  return ofType(events, "assistant/message").map((e) => e.data.content.map((b: any) => b.text).join(""));
-}
-
-function waitForTurnEnds(id: string, n: number): Promise<any[]> {
-  return waitForEvents(id, (es) => ofType(es, "turn/end").length >= n);
-}
 
 /** Turns never overlap and every turn/end closes the open turn (the log replays as balanced). */
 function expectBalanced(events: any[]): void {
@@ -80,55 +48,10 @@ function expectBalanced(events: any[]): void {
   }
 }
 
-async function rows(id: string, query: string, ...bindings: SqlStorageValue[]): Promise<any[]> {
-  return runInDurableObject(sessionStubFor(id), (_instance: unknown, state: DurableObjectState) =>
-    state.storage.sql.exec(query, ...bindings).toArray(),
-  );
-}
-
-/** A session that was never created answers 404 (with the admin token). */
-async function expectNoSession(id: string): Promise<void> {
-  const res = await api("GET", `/v1/sessions/${id}`);
-  expect(res.status).toBe(404);
-  expect(res.body.error.code).toBe("NOT_FOUND");
-}
-
-function expectError(res: { status: number; body: any }, status: number, code: string): void {
-  expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
-}
-
-async function view(id: string, token?: string): Promise<any> {
-  const res = await api("GET", `/v1/sessions/${id}`, token === undefined ? {} : { token });
-  expect(res.status).toBe(200);
-  return res.body;
-}
-
-/** The id of the child a parent's n-th subagent/start names (waits for it). */
-async function childOf(parent: string, n = 0): Promise<string> {
-  const log = await waitForEvents(parent, (es) => ofType(es, "subagent/start").length > n);
-  return ofType(log, "subagent/start")[n].data.id;
-}
-
-interface FakeRequest {
-  body: { messages: { role: string; content: unknown }[]; tools?: { function: { name: string } }[] };
-}
-
-/** Requests the fake OpenAI-compatible server received whose messages mention `marker`. */
-async function fakeRequestsMentioning(marker: string): Promise<FakeRequest[]> {
-  const res = await fetch(new URL("/__requests?since=0", env.OPENAI_BASE_URL).toString());
-  expect(res.status).toBe(200);
-  const { requests } = (await res.json()) as { requests: FakeRequest[] };
-  return requests.filter((r) => JSON.stringify(r.body?.messages ?? []).includes(marker));
-}
-
-function toolNames(request: FakeRequest): string[] {
-  return (request.body.tools ?? []).map((t) => t.function.name);
-}
-
 describe("contract 10, in-process providers (scenarios 14-25)", () => {
   it("14. a spawn child is its own session: parentSession is the parent, origin subagent, depth parent+1, the run's id is the child session's id, and the parent's model is inherited unless the request names one", async () => {
     const parent = await createSession({ model: "scripted" });
-    const run = await started(parent.id, { provider: "spawn", prompt: "hello child" });
+    const run = await startOneShot(parent.id, { provider: "spawn", prompt: "hello child" });
     expect(run.id).toMatch(UUID);
     const child = await view(run.id);
     expect(child).toMatchObject({
@@ -142,7 +65,7 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
     expect(child).not.toHaveProperty("seedLength");
     const parentView = await view(parent.id);
     expect(parentView).toMatchObject({ parentSession: null, origin: null, delegationDepth: 0 });
-    expect((await settled(parent.id, run.runId)).result.output).toEqual([
+    expect((await waitForRun(parent.id, run.runId)).result.output).toEqual([
       { type: "text", text: "echo: hello child" },
     ]);
 
@@ -152,22 +75,22 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
     expect((await api("GET", `/v1/sessions/${run.id}`, { token: stranger.token })).status).toBe(404);
 
     // the child delegates in turn: its child is one deeper and names it as parent
-    const grand = await started(run.id, { provider: "spawn", prompt: "hello grandchild" });
+    const grand = await startOneShot(run.id, { provider: "spawn", prompt: "hello grandchild" });
     expect(await view(grand.id)).toMatchObject({
       parentSession: run.id,
       origin: "subagent",
       delegationDepth: 2,
     });
-    expect((await settled(run.id, grand.runId)).result.stopReason).toBe("completed");
+    expect((await waitForRun(run.id, grand.runId)).result.stopReason).toBe("completed");
 
     // the request's model overrides the parent's
-    const routed = await started(parent.id, {
+    const routed = await startOneShot(parent.id, {
       provider: "spawn",
       prompt: "routed",
       model: "openai:fake-model",
     });
     expect((await view(routed.id)).model).toBe("openai:fake-model");
-    expect((await settled(parent.id, routed.runId)).result).toEqual({
+    expect((await waitForRun(parent.id, routed.runId)).result).toEqual({
       output: [{ type: "text", text: "hello from fake: routed" }],
       stopReason: "completed",
     });
@@ -180,8 +103,8 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
     expectError(refused, 422, "DEPTH_EXCEEDED");
     expect(refused.body.error.message).toBe("subagent depth 1 exceeds maxDepth 0");
     await expectNoSession(childId);
-    expect(await rows(parent.id, "SELECT run_id FROM runs")).toEqual([]);
-    expect(await rows(parent.id, "SELECT child_id FROM children")).toEqual([]);
+    expect(await sqlRows(parent.id, "SELECT run_id FROM runs")).toEqual([]);
+    expect(await sqlRows(parent.id, "SELECT child_id FROM children")).toEqual([]);
     expect(ofType(await allEvents(parent.id), "subagent/start")).toEqual([]);
     // the fork provider applies the same rule
     expectError(
@@ -193,7 +116,7 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
     // a chain down to the deployment cap (MAX_DEPTH_CAP = 5): each link is one deeper
     let at = parent.id;
     for (let depth = 1; depth <= 5; depth++) {
-      const link = await started(at, { provider: "spawn", prompt: `depth ${depth}`, maxDepth: depth });
+      const link = await startOneShot(at, { provider: "spawn", prompt: `depth ${depth}`, maxDepth: depth });
       expect((await view(link.id)).delegationDepth).toBe(depth);
       if (depth === 1) {
         const tooDeep = await startRun(link.id, { provider: "spawn", prompt: "x", maxDepth: 1 });
@@ -211,8 +134,8 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
 
   it("16. depth comes from the durable header: a depth-2 child evicted mid-turn delegates at depth 3 from a fresh instance, and the tool's default cap of 3 then refuses depth 4", async () => {
     const root = await createSession();
-    const child = await started(root.id, { provider: "spawn", prompt: "one" });
-    await settled(root.id, child.runId);
+    const child = await startOneShot(root.id, { provider: "spawn", prompt: "one" });
+    await waitForRun(root.id, child.runId);
     const greatGrandScript = script(
       {
         call: [
@@ -221,7 +144,7 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
       },
       { say: "great-grandchild done" },
     );
-    const grand = await started(child.id, {
+    const grand = await startOneShot(child.id, {
       provider: "spawn",
       prompt: script(
         { think: 400 },
@@ -240,15 +163,15 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
 
     // evict the grandchild while its first step is in flight: a new instance re-runs the step
     await waitForEvents(grand.id, (es) => ofType(es, "turn/start").length === 1);
-    await evictDurableObject(sessionStubFor(grand.id));
-    await runDurableObjectAlarm(sessionStubFor(grand.id));
+    await evictDurableObject(stub(grand.id));
+    await runDurableObjectAlarm(stub(grand.id));
 
-    const result = await settled(child.id, grand.runId);
+    const result = await waitForRun(child.id, grand.runId);
     expect(result.result).toEqual({
       output: [{ type: "text", text: "grandchild done" }],
       stopReason: "completed",
     });
-    const greatGrand = await childOf(grand.id);
+    const greatGrand = await waitForChild(grand.id);
     expect(await view(greatGrand)).toMatchObject({
       parentSession: grand.id,
       origin: "subagent",
@@ -257,11 +180,11 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
     expect(ofType(await allEvents(grand.id), "subagent/start")).toHaveLength(1);
 
     const deepLog = await allEvents(greatGrand);
-    const refusal = ofType(deepLog, "tool/result")[0].data;
+    const refusal = ofType(deepLog, "tool/result")[0]!.data;
     expect(refusal.isError).toBe(true);
     expect(refusal.content[0].text).toContain("subagent depth 4 exceeds maxDepth 3");
     expect(ofType(deepLog, "subagent/start")).toEqual([]);
-    expect(texts(deepLog).at(-1)).toBe("great-grandchild done");
+    expect(assistantTexts(deepLog).at(-1)).toBe("great-grandchild done");
 
     // over HTTP the header's depth is the floor as well
     const capped = await startRun(greatGrand, { provider: "spawn", prompt: "x", maxDepth: 3 });
@@ -274,14 +197,14 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
     const parent = await createSession();
     const childId = crypto.randomUUID();
     const gate = hold(childId, "after-accept");
-    const run = await started(parent.id, { provider: "spawn", prompt: "never answered", childId });
+    const run = await startOneShot(parent.id, { provider: "spawn", prompt: "never answered", childId });
     await gate.reached;
     const disposed = await api("DELETE", `/v1/sessions/${parent.id}/runs/${run.runId}`);
     expect(disposed.status).toBe(202);
     expect((await api("DELETE", `/v1/sessions/${parent.id}/runs/${run.runId}`)).status).toBe(202); // idempotent
     await waitForEvents(childId, (es) => ofType(es, "agent/inbox/discarded").length === 1);
     gate.release();
-    const result = (await settled(parent.id, run.runId)).result;
+    const result = (await waitForRun(parent.id, run.runId)).result;
     expect(result).toMatchObject({ output: [], stopReason: "aborted" });
     const childLog = await allEvents(childId);
     expect(ofType(childLog, "turn/start")).toEqual([]);
@@ -291,7 +214,7 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
       await waitForEvents(parent.id, (es) => ofType(es, "subagent/end").length === 1),
       "subagent/end",
     );
-    expect(end[0].data).toEqual({
+    expect(end[0]!.data).toEqual({
       runId: run.runId,
       provider: "spawn",
       id: childId,
@@ -302,12 +225,12 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
 
     // (b) no hold: the dispose races the child's first model call and still wins before any answer
     const other = await createSession();
-    const racing = await started(other.id, {
+    const racing = await startOneShot(other.id, {
       provider: "spawn",
       prompt: script({ think: 5000 }, { say: "too late" }),
     });
     expect((await api("DELETE", `/v1/sessions/${other.id}/runs/${racing.runId}`)).status).toBe(202);
-    expect((await settled(other.id, racing.runId)).result).toMatchObject({
+    expect((await waitForRun(other.id, racing.runId)).result).toMatchObject({
       output: [],
       stopReason: "aborted",
     });
@@ -315,7 +238,7 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
     expect(ofType(await allEvents(racing.id), "assistant/message")).toEqual([]);
     // disposing a settled run changes nothing
     expect((await api("DELETE", `/v1/sessions/${other.id}/runs/${racing.runId}`)).status).toBe(202);
-    expect((await settled(other.id, racing.runId)).result.stopReason).toBe("aborted");
+    expect((await waitForRun(other.id, racing.runId)).result.stopReason).toBe("aborted");
   });
 
   // Runtime bug (see the report): a dispose accepted while the start is still pending is lost.
@@ -325,16 +248,19 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
     const gate = hold(childId, "in-init");
     const answer = startRun(parent.id, { provider: "spawn", prompt: "should never be answered", childId });
     await gate.reached;
-    const [reserved] = await rows(parent.id, "SELECT run_id, state FROM runs");
-    expect(reserved.state).toBe("starting");
-    const disposed = await api("DELETE", `/v1/sessions/${parent.id}/runs/${reserved.run_id}`);
+    const [reserved] = await sqlRows<{ run_id: string; state: string }>(
+      parent.id,
+      "SELECT run_id, state FROM runs",
+    );
+    expect(reserved!.state).toBe("starting");
+    const disposed = await api("DELETE", `/v1/sessions/${parent.id}/runs/${reserved!.run_id}`);
     expect(disposed.status).toBe(202);
     gate.release();
     const started = await answer;
     // whether the start then answers 201 or refuses, the accepted dispose must hold
     if (started.status === 201) {
-      expect(started.body.runId).toBe(reserved.run_id);
-      const result = (await settled(parent.id, reserved.run_id)).result;
+      expect(started.body.runId).toBe(reserved!.run_id);
+      const result = (await waitForRun(parent.id, reserved!.run_id)).result;
       expect(result).toMatchObject({ output: [], stopReason: "aborted" });
       await sleep(300);
       expect(ofType(await allEvents(childId), "assistant/message")).toEqual([]);
@@ -345,7 +271,7 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
 
   it("18. after publication, disposing a hanging child and interrupting the parent's foreground call both end the child's turn and settle the run as aborted; the child is released", async () => {
     const parent = await createSession();
-    const run = await started(parent.id, {
+    const run = await startOneShot(parent.id, {
       provider: "spawn",
       prompt: script({ think: 20_000 }, { say: "late" }),
     });
@@ -353,15 +279,15 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
     expect((await view(parent.id)).status).toBe("waiting");
     expect((await view(run.id)).status).toBe("running");
     expect((await api("DELETE", `/v1/sessions/${parent.id}/runs/${run.runId}`)).status).toBe(202);
-    const result = (await settled(parent.id, run.runId)).result;
+    const result = (await waitForRun(parent.id, run.runId)).result;
     expect(result).toMatchObject({ output: [], stopReason: "aborted" });
     const childLog = await waitForTurnEnds(run.id, 1);
     expect(ofType(childLog, "turn/end").map((e) => e.data.reason)).toEqual(["aborted"]);
     expect(ofType(childLog, "assistant/message")).toEqual([]);
     expect((await view(run.id)).status).toBe("idle");
     expect((await view(parent.id)).status).toBe("idle");
-    expect(await rows(parent.id, "SELECT state FROM children")).toEqual([{ state: "released" }]);
-    expect(await rows(parent.id, "SELECT state, cancel_requested FROM runs")).toEqual([
+    expect(await sqlRows(parent.id, "SELECT state FROM children")).toEqual([{ state: "released" }]);
+    expect(await sqlRows(parent.id, "SELECT state, cancel_requested FROM runs")).toEqual([
       { state: "settled", cancel_requested: 1 },
     ]);
     await sleep(300); // the late answer never arrives
@@ -369,7 +295,7 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
 
     // the parent's own turn is the foreground call's signal: interrupting it cancels the child
     const caller = await createSession();
-    await send(
+    await sendMessage(
       caller.id,
       script(
         {
@@ -387,21 +313,21 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
         { say: "after" },
       ),
     );
-    const childId = await childOf(caller.id);
+    const childId = await waitForChild(caller.id);
     await waitForEvents(childId, (es) => ofType(es, "turn/start").length === 1);
     expect((await api("POST", `/v1/sessions/${caller.id}/interrupt`)).status).toBe(202);
     const callerLog = await waitForEvents(caller.id, (es) => ofType(es, "subagent/end").length === 1);
-    expect(ofType(callerLog, "subagent/end")[0].data).toMatchObject({ id: childId, stopReason: "aborted" });
+    expect(ofType(callerLog, "subagent/end")[0]!.data).toMatchObject({ id: childId, stopReason: "aborted" });
     expect(ofType(callerLog, "turn/end").map((e) => e.data.reason)).toEqual(["aborted"]);
-    expect(ofType(await waitForTurnEnds(childId, 1), "turn/end")[0].data.reason).toBe("aborted");
-    expect(texts(await allEvents(caller.id))).not.toContain("after");
+    expect(ofType(await waitForTurnEnds(childId, 1), "turn/end")[0]!.data.reason).toBe("aborted");
+    expect(assistantTexts(await allEvents(caller.id))).not.toContain("after");
   });
 
   // Runtime bug (see the report): a one-shot child's aborted turn leaves its foreground grandchild running.
   it("18. disposing a child whose turn waits on a foreground grandchild also cancels the grandchild: the grandchild's run ends aborted and it never answers", async () => {
     const parent = await createSession();
     const grandScript = script({ think: 2500 }, { say: "grandchild answered anyway" });
-    const run = await started(parent.id, {
+    const run = await startOneShot(parent.id, {
       provider: "spawn",
       prompt: script(
         {
@@ -415,15 +341,18 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
         { say: "child late" },
       ),
     });
-    const grandId = await childOf(run.id);
+    const grandId = await waitForChild(run.id);
     await waitForEvents(grandId, (es) => ofType(es, "turn/start").length === 1);
     expect((await api("DELETE", `/v1/sessions/${parent.id}/runs/${run.runId}`)).status).toBe(202);
-    expect((await settled(parent.id, run.runId)).result).toMatchObject({ output: [], stopReason: "aborted" });
+    expect((await waitForRun(parent.id, run.runId)).result).toMatchObject({
+      output: [],
+      stopReason: "aborted",
+    });
 
     const childLog = await waitForEvents(run.id, (es) => ofType(es, "subagent/end").length === 1);
-    expect(ofType(childLog, "subagent/end")[0].data).toMatchObject({ id: grandId, stopReason: "aborted" });
+    expect(ofType(childLog, "subagent/end")[0]!.data).toMatchObject({ id: grandId, stopReason: "aborted" });
     expect(ofType(await allEvents(grandId), "turn/end").map((e) => e.data.reason)).toEqual(["aborted"]);
-    expect(texts(await allEvents(grandId))).toEqual([]);
+    expect(assistantTexts(await allEvents(grandId))).toEqual([]);
   });
 
   it("19. a child hitting its token ceiling ends max-tokens, a failing model ends error with output [] and a diagnostic, a declining model ends refusal; the foreground tool renders each as an error", async () => {
@@ -437,16 +366,16 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
       { prompt: script({ stop: "refusal" }), expected: { output: [], stopReason: "refusal" } },
     ];
     for (const c of cases) {
-      const run = await started(parent.id, { provider: "spawn", prompt: c.prompt });
-      expect((await settled(parent.id, run.runId)).result).toEqual(c.expected);
+      const run = await startOneShot(parent.id, { provider: "spawn", prompt: c.prompt });
+      expect((await waitForRun(parent.id, run.runId)).result).toEqual(c.expected);
     }
     // a partial answer survives a token ceiling
-    const partial = await started(parent.id, {
+    const partial = await startOneShot(parent.id, {
       provider: "spawn",
       prompt: "be long",
       model: "openai:fake-model",
     });
-    expect((await settled(parent.id, partial.runId)).result).toEqual({
+    expect((await waitForRun(parent.id, partial.runId)).result).toEqual({
       output: [{ type: "text", text: "this answer is cut" }],
       stopReason: "max-tokens",
     });
@@ -456,7 +385,7 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
       tool: "subagent",
       args: { description, prompt, run_in_background: false },
     });
-    await send(
+    await sendMessage(
       caller.id,
       script(
         {
@@ -473,13 +402,13 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
     const results = ofType(log, "tool/result").map((e) => e.data);
     expect(results.map((r) => r.isError)).toEqual([true, true, true]);
     const byCall = new Map(results.map((r) => [r.toolCallId, r.content[0].text]));
-    const calls = ofType(log, "assistant/message")[0].data.toolCalls.map((c: any) => byCall.get(c.id));
+    const calls = ofType(log, "assistant/message")[0]!.data.toolCalls.map((c: any) => byCall.get(c.id));
     expect(calls).toEqual([
       "Error: subagent hit its token limit before finishing",
       "Error: subagent run failed\nDiagnostic: upstream is down",
       "Error: subagent declined the task",
     ]);
-    expect(texts(log).at(-1)).toBe("reported");
+    expect(assistantTexts(log).at(-1)).toBe("reported");
   });
 
   it("20. the output is the last non-empty assistant message, never a tool's text; with no non-empty message it is []", async () => {
@@ -504,16 +433,16 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
       [script({ say: "" }), { output: [], stopReason: "completed" }],
     ];
     for (const [prompt, expected] of cases) {
-      const run = await started(parent.id, { provider: "spawn", prompt });
-      expect((await settled(parent.id, run.runId)).result).toEqual(expected);
+      const run = await startOneShot(parent.id, { provider: "spawn", prompt });
+      expect((await waitForRun(parent.id, run.runId)).result).toEqual(expected);
     }
     // a tool call (empty content) followed by an answer from a real adapter
-    const viaTool = await started(parent.id, {
+    const viaTool = await startOneShot(parent.id, {
       provider: "spawn",
       prompt: "use the tool",
       model: "openai:fake-model",
     });
-    expect((await settled(parent.id, viaTool.runId)).result).toEqual({
+    expect((await waitForRun(parent.id, viaTool.runId)).result).toEqual({
       output: [{ type: "text", text: "tool said: ping" }],
       stopReason: "completed",
     });
@@ -522,15 +451,15 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
   it("21. fork seeds exactly the parent's events through the last turn/end (header seedLength), excludes an open turn, and leaves a parent without a completed turn's child unseeded", async () => {
     // (a) two completed turns, then an HTTP fork
     const parent = await createSession();
-    await send(parent.id, "one");
+    await sendMessage(parent.id, "one");
     await waitForTurnEnds(parent.id, 1);
-    await send(parent.id, "two");
+    await sendMessage(parent.id, "two");
     const parentLog = await waitForTurnEnds(parent.id, 2);
     const seedLength = parentLog.findLastIndex((e) => e.type === "turn/end") + 1;
     expect(seedLength).toBe(parentLog.length);
 
-    const fork = await started(parent.id, { provider: "fork", prompt: "forked question" });
-    expect((await settled(parent.id, fork.runId)).result).toEqual({
+    const fork = await startOneShot(parent.id, { provider: "fork", prompt: "forked question" });
+    expect((await waitForRun(parent.id, fork.runId)).result).toEqual({
       output: [{ type: "text", text: "echo: forked question" }],
       stopReason: "completed",
     });
@@ -551,9 +480,9 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
 
     // (b) forking from inside the parent's open turn: the open turn is not part of the seed
     const busy = await createSession();
-    await send(busy.id, "completed turn");
+    await sendMessage(busy.id, "completed turn");
     await waitForTurnEnds(busy.id, 1);
-    await send(
+    await sendMessage(
       busy.id,
       script(
         {
@@ -568,10 +497,10 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
       ),
     );
     const busyLog = await waitForTurnEnds(busy.id, 2);
-    const forkId = ofType(busyLog, "subagent/start")[0].data.id;
+    const forkId = ofType(busyLog, "subagent/start")[0]!.data.id;
     const firstEnd = busyLog.findIndex((e) => e.type === "turn/end");
     const openStart = busyLog.findLastIndex((e) => e.type === "turn/start");
-    expect(ofType(busyLog, "subagent/start")[0].seq).toBeGreaterThan(openStart);
+    expect(ofType(busyLog, "subagent/start")[0]!.seq).toBeGreaterThan(openStart);
     expect((await view(forkId)).seedLength).toBe(firstEnd + 1);
     const forkLog = await allEvents(forkId);
     expect(forkLog.slice(0, firstEnd + 1)).toEqual(busyLog.slice(0, firstEnd + 1));
@@ -581,25 +510,25 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
     });
     expect(ofType(forkLog, "turn/start").map((e) => e.data.turn)).toEqual([1, 2]);
     expectBalanced(forkLog);
-    expect(ofType(busyLog, "tool/result")[0].data).toMatchObject({
+    expect(ofType(busyLog, "tool/result")[0]!.data).toMatchObject({
       name: "subagent_fork",
       isError: false,
       content: [{ type: "text", text: "echo: from the open turn" }],
     });
-    expect(texts(busyLog).at(-1)).toBe("parent resumed");
+    expect(assistantTexts(busyLog).at(-1)).toBe("parent resumed");
 
     // (c) a parent that never completed a turn: the child is fresh, with no seedLength
     const fresh = await createSession();
-    const unseeded = await started(fresh.id, { provider: "fork", prompt: "alone" });
-    await settled(fresh.id, unseeded.runId);
+    const unseeded = await startOneShot(fresh.id, { provider: "fork", prompt: "alone" });
+    await waitForRun(fresh.id, unseeded.runId);
     expect(await view(unseeded.id)).not.toHaveProperty("seedLength");
     const unseededLog = await allEvents(unseeded.id);
-    expect(unseededLog[0].type).toBe("subagent/descriptor");
+    expect(unseededLog[0]!.type).toBe("subagent/descriptor");
     expect(ofType(unseededLog, "session/end-seed")).toEqual([]);
     expect(ofType(unseededLog, "turn/start").map((e) => e.data.turn)).toEqual([1]);
     // and from inside a first (still open) turn the seed is empty too
     const opening = await createSession();
-    await send(
+    await sendMessage(
       opening.id,
       script(
         {
@@ -614,24 +543,30 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
       ),
     );
     await waitForTurnEnds(opening.id, 1);
-    const earlyFork = await childOf(opening.id);
+    const earlyFork = await waitForChild(opening.id);
     expect(await view(earlyFork)).not.toHaveProperty("seedLength");
-    expect((await allEvents(earlyFork))[0].type).toBe("subagent/descriptor");
+    expect((await allEvents(earlyFork))[0]!.type).toBe("subagent/descriptor");
   });
 
   it("22. a fork child whose turn produced no text returns output [] and never the seeded parent's text", async () => {
     const parent = await createSession();
-    await send(parent.id, "seeded words");
+    await sendMessage(parent.id, "seeded words");
     await waitForTurnEnds(parent.id, 1);
-    const silent = await started(parent.id, { provider: "fork", prompt: script({ say: "" }) });
-    const ceiling = await started(parent.id, { provider: "fork", prompt: script({ stop: "max-tokens" }) });
-    expect((await settled(parent.id, silent.runId)).result).toEqual({ output: [], stopReason: "completed" });
-    expect((await settled(parent.id, ceiling.runId)).result).toEqual({
+    const silent = await startOneShot(parent.id, { provider: "fork", prompt: script({ say: "" }) });
+    const ceiling = await startOneShot(parent.id, {
+      provider: "fork",
+      prompt: script({ stop: "max-tokens" }),
+    });
+    expect((await waitForRun(parent.id, silent.runId)).result).toEqual({
+      output: [],
+      stopReason: "completed",
+    });
+    expect((await waitForRun(parent.id, ceiling.runId)).result).toEqual({
       output: [],
       stopReason: "max-tokens",
     });
     // the seed does hold the parent's answer, which the result ignored
-    expect(texts(await allEvents(silent.id))).toEqual(["echo: seeded words", ""]);
+    expect(assistantTexts(await allEvents(silent.id))).toEqual(["echo: seeded words", ""]);
     const log = await waitForEvents(parent.id, (es) => ofType(es, "subagent/end").length === 2);
     for (const end of ofType(log, "subagent/end")) expect("lastAssistantMessage" in end.data).toBe(false);
   });
@@ -641,25 +576,25 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
     const parentPersona = `parent persona ${tag}`;
     const childPersona = `child persona ${tag}`;
     const parent = await createSession({ model: "openai:fake-model", persona: parentPersona });
-    await send(parent.id, `parent probe ${tag}`);
+    await sendMessage(parent.id, `parent probe ${tag}`);
     await waitForTurnEnds(parent.id, 1);
-    const child = await started(parent.id, {
+    const child = await startOneShot(parent.id, {
       provider: "spawn",
       prompt: `child probe ${tag}`,
       model: "openai:fake-model",
       persona: childPersona,
       toolFilter: { deny: ["echo"] },
     });
-    expect((await settled(parent.id, child.runId)).result.output).toEqual([
+    expect((await waitForRun(parent.id, child.runId)).result.output).toEqual([
       { type: "text", text: `hello from fake: child probe ${tag}` },
     ]);
-    const allowOnly = await started(parent.id, {
+    const allowOnly = await startOneShot(parent.id, {
       provider: "spawn",
       prompt: `allow probe ${tag}`,
       model: "openai:fake-model",
       toolFilter: { allow: ["echo"] },
     });
-    await settled(parent.id, allowOnly.runId);
+    await waitForRun(parent.id, allowOnly.runId);
 
     const [parentRequest] = await fakeRequestsMentioning(`parent probe ${tag}`);
     const [childRequest] = await fakeRequestsMentioning(`child probe ${tag}`);
@@ -675,15 +610,15 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
 
     // calling the denied tool is an unknown-tool error result, and the turn goes on
     const scripted = await createSession();
-    const denied = await started(scripted.id, {
+    const denied = await startOneShot(scripted.id, {
       provider: "spawn",
       prompt: script({ call: [{ tool: "echo", args: { text: "hidden" } }] }, { say: "went on" }),
       toolFilter: { deny: ["echo"] },
     });
-    expect((await settled(scripted.id, denied.runId)).result.output).toEqual([
+    expect((await waitForRun(scripted.id, denied.runId)).result.output).toEqual([
       { type: "text", text: "went on" },
     ]);
-    const deniedResult = ofType(await allEvents(denied.id), "tool/result")[0].data;
+    const deniedResult = ofType(await allEvents(denied.id), "tool/result")[0]!.data;
     expect(deniedResult).toMatchObject({ name: "echo", isError: true });
     expect(deniedResult.content[0].text).toMatch(/unknown tool "echo"/);
 
@@ -698,7 +633,7 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
     expectError(refused, 400, "INVALID_REQUEST");
     expect(refused.body.error.message).toContain("no_such_tool");
     await expectNoSession(orphan);
-    expect((await rows(scripted.id, "SELECT child_id FROM children")).map((r) => r.child_id)).toEqual([
+    expect((await sqlRows(scripted.id, "SELECT child_id FROM children")).map((r) => r.child_id)).toEqual([
       denied.id,
     ]);
   });
@@ -711,7 +646,7 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
       required: ["answer"],
       additionalProperties: false,
     };
-    const run = (prompt: string) => started(parent.id, { provider: "spawn", prompt, outputSchema });
+    const run = (prompt: string) => startOneShot(parent.id, { provider: "spawn", prompt, outputSchema });
 
     // (a) earlier calls run, the capture concludes the turn, later calls in the same response are denied
     const captured = await run(
@@ -726,7 +661,7 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
         { say: "must not be asked" },
       ),
     );
-    expect((await settled(parent.id, captured.runId)).result).toEqual({
+    expect((await waitForRun(parent.id, captured.runId)).result).toEqual({
       output: [],
       structured: { answer: "42" },
       stopReason: "completed",
@@ -752,7 +687,7 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
         { call: [{ tool: "structured_output", args: { answer: "second try" } }] },
       ),
     );
-    expect((await settled(parent.id, retried.runId)).result).toEqual({
+    expect((await waitForRun(parent.id, retried.runId)).result).toEqual({
       output: [],
       structured: { answer: "second try" },
       stopReason: "completed",
@@ -763,44 +698,44 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
 
     // (c) prose only: error, the prose kept as output, no second model call
     const prose = await run(script({ say: "just prose" }, { say: "a re-prompt would say this" }));
-    const proseResult = (await settled(parent.id, prose.runId)).result;
+    const proseResult = (await waitForRun(parent.id, prose.runId)).result;
     expect(proseResult).toMatchObject({
       output: [{ type: "text", text: "just prose" }],
       stopReason: "error",
     });
     expect(proseResult).not.toHaveProperty("structured");
     expect(proseResult.diagnostic).toContain("structured_output");
-    expect(texts(await allEvents(prose.id))).toEqual(["just prose"]);
+    expect(assistantTexts(await allEvents(prose.id))).toEqual(["just prose"]);
 
     // (d) a capture whose tool result failed never counts
     const voided = await run(
       script({ call: [{ tool: "structured_output", args: { wrong: true } }] }, { say: "gave up" }),
     );
-    const voidedResult = (await settled(parent.id, voided.runId)).result;
+    const voidedResult = (await waitForRun(parent.id, voided.runId)).result;
     expect(voidedResult).toMatchObject({ output: [{ type: "text", text: "gave up" }], stopReason: "error" });
     expect(voidedResult).not.toHaveProperty("structured");
 
     // a child without a schema has no structured_output tool
-    const plain = await started(parent.id, {
+    const plain = await startOneShot(parent.id, {
       provider: "spawn",
       prompt: script({ call: [{ tool: "structured_output", args: { answer: "x" } }] }, { say: "plain" }),
     });
-    expect((await settled(parent.id, plain.runId)).result).toEqual({
+    expect((await waitForRun(parent.id, plain.runId)).result).toEqual({
       output: [{ type: "text", text: "plain" }],
       stopReason: "completed",
     });
-    expect(ofType(await allEvents(plain.id), "tool/result")[0].data.isError).toBe(true);
+    expect(ofType(await allEvents(plain.id), "tool/result")[0]!.data.isError).toBe(true);
   });
 
   it("25. deleting a provider does not revoke runs it already returned: a running child still settles, another stays until its holder disposes it, and new starts are refused", async () => {
     const name = uniqueName("unload");
     expect((await api("PUT", `/v1/providers/${name}`, { body: { kind: "spawn" } })).status).toBe(201);
     const parent = await createSession();
-    const finishing = await started(parent.id, {
+    const finishing = await startOneShot(parent.id, {
       provider: name,
       prompt: script({ think: 600 }, { say: "survived" }),
     });
-    const hanging = await started(parent.id, {
+    const hanging = await startOneShot(parent.id, {
       provider: name,
       prompt: script({ think: 30_000 }, { say: "late" }),
     });
@@ -810,7 +745,7 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
     const refused = await startRun(parent.id, { provider: name, prompt: "x" });
     expectError(refused, 404, "NO_PROVIDER");
 
-    expect((await settled(parent.id, finishing.runId)).result).toEqual({
+    expect((await waitForRun(parent.id, finishing.runId)).result).toEqual({
       output: [{ type: "text", text: "survived" }],
       stopReason: "completed",
     });
@@ -818,12 +753,12 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
     const stillRunning = await api("GET", `/v1/sessions/${parent.id}/runs/${hanging.runId}?wait=300`);
     expect(stillRunning.body).toMatchObject({ state: "running", provider: name });
     expect((await view(hanging.id)).status).toBe("running");
-    expect(await rows(parent.id, "SELECT state FROM children WHERE child_id = ?", hanging.id)).toEqual([
+    expect(await sqlRows(parent.id, "SELECT state FROM children WHERE child_id = ?", hanging.id)).toEqual([
       { state: "owned" },
     ]);
 
     expect((await api("DELETE", `/v1/sessions/${parent.id}/runs/${hanging.runId}`)).status).toBe(202);
-    expect((await settled(parent.id, hanging.runId)).result).toMatchObject({
+    expect((await waitForRun(parent.id, hanging.runId)).result).toMatchObject({
       output: [],
       stopReason: "aborted",
     });
@@ -832,7 +767,7 @@ describe("contract 10, in-process providers (scenarios 14-25)", () => {
       [name, "completed"],
       [name, "aborted"],
     ]);
-    expect(await rows(parent.id, "SELECT state FROM children WHERE child_id = ?", hanging.id)).toEqual([
+    expect(await sqlRows(parent.id, "SELECT state FROM children WHERE child_id = ?", hanging.id)).toEqual([
       { state: "released" },
     ]);
   });

@@ -1,9 +1,23 @@
-import { runInDurableObject } from "cloudflare:test";
-import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { installFaults } from "../../src/core/faults";
-import { hold } from "./fault-helpers";
-import { api, allEvents, createSession, sessionStubFor, waitForEvents } from "./helpers";
+import {
+  api,
+  createSession,
+  expectError,
+  expectNoSession,
+  providerNames,
+  putProvider,
+  rawBody,
+  rpc,
+  rpcFailure,
+  startRun,
+  uniqueName,
+  UUID,
+  waitForRun,
+} from "../support/api";
+import { faults, hold } from "../support/faults";
+import { allEvents, lifecycleEvents, registryEvents, sleep, subscribe, waitForEvents } from "../support/logs";
+import { sqlRows } from "../support/objects";
+import { script } from "../support/scripts";
 
 /**
  * Contract section 10, scenarios 1-13 (registry and one-shot start), over the HTTP API with the
@@ -13,139 +27,18 @@ import { api, allEvents, createSession, sessionStubFor, waitForEvents } from "./
 
 const CAPABILITIES_NONE = { outputSchema: false, depthLimit: false, toolFilter: false, persona: false };
 const CAPABILITIES_ALL = { outputSchema: true, depthLimit: true, toolFilter: true, persona: true };
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
-
-function uniqueName(prefix: string): string {
-  return `${prefix}-${crypto.randomUUID().slice(0, 8)}`;
-}
-
-function script(...steps: unknown[]): string {
-  return JSON.stringify({ script: steps });
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function startRun(parent: string, body: Record<string, unknown>) {
-  return api("POST", `/v1/sessions/${parent}/subagents`, { body: { mode: "one-shot", ...body } });
-}
 
 /** Sends a raw JSON text as the start body (for values only the raw text can carry, like -0). */
 function startRaw(parent: string, raw: string) {
-  return api("POST", `/v1/sessions/${parent}/subagents`, {
-    raw,
-    headers: { "content-type": "application/json" },
-  });
-}
-
-/** Long-polls a run until it settled. */
-async function settled(parent: string, runId: string): Promise<any> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const res = await api("GET", `/v1/sessions/${parent}/runs/${runId}?wait=5000`);
-    expect(res.status).toBe(200);
-    if (res.body.state === "settled") return res.body;
-    if (Date.now() > deadline) throw new Error(`run ${runId} did not settle: ${JSON.stringify(res.body)}`);
-  }
-}
-
-const rpc = (exports as any).SubagentsEntrypoint;
-
-/** The message of the error an RPC call fails with (RPC keeps only name and message). */
-async function rpcFailure(call: () => Promise<unknown>): Promise<string> {
-  try {
-    await call();
-  } catch (error) {
-    return String((error as Error).message);
-  }
-  throw new Error("expected the RPC call to fail");
-}
-
-function lifecycle(events: any[]): any[] {
-  return events.filter((e) => e.type.startsWith("subagent/"));
-}
-
-async function rows(id: string, query: string, ...bindings: SqlStorageValue[]): Promise<any[]> {
-  return runInDurableObject(sessionStubFor(id), (_instance: unknown, state: DurableObjectState) =>
-    state.storage.sql.exec(query, ...bindings).toArray(),
-  );
+  return api("POST", `/v1/sessions/${parent}/subagents`, rawBody(raw));
 }
 
 /** The parent holds no trace of a delegation: no run, no owned child, no outbox row, no lifecycle event. */
 async function expectNoDelegation(parent: string): Promise<void> {
-  expect(await rows(parent, "SELECT run_id FROM runs")).toEqual([]);
-  expect(await rows(parent, "SELECT child_id FROM children")).toEqual([]);
-  expect(await rows(parent, "SELECT id FROM outbox")).toEqual([]);
-  expect(lifecycle(await allEvents(parent))).toEqual([]);
-}
-
-/** A session that was never created answers 404 (with the admin token). */
-async function expectNoSession(id: string): Promise<void> {
-  const res = await api("GET", `/v1/sessions/${id}`);
-  expect(res.status).toBe(404);
-  expect(res.body.error.code).toBe("NOT_FOUND");
-}
-
-function expectError(res: { status: number; body: any }, status: number, code: string): void {
-  expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
-}
-
-async function registryEvents(): Promise<any[]> {
-  const out: any[] = [];
-  let after = -1;
-  for (;;) {
-    const res = await api("GET", `/v1/providers/events?after=${after}&limit=500`);
-    expect(res.status).toBe(200);
-    out.push(...res.body.events);
-    if (res.body.next === null) return out;
-    after = res.body.next;
-  }
-}
-
-async function providerNames(): Promise<string[]> {
-  const res = await api("GET", "/v1/providers");
-  expect(res.status).toBe(200);
-  return res.body.providers.map((p: any) => p.name);
-}
-
-async function putProvider(name: string, body: Record<string, unknown>) {
-  return api("PUT", `/v1/providers/${name}`, { body });
-}
-
-/** A client end of a session's event stream. */
-interface Subscriber {
-  socket: WebSocket;
-  received: any[];
-  waitFor(predicate: (events: any[]) => boolean): Promise<any[]>;
-}
-
-async function subscribe(id: string, options: { accept?: boolean } = {}): Promise<Subscriber> {
-  const response: Response = await (exports as any).default.fetch(
-    new Request(`http://example.com/v1/sessions/${id}/events/stream`, {
-      headers: { upgrade: "websocket", authorization: "Bearer test-admin-token" },
-    }),
-  );
-  expect(response.status).toBe(101);
-  const socket = response.webSocket!;
-  const sub: Subscriber = {
-    socket,
-    received: [],
-    async waitFor(predicate) {
-      const deadline = Date.now() + 10_000;
-      while (!predicate(sub.received)) {
-        if (Date.now() > deadline)
-          throw new Error(`stream timed out; got ${JSON.stringify(sub.received.map((e) => e.type))}`);
-        await sleep(10);
-      }
-      return sub.received;
-    },
-  };
-  socket.addEventListener("message", (event) => {
-    sub.received.push(JSON.parse(String(event.data)));
-  });
-  if (options.accept !== false) socket.accept();
-  return sub;
+  expect(await sqlRows(parent, "SELECT run_id FROM runs")).toEqual([]);
+  expect(await sqlRows(parent, "SELECT child_id FROM children")).toEqual([]);
+  expect(await sqlRows(parent, "SELECT id FROM outbox")).toEqual([]);
+  expect(lifecycleEvents(await allEvents(parent))).toEqual([]);
 }
 
 describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
@@ -180,15 +73,15 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
 
     const mine = (await registryEvents()).filter((e) => e.data.name === name);
     expect(mine.map((e) => e.type)).toEqual(["subagent/provider-added"]);
-    expect(mine[0].data).toEqual({ name, provider: info });
+    expect(mine[0]!.data).toEqual({ name, provider: info });
 
     const removed = await api("DELETE", `/v1/providers/${name}`);
     expect(removed.status).toBe(204);
     expect(await providerNames()).not.toContain(name);
     const after = (await registryEvents()).filter((e) => e.data.name === name);
     expect(after.map((e) => e.type)).toEqual(["subagent/provider-added", "subagent/provider-removed"]);
-    expect(after[1].data).toEqual({ name });
-    expect(after[1].seq).toBeGreaterThan(after[0].seq);
+    expect(after[1]!.data).toEqual({ name });
+    expect(after[1]!.seq).toBeGreaterThan(after[0]!.seq);
 
     // removing it again: nothing to remove, nothing recorded
     expectError(await api("DELETE", `/v1/providers/${name}`), 404, "NO_PROVIDER");
@@ -259,14 +152,14 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
       prompt: script({ think: 200 }, { say: "ok" }),
     });
     expect(started.status).toBe(201);
-    const run = await settled(parent.id, started.body.runId);
+    const run = await waitForRun(parent.id, started.body.runId);
     expect(run.result).toEqual({ output: [{ type: "text", text: "ok" }], stopReason: "completed" });
     expect(run.provider).toBe(name);
 
     const log = await waitForEvents(parent.id, (es) => es.some((e) => e.type === "subagent/end"));
     await healthy.waitFor((es) => es.length >= log.length);
     expect(healthy.received).toEqual(log);
-    expect(lifecycle(log).map((e) => [e.type, e.data.provider])).toEqual([
+    expect(lifecycleEvents(log).map((e) => [e.type, e.data.provider])).toEqual([
       ["subagent/start", name],
       ["subagent/end", name],
     ]);
@@ -310,14 +203,16 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
       "NO_PROVIDER",
     );
     await expectNoSession(late);
-    expect((await rows(parent.id, "SELECT child_id FROM children")).map((r) => r.child_id)).toEqual([
+    expect((await sqlRows(parent.id, "SELECT child_id FROM children")).map((r) => r.child_id)).toEqual([
       first.body.id,
     ]);
-    expect((await rows(parent.id, "SELECT run_id FROM runs")).map((r) => r.run_id)).toEqual([
+    expect((await sqlRows(parent.id, "SELECT run_id FROM runs")).map((r) => r.run_id)).toEqual([
       first.body.runId,
     ]);
-    await settled(parent.id, first.body.runId);
-    expect(lifecycle(await allEvents(parent.id)).filter((e) => e.type === "subagent/start")).toHaveLength(1);
+    await waitForRun(parent.id, first.body.runId);
+    expect(
+      lifecycleEvents(await allEvents(parent.id)).filter((e) => e.type === "subagent/start"),
+    ).toHaveLength(1);
 
     // a start that interleaves with the removal either wins cleanly or leaves no trace
     const racedName = uniqueName("racy");
@@ -330,7 +225,7 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
     ]);
     expect(removal.status).toBe(204);
     if (startAnswer.status === 201) {
-      expect((await settled(racer.id, startAnswer.body.runId)).result.stopReason).toBe("completed");
+      expect((await waitForRun(racer.id, startAnswer.body.runId)).result.stopReason).toBe("completed");
     } else {
       expectError(startAnswer, 404, "NO_PROVIDER");
       await expectNoSession(childId);
@@ -426,7 +321,7 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
     );
     expect(largest.status).toBe(201);
     for (const started of [absent, largest]) {
-      expect((await settled(parent.id, started.body.runId)).result.stopReason).toBe("completed");
+      expect((await waitForRun(parent.id, started.body.runId)).result.stopReason).toBe("completed");
     }
   });
 
@@ -492,7 +387,7 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
       outputSchema: { type: "object", properties: { n: { type: "integer" } }, required: ["n"] },
     });
     expect(good.status).toBe(201);
-    expect((await settled(parent.id, good.body.runId)).result).toEqual({
+    expect((await waitForRun(parent.id, good.body.runId)).result).toEqual({
       output: [],
       structured: { n: 1 },
       stopReason: "completed",
@@ -514,8 +409,8 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
     });
     const bare = await startRun(parent.id, { provider: "spawn", prompt: "plain prompt" });
     expect([labelled.status, bare.status]).toEqual([201, 201]);
-    await settled(parent.id, labelled.body.runId);
-    await settled(parent.id, bare.body.runId);
+    await waitForRun(parent.id, labelled.body.runId);
+    await waitForRun(parent.id, bare.body.runId);
 
     const labelledLog = await allEvents(labelled.body.id);
     const bareLog = await allEvents(bare.body.id);
@@ -565,13 +460,13 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
       maxDepth: 2,
     });
     expect(full.status).toBe(201);
-    expect((await settled(parent.id, full.body.runId)).result).toEqual({
+    expect((await waitForRun(parent.id, full.body.runId)).result).toEqual({
       output: [],
       structured: { n: 7 },
       stopReason: "completed",
     });
-    const [header] = await rows(full.body.id, "SELECT body FROM header");
-    expect(JSON.parse(header.body)).toMatchObject({
+    const [header] = await sqlRows<{ body: string }>(full.body.id, "SELECT body FROM header");
+    expect(JSON.parse(header!.body)).toMatchObject({
       id: full.body.id,
       parentSession: parent.id,
       label: "full",
@@ -594,8 +489,8 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
     });
     await gate.reached;
     // the provider's start is pending: no lifecycle event, the run is only reserved
-    expect(lifecycle(await allEvents(parent.id))).toEqual([]);
-    expect(await rows(parent.id, "SELECT state FROM runs")).toEqual([{ state: "starting" }]);
+    expect(lifecycleEvents(await allEvents(parent.id))).toEqual([]);
+    expect(await sqlRows(parent.id, "SELECT state FROM runs")).toEqual([{ state: "starting" }]);
     await expectNoSession(childId);
     let answered = false;
     void answer.then(() => {
@@ -610,18 +505,18 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
     expect(started.body).toEqual({ runId: expect.stringMatching(UUID), id: childId, local: true });
     const { runId } = started.body;
     // recorded before the answer went out
-    const atAnswer = lifecycle(await allEvents(parent.id));
+    const atAnswer = lifecycleEvents(await allEvents(parent.id));
     expect(atAnswer.map((e) => e.type)).toEqual(["subagent/start"]);
-    expect(atAnswer[0].data).toEqual({ runId, provider: "spawn", id: childId, local: true });
+    expect(atAnswer[0]!.data).toEqual({ runId, provider: "spawn", id: childId, local: true });
     const running = await api("GET", `/v1/sessions/${parent.id}/runs/${runId}`);
     expect(running.body).toEqual({ runId, id: childId, provider: "spawn", local: true, state: "running" });
 
-    const run = await settled(parent.id, runId);
+    const run = await waitForRun(parent.id, runId);
     expect(run.result).toEqual({ output: [{ type: "text", text: "finished" }], stopReason: "completed" });
     const log = await waitForEvents(parent.id, (es) => es.some((e) => e.type === "subagent/end"));
-    const events = lifecycle(log);
+    const events = lifecycleEvents(log);
     expect(events.map((e) => e.type)).toEqual(["subagent/start", "subagent/end"]);
-    expect(events[1].data).toEqual({
+    expect(events[1]!.data).toEqual({
       runId,
       provider: "spawn",
       id: childId,
@@ -630,7 +525,7 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
       lastAssistantMessage: [{ type: "text", text: "finished" }],
     });
     // the delegating parent carries them; the child's own log does not
-    expect(lifecycle(await allEvents(childId)).map((e) => e.type)).toEqual(["subagent/descriptor"]);
+    expect(lifecycleEvents(await allEvents(childId)).map((e) => e.type)).toEqual(["subagent/descriptor"]);
   });
 
   it("10. two starts with identical requests that interleave get distinct runIds and distinct children; a reserved child id is granted to exactly one of two racing starts", async () => {
@@ -643,7 +538,7 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
     for (const s of [a, b]) {
       expect(s.body.runId).toMatch(UUID);
       expect(s.body.runId).not.toBe(s.body.id); // a run id is minted, never derived from the child
-      expect((await settled(parent.id, s.body.runId)).id).toBe(s.body.id);
+      expect((await waitForRun(parent.id, s.body.runId)).id).toBe(s.body.id);
     }
     const log = await waitForEvents(
       parent.id,
@@ -664,10 +559,10 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
     const loser = raced.find((r) => r.status === 409)!;
     expect(loser.body.error.code).toBe("DUPLICATE_CHILD");
     const winner = raced.find((r) => r.status === 201)!;
-    expect(await rows(other.id, "SELECT run_id, child_id FROM runs")).toEqual([
+    expect(await sqlRows(other.id, "SELECT run_id, child_id FROM runs")).toEqual([
       { run_id: winner.body.runId, child_id: childId },
     ]);
-    expect((await settled(other.id, winner.body.runId)).result.stopReason).toBe("completed");
+    expect((await waitForRun(other.id, winner.body.runId)).result.stopReason).toBe("completed");
     // a later start reusing the id is refused too, and the child keeps its one run
     expectError(
       await startRun(other.id, { provider: "spawn", prompt: "three", childId }),
@@ -714,9 +609,9 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
     // and the parent still delegates normally afterwards: exactly one pair
     const ok = await startRun(parent.id, { provider: "spawn", prompt: "fine" });
     expect(ok.status).toBe(201);
-    await settled(parent.id, ok.body.runId);
+    await waitForRun(parent.id, ok.body.runId);
     const log = await waitForEvents(parent.id, (es) => es.some((e) => e.type === "subagent/end"));
-    expect(lifecycle(log).map((e) => [e.type, e.data.runId])).toEqual([
+    expect(lifecycleEvents(log).map((e) => [e.type, e.data.runId])).toEqual([
       ["subagent/start", ok.body.runId],
       ["subagent/end", ok.body.runId],
     ]);
@@ -727,7 +622,7 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
     const parent = await createSession();
     const childId = crypto.randomUUID();
     let crashing = true;
-    const remove = installFaults(childId, (point) => {
+    const plan = faults(childId, (point) => {
       if (point === "in-init" && crashing) throw new Error("child object crashed during init");
     });
     try {
@@ -741,19 +636,19 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
         ).toBe(202);
         await waitForEvents(parent.id, (es) => es.some((e) => e.type === "turn/end"));
         await sleep(500);
-        expect(lifecycle(await allEvents(parent.id))).toEqual([]);
+        expect(lifecycleEvents(await allEvents(parent.id))).toEqual([]);
         await expectNoSession(childId);
         // only the attempt held for a retry of the same request (it is never published by itself)
-        expect(await rows(parent.id, "SELECT state, held_until IS NOT NULL AS held FROM runs")).toEqual([
+        expect(await sqlRows(parent.id, "SELECT state, held_until IS NOT NULL AS held FROM runs")).toEqual([
           { state: "starting", held: 1 },
         ]);
       } else {
         // or the start was accepted with a runId the caller can follow
         expect(answer.body.runId).toMatch(UUID);
-        expect((await settled(parent.id, answer.body.runId)).result.stopReason).toBe("completed");
+        expect((await waitForRun(parent.id, answer.body.runId)).result.stopReason).toBe("completed");
       }
     } finally {
-      remove();
+      plan.remove();
     }
   });
 
@@ -775,13 +670,13 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
       started.push(res.body);
     }
     const results = [];
-    for (const s of started) results.push((await settled(parent.id, s.runId)).result);
+    for (const s of started) results.push((await waitForRun(parent.id, s.runId)).result);
     const log = await waitForEvents(
       parent.id,
       (es) => es.filter((e) => e.type === "subagent/end").length === 4,
     );
     const endOf = (runId: string) =>
-      log.find((e) => e.type === "subagent/end" && e.data.runId === runId).data;
+      log.find((e) => e.type === "subagent/end" && e.data.runId === runId)!.data;
 
     expect(results[0]).toEqual({ output: [{ type: "text", text: "the answer" }], stopReason: "completed" });
     expect(endOf(started[0].runId)).toMatchObject({
@@ -818,13 +713,13 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
       prompt: script({ think: 200 }, { say: "seen" }),
     });
     expect(first.status).toBe(201);
-    expect((await settled(parent.id, first.body.runId)).result).toEqual({
+    expect((await waitForRun(parent.id, first.body.runId)).result).toEqual({
       output: [{ type: "text", text: "seen" }],
       stopReason: "completed",
     });
     // a second run after the broken subscribers are gone
     const second = await startRun(parent.id, { provider: "spawn", prompt: "again" });
-    expect((await settled(parent.id, second.body.runId)).result.stopReason).toBe("completed");
+    expect((await waitForRun(parent.id, second.body.runId)).result.stopReason).toBe("completed");
 
     const log = await waitForEvents(
       parent.id,
@@ -833,7 +728,7 @@ describe("contract 10, registry and one-shot start (scenarios 1-13)", () => {
     await watcher.waitFor((es) => es.length >= log.length);
     await sleep(100); // a duplicate would arrive after the last event
     expect(watcher.received).toEqual(log);
-    expect(lifecycle(watcher.received).map((e) => e.type)).toEqual([
+    expect(lifecycleEvents(watcher.received).map((e) => e.type)).toEqual([
       "subagent/start",
       "subagent/end",
       "subagent/start",

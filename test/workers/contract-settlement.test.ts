@@ -1,45 +1,43 @@
 import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { installFaults } from "../../src/core/faults";
 import {
-  type Ev,
-  activationOf,
-  assistantTexts,
-  childRows,
-  count,
+  api,
+  createSession,
   drain,
-  endsFor,
-  events,
   expectError,
-  finished,
   followup,
   followupOk,
-  inboxOf,
-  insertedOf,
   interruptChild,
-  messagesOf,
-  noticesFrom,
-  ofType,
-  quiet,
-  script,
-  send,
-  settledTimes,
-  sleep,
-  sqlRows,
+  sendMessage,
   startChild,
   startContinuable,
   startOneShot,
+  view,
+} from "../support/api";
+import { faults } from "../support/faults";
+import {
+  allEvents,
+  assistantTexts,
+  count,
+  endsFor,
+  finished,
+  insertedOf,
+  messagesOf,
+  ofType,
+  quiet,
+  settledTimes,
+  sleep,
   startedChildId,
   startsFor,
-  stub,
   textOf,
   toolResults,
+  turnEndCauses,
   turnReasons,
-  until,
   userTexts,
-  view,
-} from "./continuable-contract-helpers";
-import { api, createSession } from "./helpers";
+  waitForEvents,
+} from "../support/logs";
+import { activationOf, childRows, inboxOf, noticesFrom, sqlRows, stub } from "../support/objects";
+import { LONG_TURN, script, spawnCall } from "../support/scripts";
 
 /**
  * Contract section 10, scenarios 46-58 (settlement, reports, drains, interrupts, epochs), on
@@ -48,38 +46,25 @@ import { api, createSession } from "./helpers";
  * "drainContinuableChildren" is the same route with `childIds`. Fresh sessions per test.
  */
 
-function spawnCall(description: string, prompt: string): unknown {
-  return { tool: "subagent", args: { description, prompt, run_in_background: true } };
-}
-
-const LONG = script({ think: 10_000 }, { say: "never" });
-
 /** A child that starts a long-thinking continuable grandchild, then keeps thinking itself. */
 function middle(afterSpawn: unknown = { think: 10_000 }, last: unknown = { say: "mid done" }): string {
-  return script({ call: [spawnCall("leaf", LONG)] }, afterSpawn, last);
+  return script({ call: [spawnCall("leaf", LONG_TURN)] }, afterSpawn, last);
 }
 
 /** Starts root -> mid -> leaf and waits until the leaf's turn runs; returns the ids. */
 async function forest(rootId: string, mid: string = middle()): Promise<{ mid: string; leaf: string }> {
   const { childId } = await startChild(rootId, { prompt: mid, label: "mid" });
-  const midLog = await until(childId, (l) => toolResults(l, "subagent").length === 1);
+  const midLog = await waitForEvents(childId, (l) => toolResults(l, "subagent").length === 1);
   const leaf = startedChildId(midLog);
-  await until(leaf, (l) => count(l, "turn/start") === 1);
+  await waitForEvents(leaf, (l) => count(l, "turn/start") === 1);
   return { mid: childId, leaf };
-}
-
-function abortedBy(log: readonly Ev[]): { reason: string; cause?: string }[] {
-  return ofType(log, "turn/end").map((e) => ({
-    reason: e.data.reason,
-    ...(e.data.cause === undefined ? {} : { cause: e.data.cause }),
-  }));
 }
 
 describe("contract 10, drains and notices without waking (scenarios 46-47)", () => {
   it("46. a drained child's notice reaches its parent without waking it: next-step, not waking, no turn/start", async () => {
     const root = await createSession();
-    const { childId } = await startChild(root.id, { prompt: LONG });
-    await until(childId, (l) => count(l, "turn/start") === 1);
+    const { childId } = await startChild(root.id, { prompt: LONG_TURN });
+    await waitForEvents(childId, (l) => count(l, "turn/start") === 1);
     const res = await drain(root.id);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ drained: [childId] });
@@ -106,7 +91,7 @@ describe("contract 10, drains and notices without waking (scenarios 46-47)", () 
 
     await followupOk(root.id, mid, "resume");
     await settledTimes(root.id, mid, 2);
-    const midLog = await events(mid);
+    const midLog = await allEvents(mid);
     const resumedTurn = ofType(midLog, "turn/start").at(-1)!.seq;
     expect(
       ofType(midLog, "user/message")
@@ -120,10 +105,10 @@ describe("contract 10, drains and notices without waking (scenarios 46-47)", () 
     const owner = await createSession();
     const loser = await createSession();
     const childId = crypto.randomUUID();
-    const plan = { failures: 0 };
-    const remove = installFaults(childId, (point) => {
-      if (point === "after-outbox-write" && plan.failures < 2) {
-        plan.failures++;
+    let failures = 0;
+    const plan = faults(childId, (point) => {
+      if (point === "after-outbox-write" && failures < 2) {
+        failures++;
         throw new Error("injected: the parent could not be reached");
       }
     });
@@ -131,11 +116,11 @@ describe("contract 10, drains and notices without waking (scenarios 46-47)", () 
       await startChild(owner.id, { prompt: script({ think: 300 }, { stop: "refusal" }), childId });
       expectError(await startContinuable(loser.id, { prompt: "mine?", childId }), 409, "DUPLICATE_CHILD");
 
-      for (let i = 0; i < 200 && endsFor(await events(owner.id), childId).length === 0; i++) {
+      for (let i = 0; i < 200 && endsFor(await allEvents(owner.id), childId).length === 0; i++) {
         await runDurableObjectAlarm(stub(childId));
         await sleep(50);
       }
-      expect(plan.failures).toBe(2);
+      expect(failures).toBe(2);
       const ownerLog = await quiet(owner.id);
       expect(endsFor(ownerLog, childId).map((e) => e.data.stopReason)).toEqual(["refusal"]);
       const notices = await noticesFrom(owner.id, childId);
@@ -147,12 +132,12 @@ describe("contract 10, drains and notices without waking (scenarios 46-47)", () 
         { kind: "settled", attempts: 2, delivered_at: expect.any(Number), dead_at: null },
       ]);
 
-      const loserLog = await events(loser.id);
+      const loserLog = await allEvents(loser.id);
       expect(insertedOf(loserLog, "subagent-settled")).toEqual([]);
       expect(endsFor(loserLog, childId)).toEqual([]);
       expect(await childRows(loser.id)).toEqual([]);
     } finally {
-      remove();
+      plan.remove();
     }
   });
 
@@ -170,9 +155,9 @@ describe("contract 10, reports (scenarios 48-49)", () => {
         { say: "q" },
       ),
     });
-    const qLog = await until(q.childId, (l) => toolResults(l, "report").length === 1);
+    const qLog = await waitForEvents(q.childId, (l) => toolResults(l, "report").length === 1);
     await sleep(300);
-    let rootLog = await events(quietRoot.id);
+    let rootLog = await allEvents(quietRoot.id);
     const quietReport = insertedOf(rootLog, "subagent-report");
     expect(quietReport.map((e) => e.data)).toEqual([
       {
@@ -206,7 +191,7 @@ describe("contract 10, reports (scenarios 48-49)", () => {
         { say: "n" },
       ),
     });
-    rootLog = await until(wakeRoot.id, (l) => count(l, "turn/end") === 1);
+    rootLog = await waitForEvents(wakeRoot.id, (l) => count(l, "turn/end") === 1);
     expect(endsFor(rootLog, n.childId)).toEqual([]);
     expect(insertedOf(rootLog, "subagent-report").map((e) => [e.data.lane, e.data.waking])).toEqual([
       ["next-step", true],
@@ -224,7 +209,7 @@ describe("contract 10, reports (scenarios 48-49)", () => {
         { say: "w" },
       ),
     });
-    rootLog = await until(followRoot.id, (l) => count(l, "turn/end") === 1);
+    rootLog = await waitForEvents(followRoot.id, (l) => count(l, "turn/end") === 1);
     expect(endsFor(rootLog, w.childId)).toEqual([]);
     expect(insertedOf(rootLog, "subagent-report").map((e) => [e.data.lane, e.data.waking])).toEqual([
       ["next-turn", true],
@@ -238,7 +223,7 @@ describe("contract 10, reports (scenarios 48-49)", () => {
       { call: [{ tool: "report", args: { output: "r2" } }] },
       { say: "c final" },
     );
-    await send(
+    await sendMessage(
       busy.id,
       script(
         { call: [spawnCall("batch", reporter)] },
@@ -247,10 +232,10 @@ describe("contract 10, reports (scenarios 48-49)", () => {
         { say: "not reached" },
       ),
     );
-    const started = await until(busy.id, (l) => count(l, "subagent/start") === 1);
+    const started = await waitForEvents(busy.id, (l) => count(l, "subagent/start") === 1);
     const c = startedChildId(started);
     await settledTimes(busy.id, c);
-    await until(busy.id, (l) => count(l, "turn/end") === 1);
+    await waitForEvents(busy.id, (l) => count(l, "turn/end") === 1);
     const busyLog = await quiet(busy.id);
     expect(count(busyLog, "turn/start")).toBe(1);
     const afterTool = busyLog.slice(
@@ -275,11 +260,11 @@ describe("contract 10, reports (scenarios 48-49)", () => {
 
   it("49. report exists only for continuable children and travels exactly one edge up: a root or a one-shot child calling it gets an error result; a grandchild's report reaches only its own parent", async () => {
     const root = await createSession();
-    await send(
+    await sendMessage(
       root.id,
       script({ call: [{ tool: "report", args: { output: "from a root" } }] }, { say: "r" }),
     );
-    const rootTurn = await until(root.id, (l) => count(l, "turn/end") === 1);
+    const rootTurn = await waitForEvents(root.id, (l) => count(l, "turn/end") === 1);
     expect(toolResults(rootTurn, "report")).toEqual([
       expect.objectContaining({ text: 'Error: unknown tool "report"', isError: true }),
     ]);
@@ -287,7 +272,7 @@ describe("contract 10, reports (scenarios 48-49)", () => {
     const oneShot = await startOneShot(root.id, {
       prompt: script({ call: [{ tool: "report", args: { output: "from a one-shot" } }] }, { say: "o" }),
     });
-    const oneShotLog = await until(oneShot.id, (l) => count(l, "turn/end") === 1);
+    const oneShotLog = await waitForEvents(oneShot.id, (l) => count(l, "turn/end") === 1);
     expect(toolResults(oneShotLog, "report")).toEqual([
       expect.objectContaining({ text: 'Error: unknown tool "report"', isError: true }),
     ]);
@@ -300,17 +285,17 @@ describe("contract 10, reports (scenarios 48-49)", () => {
     const { childId: mid } = await startChild(root.id, {
       prompt: script({ call: [spawnCall("leaf", leafPrompt)] }, { say: "mid waits" }),
     });
-    const midFirst = await until(mid, (l) => count(l, "turn/end") >= 1);
+    const midFirst = await waitForEvents(mid, (l) => count(l, "turn/end") >= 1);
     const leaf = startedChildId(midFirst);
     await settledTimes(root.id, mid);
-    const midLog = await events(mid);
+    const midLog = await allEvents(mid);
     expect(insertedOf(midLog, "subagent-report").map((e) => e.data.source)).toEqual([
       { kind: "subagent-report", form: "relay", senderSessionId: leaf },
     ]);
     const rootLog = await quiet(root.id);
     expect(insertedOf(rootLog, "subagent-report")).toEqual([]);
     expect((await inboxOf(root.id)).filter((m) => m.text.includes("leaf news"))).toEqual([]);
-    expect(toolResults(await events(leaf), "report")[0]!.isError).toBe(false);
+    expect(toolResults(await allEvents(leaf), "report")[0]!.isError).toBe(false);
   });
 
   it.skip("49. (skipped: the report tool acts only as its own session; no forged copies, caller signals or vanished parents exist on Durable Objects) forged, aborted, PARENT_UNAVAILABLE and DRAINING reports", () => {});
@@ -321,8 +306,8 @@ describe("contract 10, drains (scenarios 50-53)", () => {
     const p1 = await createSession();
     const p2 = await createSession();
     const one = await forest(p1.id);
-    const { childId: other } = await startChild(p2.id, { prompt: LONG, label: "other" });
-    await until(other, (l) => count(l, "turn/start") === 1);
+    const { childId: other } = await startChild(p2.id, { prompt: LONG_TURN, label: "other" });
+    await waitForEvents(other, (l) => count(l, "turn/start") === 1);
 
     const [d1, d2] = await Promise.all([drain(p1.id), drain(p1.id)]);
     expect([d1.status, d2.status]).toEqual([200, 200]);
@@ -330,14 +315,14 @@ describe("contract 10, drains (scenarios 50-53)", () => {
 
     await settledTimes(p1.id, one.mid);
     await settledTimes(one.mid, one.leaf);
-    expect(abortedBy(await events(one.mid))).toEqual([{ reason: "aborted", cause: "parent" }]);
-    expect(abortedBy(await events(one.leaf))).toEqual([{ reason: "aborted", cause: "parent" }]);
+    expect(turnEndCauses(await allEvents(one.mid))).toEqual([{ reason: "aborted", cause: "parent" }]);
+    expect(turnEndCauses(await allEvents(one.leaf))).toEqual([{ reason: "aborted", cause: "parent" }]);
     expect(await activationOf(one.mid)).toEqual([]);
     expect(await activationOf(one.leaf)).toEqual([]);
     expect(endsFor(await quiet(p1.id), one.mid)).toHaveLength(1);
     expect(endsFor(await quiet(one.mid), one.leaf)).toHaveLength(1);
 
-    expect(ofType(await events(other), "turn/end")).toEqual([]);
+    expect(ofType(await allEvents(other), "turn/end")).toEqual([]);
     expect(await view(other)).toMatchObject({ status: "running" });
     expect((await followup(p2.id, other, "still here")).status).toBe(202);
     expect(await activationOf(other)).toHaveLength(1);
@@ -352,18 +337,18 @@ describe("contract 10, drains (scenarios 50-53)", () => {
     const res = await drain(mid);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ drained: [leaf] });
-    expect(abortedBy(await events(leaf))).toEqual([{ reason: "aborted", cause: "parent" }]);
+    expect(turnEndCauses(await allEvents(leaf))).toEqual([{ reason: "aborted", cause: "parent" }]);
 
     expect(await view(mid)).toMatchObject({ status: "running" });
     expect(await activationOf(mid)).toHaveLength(1);
-    expect(ofType(await events(mid), "turn/end")).toEqual([]);
+    expect(ofType(await allEvents(mid), "turn/end")).toEqual([]);
 
     const rootLog = await settledTimes(root.id, mid);
     expect(endsFor(rootLog, mid)[0]!.data).toMatchObject({
       stopReason: "completed",
       lastAssistantMessage: [{ type: "text", text: "mid finished" }],
     });
-    const midLog = await events(mid);
+    const midLog = await allEvents(mid);
     expect(turnReasons(midLog)).toEqual(["completed"]);
     expect(endsFor(midLog, leaf).map((e) => e.data.stopReason)).toEqual(["aborted"]);
     expect(insertedOf(midLog, "subagent-settled").map((e) => [e.data.lane, e.data.waking])).toEqual([
@@ -377,33 +362,33 @@ describe("contract 10, drains (scenarios 50-53)", () => {
     const root = await createSession();
     const stranger = await createSession();
     const a = await forest(root.id);
-    const { childId: b } = await startChild(root.id, { prompt: LONG, label: "sibling" });
-    await until(b, (l) => count(l, "turn/start") === 1);
+    const { childId: b } = await startChild(root.id, { prompt: LONG_TURN, label: "sibling" });
+    await waitForEvents(b, (l) => count(l, "turn/start") === 1);
     const queued = await followupOk(root.id, a.mid, "queued for a");
 
     expectError(await drain(stranger.id, [b]), 403, "UNAUTHORIZED");
-    expect(ofType(await events(b), "turn/end")).toEqual([]);
+    expect(ofType(await allEvents(b), "turn/end")).toEqual([]);
 
     const res = await drain(root.id, [a.mid, a.mid]);
     expect(res.status).toBe(200);
     expect([...res.body.drained].sort()).toEqual([a.mid, a.leaf].sort());
 
-    const midLog = await settledTimes(root.id, a.mid).then(() => events(a.mid));
-    expect(abortedBy(midLog)).toEqual([{ reason: "aborted", cause: "parent" }]);
+    const midLog = await settledTimes(root.id, a.mid).then(() => allEvents(a.mid));
+    expect(turnEndCauses(midLog)).toEqual([{ reason: "aborted", cause: "parent" }]);
     expect(ofType(midLog, "agent/inbox/discarded").map((e) => e.data.messageId)).toEqual([queued]);
     expect(userTexts(midLog)).not.toContain("queued for a");
     expect(userTexts(midLog)).toEqual([middle()]);
-    expect(abortedBy(await events(a.leaf))).toEqual([{ reason: "aborted", cause: "parent" }]);
-    expect(endsFor(await events(root.id), a.mid).map((e) => e.data.stopReason)).toEqual(["aborted"]);
+    expect(turnEndCauses(await allEvents(a.leaf))).toEqual([{ reason: "aborted", cause: "parent" }]);
+    expect(endsFor(await allEvents(root.id), a.mid).map((e) => e.data.stopReason)).toEqual(["aborted"]);
 
-    expect(ofType(await events(b), "turn/end")).toEqual([]);
+    expect(ofType(await allEvents(b), "turn/end")).toEqual([]);
     expect(await activationOf(b)).toHaveLength(1);
-    expect(endsFor(await events(root.id), b)).toEqual([]);
+    expect(endsFor(await allEvents(root.id), b)).toEqual([]);
 
     // the discarded message is never replayed by a later epoch
     await followupOk(root.id, a.mid, "fresh");
     await settledTimes(root.id, a.mid, 2);
-    const resumed = await events(a.mid);
+    const resumed = await allEvents(a.mid);
     // (a drained grandchild's late notice may also show up here: that is scenario 46's bug)
     expect(messagesOf(resumed, "user").map((e) => textOf(e.data.content))).toEqual([middle(), "fresh"]);
     await drain(root.id);
@@ -418,8 +403,8 @@ describe("contract 10, drains (scenarios 50-53)", () => {
     expect(res.status).toBe(200);
     expect([...res.body.drained].sort()).toEqual([mid, leaf].sort());
 
-    const midEnd = ofType(await events(mid), "turn/end")[0]!;
-    const leafEnd = ofType(await events(leaf), "turn/end")[0]!;
+    const midEnd = ofType(await allEvents(mid), "turn/end")[0]!;
+    const leafEnd = ofType(await allEvents(leaf), "turn/end")[0]!;
     expect(leafEnd.data).toMatchObject({ reason: "aborted", cause: "parent" });
     expect(midEnd.data).toMatchObject({ reason: "aborted", cause: "parent" });
     expect(leafEnd.at).toBeLessThanOrEqual(midEnd.at);
@@ -442,7 +427,7 @@ describe("contract 10, drains (scenarios 50-53)", () => {
     await followupOk(root.id, mid, "back again");
     const resumed = await settledTimes(root.id, mid, 2);
     expect(endsFor(resumed, mid)[1]!.data.stopReason).toBe("completed");
-    const midLog = await events(mid);
+    const midLog = await allEvents(mid);
     expect(messagesOf(midLog, "user").map((e) => textOf(e.data.content))).toEqual([middle(), "back again"]);
     expect(turnReasons(midLog)).toEqual(["aborted", "completed"]);
   });
@@ -453,27 +438,27 @@ describe("contract 10, drains (scenarios 50-53)", () => {
 describe("contract 10, interrupts and epochs (scenarios 54-58)", () => {
   it("54. a user interrupt ends the current turn aborted (cause user) once; two queued follow-ups stay parked with no model call; a later follow-up runs them first: [aborted, completed, completed, completed] in one epoch", async () => {
     const root = await createSession();
-    const { childId, messageId } = await startChild(root.id, { prompt: LONG });
-    await until(childId, (l) => count(l, "turn/start") === 1);
+    const { childId, messageId } = await startChild(root.id, { prompt: LONG_TURN });
+    await waitForEvents(childId, (l) => count(l, "turn/start") === 1);
     const one = await followupOk(root.id, childId, "one");
     const two = await followupOk(root.id, childId, "two");
 
     const res = await interruptChild(root.id, childId);
     expect(res.status).toBe(202);
     expect(res.body).toEqual({ accepted: true });
-    await until(childId, (l) => count(l, "turn/end") === 1);
+    await waitForEvents(childId, (l) => count(l, "turn/end") === 1);
     expect((await interruptChild(root.id, childId)).status).toBe(202);
     const parked = await quiet(childId, 400);
-    expect(abortedBy(parked)).toEqual([{ reason: "aborted", cause: "user" }]);
+    expect(turnEndCauses(parked)).toEqual([{ reason: "aborted", cause: "user" }]);
     expect(count(parked, "turn/start")).toBe(1);
     expect(count(parked, "assistant/message")).toBe(0);
     expect(ofType(parked, "agent/inbox/claimed").map((e) => e.data.messageId)).toEqual([messageId]);
     expect(await activationOf(childId)).toHaveLength(1);
-    expect(endsFor(await events(root.id), childId)).toEqual([]);
+    expect(endsFor(await allEvents(root.id), childId)).toEqual([]);
 
     const three = await followupOk(root.id, childId, "three");
     await settledTimes(root.id, childId);
-    const log = await events(childId);
+    const log = await allEvents(childId);
     expect(turnReasons(log)).toEqual(["aborted", "completed", "completed", "completed"]);
     expect(ofType(log, "agent/inbox/claimed").map((e) => e.data.messageId)).toEqual([
       messageId,
@@ -482,7 +467,7 @@ describe("contract 10, interrupts and epochs (scenarios 54-58)", () => {
       three,
     ]);
     expect(assistantTexts(log)).toEqual(["echo: one", "echo: two", "echo: three"]);
-    const rootLog = await events(root.id);
+    const rootLog = await allEvents(root.id);
     expect(startsFor(rootLog, childId)).toHaveLength(1);
     expect(endsFor(rootLog, childId)[0]!.data).toMatchObject({ stopReason: "completed" });
   });
@@ -496,31 +481,34 @@ describe("contract 10, interrupts and epochs (scenarios 54-58)", () => {
     });
     const { childId: done } = await startChild(root.id, { prompt: "quick", label: "done" });
     await settledTimes(root.id, done);
-    await until(root.id, (l) => count(l, "turn/end") === 1);
+    await waitForEvents(root.id, (l) => count(l, "turn/end") === 1);
 
     // refused: a stranger (HTTP and tool), the root over HTTP for its grandchild, a sibling, the root itself
     expectError(await interruptChild(stranger.id, mid), 403, "UNAUTHORIZED");
     expectError(await interruptChild(root.id, leaf), 403, "UNAUTHORIZED");
-    await send(
+    await sendMessage(
       stranger.id,
       script({ call: [{ tool: "interrupt_agent", args: { agent_id: mid } }] }, { say: "s" }),
     );
-    const strangerLog = await until(stranger.id, (l) => toolResults(l, "interrupt_agent").length === 1);
+    const strangerLog = await waitForEvents(
+      stranger.id,
+      (l) => toolResults(l, "interrupt_agent").length === 1,
+    );
     expect(toolResults(strangerLog, "interrupt_agent")[0]).toMatchObject({ isError: true });
     expect(toolResults(strangerLog, "interrupt_agent")[0]!.text).toMatch(/not a live descendant/);
     const { childId: sibling } = await startChild(root.id, {
       prompt: script({ call: [{ tool: "interrupt_agent", args: { agent_id: mid } }] }, { say: "tried" }),
       label: "sibling",
     });
-    const siblingLog = await until(sibling, (l) => toolResults(l, "interrupt_agent").length === 1);
+    const siblingLog = await waitForEvents(sibling, (l) => toolResults(l, "interrupt_agent").length === 1);
     expect(toolResults(siblingLog, "interrupt_agent")[0]).toMatchObject({ isError: true });
     expect(toolResults(siblingLog, "interrupt_agent")[0]!.text).toMatch(/not a live descendant/);
     await settledTimes(root.id, sibling);
     await quiet(root.id);
 
     const unknown = crypto.randomUUID();
-    const before = count(await events(root.id), "turn/end");
-    await send(
+    const before = count(await allEvents(root.id), "turn/end");
+    await sendMessage(
       root.id,
       script(
         {
@@ -534,35 +522,35 @@ describe("contract 10, interrupts and epochs (scenarios 54-58)", () => {
         { say: "asked" },
       ),
     );
-    let rootLog = await until(root.id, (l) => toolResults(l, "interrupt_agent").length === 4);
+    let rootLog = await waitForEvents(root.id, (l) => toolResults(l, "interrupt_agent").length === 4);
     expect(toolResults(rootLog, "interrupt_agent").map((r) => [r.text, r.isError])).toEqual([
       ["Error: an agent cannot interrupt itself", true],
       [`interrupt requested for agent ${unknown}`, false],
       [`interrupt requested for agent ${oneShot.id}`, false],
       [`interrupt requested for agent ${done}`, false],
     ]);
-    await until(root.id, (l) => count(l, "turn/end") === before + 1);
-    expect(turnReasons(await events(root.id)).at(-1)).toBe("completed");
+    await waitForEvents(root.id, (l) => count(l, "turn/end") === before + 1);
+    expect(turnReasons(await allEvents(root.id)).at(-1)).toBe("completed");
     expect((await api("GET", `/v1/sessions/${unknown}`)).status).toBe(404);
-    const oneShotLog = await until(oneShot.id, (l) => count(l, "turn/end") === 1);
+    const oneShotLog = await waitForEvents(oneShot.id, (l) => count(l, "turn/end") === 1);
     expect(turnReasons(oneShotLog)).toEqual(["completed"]);
     expect(assistantTexts(oneShotLog)).toEqual(["one-shot done"]);
-    expect(count(await events(done), "turn/start")).toBe(1);
-    expect(startsFor(await events(root.id), done)).toHaveLength(1);
+    expect(count(await allEvents(done), "turn/start")).toBe(1);
+    expect(startsFor(await allEvents(root.id), done)).toHaveLength(1);
     // nothing refused above cancelled anything
-    expect(ofType(await events(mid), "turn/end")).toEqual([]);
-    expect(ofType(await events(leaf), "turn/end")).toEqual([]);
+    expect(ofType(await allEvents(mid), "turn/end")).toEqual([]);
+    expect(ofType(await allEvents(leaf), "turn/end")).toEqual([]);
 
     // the direct parent's interrupt stops the child only
     expect((await interruptChild(root.id, mid)).status).toBe(202);
-    await until(mid, (l) => count(l, "turn/end") === 1);
-    expect(abortedBy(await events(mid))).toEqual([{ reason: "aborted", cause: "user" }]);
+    await waitForEvents(mid, (l) => count(l, "turn/end") === 1);
+    expect(turnEndCauses(await allEvents(mid))).toEqual([{ reason: "aborted", cause: "user" }]);
     await sleep(300);
-    expect(ofType(await events(leaf), "turn/end")).toEqual([]);
+    expect(ofType(await allEvents(leaf), "turn/end")).toEqual([]);
     expect(await activationOf(leaf)).toHaveLength(1);
 
     // a deep ancestor stops the grandchild with the parent cause; a second stop is a no-op
-    await send(
+    await sendMessage(
       root.id,
       script(
         { call: [{ tool: "interrupt_agent", args: { agent_id: leaf } }] },
@@ -570,7 +558,7 @@ describe("contract 10, interrupts and epochs (scenarios 54-58)", () => {
         { say: "stopped" },
       ),
     );
-    rootLog = await until(root.id, (l) => toolResults(l, "interrupt_agent").length === 6);
+    rootLog = await waitForEvents(root.id, (l) => toolResults(l, "interrupt_agent").length === 6);
     expect(
       toolResults(rootLog, "interrupt_agent")
         .slice(4)
@@ -580,7 +568,7 @@ describe("contract 10, interrupts and epochs (scenarios 54-58)", () => {
       [`interrupt requested for agent ${leaf}`, false],
     ]);
     await settledTimes(mid, leaf);
-    expect(abortedBy(await quiet(leaf))).toEqual([{ reason: "aborted", cause: "parent" }]);
+    expect(turnEndCauses(await quiet(leaf))).toEqual([{ reason: "aborted", cause: "parent" }]);
   });
 
   it.skip("55. (skipped: no stale same-id objects and no disposal window on Durable Objects) stale callers and already-disposing targets", () => {});
@@ -618,11 +606,11 @@ describe("contract 10, interrupts and epochs (scenarios 54-58)", () => {
         { say: "mid waits" },
       ),
     });
-    const first = await until(mid, (l) => count(l, "turn/end") === 1);
+    const first = await waitForEvents(mid, (l) => count(l, "turn/end") === 1);
     const leaf = startedChildId(first);
 
     await evictDurableObject(stub(mid));
-    expect(endsFor(await events(root.id), mid)).toEqual([]);
+    expect(endsFor(await allEvents(root.id), mid)).toEqual([]);
     expect(await activationOf(mid)).toHaveLength(1);
     expect(await view(mid)).toMatchObject({ status: "waiting" });
 
@@ -630,7 +618,7 @@ describe("contract 10, interrupts and epochs (scenarios 54-58)", () => {
     await sleep(300);
     expect(endsFor(await quiet(root.id), mid).map((e) => e.data.stopReason)).toEqual(["completed"]);
     expect(insertedOf(rootLog, "subagent-settled")).toHaveLength(1);
-    const midLog = await events(mid);
+    const midLog = await allEvents(mid);
     expect(endsFor(midLog, leaf).map((e) => e.data.stopReason)).toEqual(["completed"]);
     expect(turnReasons(midLog)).toEqual(["completed", "completed"]);
     expect(messagesOf(midLog, "subagent-settled")).toHaveLength(1);

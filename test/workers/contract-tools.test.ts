@@ -1,29 +1,24 @@
 import { runInDurableObject } from "cloudflare:test";
-import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { api, createSession, sendMessage, startChild, startOneShot, uniqueName, view } from "../support/api";
+import { fakeRequestsMentioning, toolNames } from "../support/fake-openai";
 import {
+  allEvents,
   count,
   endsFor,
-  events,
   insertedOf,
   messagesOf,
   ofType,
   quiet,
-  script,
-  send,
+  runScript,
   settledTimes,
-  sqlRows,
-  startChild,
-  startOneShot,
   startedChildId,
-  stub,
   textOf,
   toolResults,
-  uniqueName,
-  until,
-  view,
-} from "./continuable-contract-helpers";
-import { api, createSession } from "./helpers";
+  waitForEvents,
+} from "../support/logs";
+import { sqlRows, stub } from "../support/objects";
+import { LONG_TURN, script, toolCall } from "../support/scripts";
 
 /**
  * Contract section 10, scenarios 66-71 (the model-facing tools `list_agents`, `send_message`,
@@ -32,30 +27,9 @@ import { api, createSession } from "./helpers";
  * recorded requests. Tools are built in: the contract's plugin load/unload has no counterpart.
  */
 
-const LONG = script({ think: 10_000 }, { say: "never" });
-
-function call(tool: string, args: Record<string, unknown> = {}): unknown {
-  return { tool, args };
-}
-
-/** Sends a script to `id` and waits until the turn it starts has ended; returns the log. */
-async function runScript(id: string, ...steps: unknown[]): Promise<Awaited<ReturnType<typeof events>>> {
-  const before = count(await events(id), "turn/end");
-  await send(id, script(...steps));
-  return until(id, (l) => count(l, "turn/end") > before);
-}
-
-interface FakeRequest {
-  body: { messages: { role: string; content: unknown }[]; tools?: { function: { name: string } }[] };
-}
-
+/** The tool lists of the fake server's requests that mention `marker`. */
 async function toolListsMentioning(marker: string): Promise<string[][]> {
-  const res = await fetch(new URL("/__requests?since=0", env.OPENAI_BASE_URL).toString());
-  expect(res.status).toBe(200);
-  const { requests } = (await res.json()) as { requests: FakeRequest[] };
-  return requests
-    .filter((r) => JSON.stringify(r.body?.messages ?? []).includes(marker))
-    .map((r) => (r.body.tools ?? []).map((t) => t.function.name));
+  return (await fakeRequestsMentioning(marker)).map(toolNames);
 }
 
 describe("contract 10, control tools (scenarios 66-67)", () => {
@@ -63,7 +37,7 @@ describe("contract 10, control tools (scenarios 66-67)", () => {
     const empty = await createSession();
     const emptyLog = await runScript(
       empty.id,
-      { call: [call("list_agents"), call("list_agents", { scope: "descendants" })] },
+      { call: [toolCall("list_agents"), toolCall("list_agents", { scope: "descendants" })] },
       { say: "ok" },
     );
     expect(toolResults(emptyLog, "list_agents").map((r) => [r.text, r.isError])).toEqual([
@@ -74,10 +48,10 @@ describe("contract 10, control tools (scenarios 66-67)", () => {
     const root = await createSession();
     const oneShot = await startOneShot(root.id, { prompt: "hidden", label: "one-shot" });
     const ready = await startChild(root.id, { prompt: "quick", label: "ready one" });
-    const running = await startChild(root.id, { prompt: LONG, label: "running one" });
+    const running = await startChild(root.id, { prompt: LONG_TURN, label: "running one" });
     const waiting = await startChild(root.id, {
       prompt: script(
-        { call: [call("subagent", { description: "leaf", prompt: LONG, run_in_background: true })] },
+        { call: [toolCall("subagent", { description: "leaf", prompt: LONG_TURN, run_in_background: true })] },
         { say: "w" },
       ),
       label: "waiting one",
@@ -85,11 +59,11 @@ describe("contract 10, control tools (scenarios 66-67)", () => {
     const broken = await startChild(root.id, { prompt: "to be corrupted", label: "broken" });
     await settledTimes(root.id, ready.childId);
     await settledTimes(root.id, broken.childId);
-    await until(root.id, (l) => endsFor(l, oneShot.id).length === 1);
-    const waitingLog = await until(waiting.childId, (l) => count(l, "turn/end") === 1);
+    await waitForEvents(root.id, (l) => endsFor(l, oneShot.id).length === 1);
+    const waitingLog = await waitForEvents(waiting.childId, (l) => count(l, "turn/end") === 1);
     const leaf = startedChildId(waitingLog);
-    await until(running.childId, (l) => count(l, "turn/start") === 1);
-    await until(leaf, (l) => count(l, "turn/start") === 1);
+    await waitForEvents(running.childId, (l) => count(l, "turn/start") === 1);
+    await waitForEvents(leaf, (l) => count(l, "turn/start") === 1);
     // a settled child whose log ends in a malformed descriptor lists as a diagnostic
     await runInDurableObject(stub(broken.childId), (_instance: unknown, state: DurableObjectState) => {
       const seq = state.storage.sql.exec<{ n: number }>("SELECT max(seq) + 1 AS n FROM events").one().n;
@@ -104,8 +78,8 @@ describe("contract 10, control tools (scenarios 66-67)", () => {
 
     const log = await runScript(
       root.id,
-      { call: [call("list_agents")] },
-      { call: [call("list_agents", { scope: "descendants" })] },
+      { call: [toolCall("list_agents")] },
+      { call: [toolCall("list_agents", { scope: "descendants" })] },
       { say: "listed" },
     );
     const [children, descendants] = toolResults(log, "list_agents").map((r) => r.text);
@@ -143,15 +117,15 @@ describe("contract 10, control tools (scenarios 66-67)", () => {
     const stranger = await createSession();
     const { childId } = await startChild(root.id, { prompt: "first" });
     await settledTimes(root.id, childId);
-    await until(root.id, (l) => count(l, "turn/end") === 1);
+    await waitForEvents(root.id, (l) => count(l, "turn/end") === 1);
 
     const unknown = crypto.randomUUID();
     const log = await runScript(
       root.id,
       {
         call: [
-          call("send_message", { subagent_id: childId, message: "via the tool" }),
-          call("send_message", { subagent_id: unknown, message: "lost" }),
+          toolCall("send_message", { subagent_id: childId, message: "via the tool" }),
+          toolCall("send_message", { subagent_id: unknown, message: "lost" }),
         ],
       },
       { say: "sent" },
@@ -166,7 +140,7 @@ describe("contract 10, control tools (scenarios 66-67)", () => {
     expect((await api("GET", `/v1/sessions/${unknown}`)).status).toBe(404);
 
     await settledTimes(root.id, childId, 2);
-    const childLog = await events(childId);
+    const childLog = await allEvents(childId);
     expect(insertedOf(childLog, "coordinator").map((e) => e.data.source)).toEqual([
       { kind: "coordinator", form: "relay", senderSessionId: root.id },
     ]);
@@ -174,13 +148,13 @@ describe("contract 10, control tools (scenarios 66-67)", () => {
 
     const strangerLog = await runScript(
       stranger.id,
-      { call: [call("send_message", { subagent_id: childId, message: "not yours" })] },
+      { call: [toolCall("send_message", { subagent_id: childId, message: "not yours" })] },
       { say: "tried" },
     );
     const [refused] = toolResults(strangerLog, "send_message");
     expect(refused!.isError).toBe(true);
     expect(refused!.text).toMatch(/belongs to another parent session/);
-    expect(count(await events(childId), "agent/inbox/inserted")).toBe(2);
+    expect(count(await allEvents(childId), "agent/inbox/inserted")).toBe(2);
   });
 });
 
@@ -191,10 +165,10 @@ describe("contract 10, delegation tools (scenarios 68-70)", () => {
       root.id,
       {
         call: [
-          call("subagent", { description: "fine", prompt: "all good" }),
-          call("subagent", { description: "long", prompt: script({ stop: "max-tokens" }) }),
-          call("subagent", { description: "no", prompt: script({ stop: "refusal" }) }),
-          call("subagent", { description: "broken", prompt: script({ fail: "kaput" }) }),
+          toolCall("subagent", { description: "fine", prompt: "all good" }),
+          toolCall("subagent", { description: "long", prompt: script({ stop: "max-tokens" }) }),
+          toolCall("subagent", { description: "no", prompt: script({ stop: "refusal" }) }),
+          toolCall("subagent", { description: "broken", prompt: script({ fail: "kaput" }) }),
         ],
       },
       { say: "collected" },
@@ -234,11 +208,11 @@ describe("contract 10, delegation tools (scenarios 68-70)", () => {
       root.id,
       {
         call: [
-          call("subagent", { description: "slow", prompt: LONG, run_in_background: true }),
-          call("subagent", { description: "quick", prompt: "fast one", run_in_background: true }),
+          toolCall("subagent", { description: "slow", prompt: LONG_TURN, run_in_background: true }),
+          toolCall("subagent", { description: "quick", prompt: "fast one", run_in_background: true }),
         ],
       },
-      { call: [call("task_kill", { task_id: "subagent-1" })] },
+      { call: [toolCall("task_kill", { task_id: "subagent-1" })] },
       { say: "killed" },
     );
     expect(toolResults(log, "subagent").map((r) => r.text)).toEqual([
@@ -249,19 +223,19 @@ describe("contract 10, delegation tools (scenarios 68-70)", () => {
       "requested cancellation of task subagent-1",
     ]);
     const slow = ofType(log, "subagent/start")[0]!.data.id;
-    const slowLog = await until(slow, (l) => count(l, "turn/end") === 1);
+    const slowLog = await waitForEvents(slow, (l) => count(l, "turn/end") === 1);
     expect(ofType(slowLog, "turn/end").map((e) => e.data.reason)).toEqual(["aborted"]);
-    await until(root.id, (l) => count(l, "subagent/end") === 2);
+    await waitForEvents(root.id, (l) => count(l, "subagent/end") === 2);
 
     const read = await runScript(
       root.id,
       {
         call: [
-          call("task_output", { task_id: "subagent-1" }),
-          call("task_output", { task_id: "subagent-2" }),
+          toolCall("task_output", { task_id: "subagent-1" }),
+          toolCall("task_output", { task_id: "subagent-2" }),
         ],
       },
-      { call: [call("task_output", { task_id: "subagent-1" })] },
+      { call: [toolCall("task_output", { task_id: "subagent-1" })] },
       { say: "read" },
     );
     expect(toolResults(read, "task_output").map((r) => r.text)).toEqual([
@@ -274,17 +248,19 @@ describe("contract 10, delegation tools (scenarios 68-70)", () => {
     const name = uniqueName("vanishing");
     expect((await api("PUT", `/v1/providers/${name}`, { body: { kind: "spawn" } })).status).toBe(201);
     const lonely = await createSession({ backgroundMode: "one-shot", providers: [name] });
-    await send(
+    await sendMessage(
       lonely.id,
       script(
         { think: 800 },
-        { call: [call("subagent", { description: "pre", prompt: "never runs", run_in_background: true })] },
+        {
+          call: [toolCall("subagent", { description: "pre", prompt: "never runs", run_in_background: true })],
+        },
         { say: "refused" },
       ),
     );
-    await until(lonely.id, (l) => count(l, "turn/start") === 1);
+    await waitForEvents(lonely.id, (l) => count(l, "turn/start") === 1);
     expect((await api("DELETE", `/v1/providers/${name}`)).status).toBe(204);
-    const refusedLog = await until(lonely.id, (l) => count(l, "turn/end") === 1);
+    const refusedLog = await waitForEvents(lonely.id, (l) => count(l, "turn/end") === 1);
     const [refused] = toolResults(refusedLog, "subagent");
     expect(refused!.isError).toBe(true);
     expect(refused!.text).toMatch(/no provider named|unknown tool/);
@@ -295,7 +271,7 @@ describe("contract 10, delegation tools (scenarios 68-70)", () => {
     expect((await api("PUT", `/v1/providers/${name}`, { body: { kind: "spawn" } })).status).toBe(201);
     const again = await runScript(
       lonely.id,
-      { call: [call("subagent", { description: "now", prompt: "runs", run_in_background: true })] },
+      { call: [toolCall("subagent", { description: "now", prompt: "runs", run_in_background: true })] },
       { say: "ok" },
     );
     expect(toolResults(again, "subagent").map((r) => r.text)).toEqual([
@@ -309,10 +285,10 @@ describe("contract 10, delegation tools (scenarios 68-70)", () => {
     const root = await createSession({ backgroundMode: "one-shot" });
     const log = await runScript(
       root.id,
-      { call: [call("subagent", { description: "slow", prompt: LONG, run_in_background: true })] },
-      { call: [call("task_kill", { task_id: "subagent-1" })] },
+      { call: [toolCall("subagent", { description: "slow", prompt: LONG_TURN, run_in_background: true })] },
+      { call: [toolCall("task_kill", { task_id: "subagent-1" })] },
       { think: 1500 },
-      { call: [call("task_output", { task_id: "subagent-1" })] },
+      { call: [toolCall("task_output", { task_id: "subagent-1" })] },
       { say: "done" },
     );
     expect(toolResults(log, "task_output").map((r) => r.text)).toEqual(["(no new output)\n[status: killed]"]);
@@ -322,13 +298,13 @@ describe("contract 10, delegation tools (scenarios 68-70)", () => {
     const root = await createSession({ backgroundMode: "one-shot" });
     const log = await runScript(
       root.id,
-      { call: [call("subagent", { description: "slow", prompt: LONG, run_in_background: true })] },
+      { call: [toolCall("subagent", { description: "slow", prompt: LONG_TURN, run_in_background: true })] },
       { think: 300 },
-      { call: [call("task_kill", { task_id: "subagent-1", reason: "no longer needed" })] },
+      { call: [toolCall("task_kill", { task_id: "subagent-1", reason: "no longer needed" })] },
       { say: "killed" },
     );
     const slow = ofType(log, "subagent/start")[0]!.data.id;
-    const slowLog = await until(slow, (l) => count(l, "turn/end") === 1);
+    const slowLog = await waitForEvents(slow, (l) => count(l, "turn/end") === 1);
     expect(JSON.stringify(ofType(slowLog, "turn/end")[0]!.data)).toContain("no longer needed");
   });
 
@@ -338,15 +314,15 @@ describe("contract 10, delegation tools (scenarios 68-70)", () => {
       root.id,
       {
         call: [
-          call("subagent", {
+          toolCall("subagent", {
             description: "bg",
             prompt: script({ think: 3000 }, { say: "late" }),
             run_in_background: true,
           }),
         ],
       },
-      { call: [call("task_output", { task_id: "subagent-1" })] },
-      { call: [call("subagent", { description: "fg", prompt: "in front", run_in_background: false })] },
+      { call: [toolCall("task_output", { task_id: "subagent-1" })] },
+      { call: [toolCall("subagent", { description: "fg", prompt: "in front", run_in_background: false })] },
       { say: "done" },
     );
     const [background, foreground] = toolResults(log, "subagent");
@@ -377,7 +353,7 @@ describe("contract 10, delegation tools (scenarios 68-70)", () => {
       const remoteRoot = await createSession({ providers: [name] });
       const remoteLog = await runScript(
         remoteRoot.id,
-        { call: [call("subagent", { description: "far", prompt: "x", run_in_background: true })] },
+        { call: [toolCall("subagent", { description: "far", prompt: "x", run_in_background: true })] },
         { say: "ok" },
       );
       // a remote provider cannot continue: the background call is a one-shot task there, started
@@ -405,7 +381,7 @@ describe("contract 10, delegation tools (scenarios 68-70)", () => {
     const root = await createSession();
     const log = await runScript(
       root.id,
-      { call: [call("subagent", { description: "default", prompt: "which way" })] },
+      { call: [toolCall("subagent", { description: "default", prompt: "which way" })] },
       { say: "ok" },
     );
     expect(toolResults(log, "subagent")[0]!.text).toBe("echo: which way");
@@ -416,8 +392,8 @@ describe("contract 10, the report tool (scenario 71)", () => {
   it("71. report is offered only inside continuable children, survives toolFilter {allow: []}, and is absent for roots and one-shot children", async () => {
     const marker = crypto.randomUUID().slice(0, 8);
     const root = await createSession({ model: "openai:fake-model" });
-    await send(root.id, `root ${marker}`);
-    await until(root.id, (l) => count(l, "turn/end") === 1);
+    await sendMessage(root.id, `root ${marker}`);
+    await waitForEvents(root.id, (l) => count(l, "turn/end") === 1);
 
     const open = await startChild(root.id, { prompt: `open ${marker}`, label: "open" });
     const closed = await startChild(root.id, {
@@ -428,7 +404,7 @@ describe("contract 10, the report tool (scenario 71)", () => {
     const oneShot = await startOneShot(root.id, { prompt: `one-shot ${marker}` });
     await settledTimes(root.id, open.childId);
     await settledTimes(root.id, closed.childId);
-    await until(root.id, (l) => endsFor(l, oneShot.id).length === 1);
+    await waitForEvents(root.id, (l) => endsFor(l, oneShot.id).length === 1);
 
     const [rootTools] = await toolListsMentioning(`root ${marker}`);
     const [openTools] = await toolListsMentioning(`open ${marker}`);
@@ -445,18 +421,18 @@ describe("contract 10, the report tool (scenario 71)", () => {
     const scripted = await createSession();
     const { childId } = await startChild(scripted.id, {
       prompt: script(
-        { call: [call("report", { output: "still here" }), call("list_agents")] },
+        { call: [toolCall("report", { output: "still here" }), toolCall("list_agents")] },
         { say: "done" },
       ),
       toolFilter: { allow: [] },
     });
     await settledTimes(scripted.id, childId);
-    const childLog = await events(childId);
+    const childLog = await allEvents(childId);
     expect(toolResults(childLog).map((r) => [r.name, r.isError])).toEqual([
       ["report", false],
       ["list_agents", true],
     ]);
-    expect(insertedOf(await events(scripted.id), "subagent-report")).toHaveLength(1);
+    expect(insertedOf(await allEvents(scripted.id), "subagent-report")).toHaveLength(1);
   });
 
   it.skip("71. (skipped: tools are built in, there is no report plugin to unload or reload on Durable Objects) the report tool leaves resident children at plugin unload and is not granted by a later reload", () => {});

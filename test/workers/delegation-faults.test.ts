@@ -7,13 +7,11 @@ import type { ChildInit } from "../../src/contract/child-init";
 import type { Envelope } from "../../src/contract/envelope";
 import type { FaultPointName } from "../../src/core/faults";
 import type { SessionObject } from "../../src/index";
+import { api, createSession } from "../support/api";
 import {
-  alarmOf,
   clock,
   driveToSettlement,
   driveUntil,
-  evict,
-  events,
   expectExactlyOnce,
   expectQuiet,
   type FaultRule,
@@ -21,28 +19,28 @@ import {
   faults,
   INJECTED,
   never,
+  removeAllFaults,
+} from "../support/faults";
+import { allEvents, hasSettled, ofType, textOf, waitForEvents } from "../support/logs";
+import {
+  alarmOf,
+  evict,
   outboxDrained,
-  ofType,
   outboxOf,
   quiesce,
-  removeAllFaults,
   runIdFor,
-  settled,
+  specOf,
   sqlRows,
   stub,
   tablesOf,
-  textOf,
-  waitForLog,
-} from "./fault-helpers";
-import { api, createSession } from "./helpers";
-
+} from "../support/objects";
 /**
  * Eviction of the parent or the child at every step of the one-shot protocol, and the recoveries
  * around it. Each test crashes an object at a named fault point (the plan throws there once, or
  * parks the object for good before its first step), evicts it between steps, lets the retries run
  * (outbox backoff, alarms, boot repair) and then checks the one-shot contract: one
  * `subagent/start` and one `subagent/end` for the run, one settled result, one child turn, no
- * outbox row left live or dead, and nothing moving afterwards. See fault-helpers.ts for why the
+ * outbox row left live or dead, and nothing moving afterwards. See test/support/faults.ts for why the
  * clock is frozen and why no object is evicted while it is parked mid-step.
  */
 
@@ -76,7 +74,7 @@ interface StartOptions {
 }
 
 /** Creates a parent and starts a one-shot `spawn` child with a caller-chosen id over HTTP. */
-async function startChild(label: string, options: StartOptions = {}): Promise<Started> {
+async function startWithFaults(label: string, options: StartOptions = {}): Promise<Started> {
   const parent = await createSession();
   const parentId = parent.id;
   const childId = crypto.randomUUID();
@@ -105,12 +103,6 @@ function throwAt(point: FaultPointName, times = 1): FaultRule {
   return (p, n) => (p === point && n <= times ? "throw" : undefined);
 }
 
-/** The spec the parent reserved for its child (what `init` is called with). */
-async function specOf(parentId: string, childId: string): Promise<ChildInit> {
-  const rows = await sqlRows<{ spec: string }>(parentId, "SELECT spec FROM runs WHERE child_id = ?", childId);
-  return JSON.parse(rows[0]!.spec) as ChildInit;
-}
-
 async function headerRows(id: string): Promise<number> {
   const rows = await sqlRows<{ n: number }>(id, "SELECT count(*) AS n FROM header");
   return rows[0]!.n;
@@ -130,7 +122,7 @@ async function finish(s: Started): Promise<string> {
  * parent that died right after its reservation.
  */
 async function reserveLikeStart(label: string, options: Pick<StartOptions, "child"> = {}): Promise<Started> {
-  const template = await startChild(`template for: ${label}`);
+  const template = await startWithFaults(`template for: ${label}`);
   expect(template.status).toBe(201);
   const templateSpec = await specOf(template.parentId, template.childId);
   const parent = await createSession();
@@ -184,7 +176,7 @@ async function reserveLikeStart(label: string, options: Pick<StartOptions, "chil
 describe("eviction at every step of the one-shot protocol", () => {
   describe("before init", () => {
     it("a crash in the child's init is retried by the start itself: one child, one start", async () => {
-      const s = await startChild("init crashes once", { child: () => throwAt("in-init", 1) });
+      const s = await startWithFaults("init crashes once", { child: () => throwAt("in-init", 1) });
       expect(s.status).toBe(201);
       expect(s.childFaults.count("in-init")).toBe(2);
       await evict(s.parentId, s.childId);
@@ -204,7 +196,9 @@ describe("eviction at every step of the one-shot protocol", () => {
     it.each(["parent", "child"] as const)(
       "%s evicted after a start whose init never answered (503): the attempt is held, the retry of the same request creates the child once",
       async (side) => {
-        const s = await startChild(`init never answers, ${side}`, { child: () => throwAt("in-init", 3) });
+        const s = await startWithFaults(`init never answers, ${side}`, {
+          child: () => throwAt("in-init", 3),
+        });
         expect(s.status).toBe(503);
         expect(s.body.error.code).toBe("OVERLOADED");
         await quiesce([s.parentId, s.childId]);
@@ -216,7 +210,7 @@ describe("eviction at every step of the one-shot protocol", () => {
         expect(held?.state).toBe("starting");
         expect(held?.held_until).toBeGreaterThan(Date.now());
         expect(await sqlRows(s.parentId, "SELECT child_id FROM children")).toEqual([]);
-        expect(ofType(await events(s.parentId), "subagent/start")).toEqual([]);
+        expect(ofType(await allEvents(s.parentId), "subagent/start")).toEqual([]);
         expect((await api("GET", `/v1/sessions/${s.parentId}`)).body.status).toBe("idle");
         expect(await headerRows(s.childId)).toBe(0);
         expect(await outboxOf(s.parentId)).toEqual([]);
@@ -249,7 +243,7 @@ describe("eviction at every step of the one-shot protocol", () => {
       release.delivery = true;
       await finish(r);
       expect(r.childFaults.count("in-init")).toBe(2); // the landed init and the repair's, which re-attached
-      expect(ofType(await events(r.childId), "subagent/descriptor")).toHaveLength(1);
+      expect(ofType(await allEvents(r.childId), "subagent/descriptor")).toHaveLength(1);
     });
 
     it("child evicted while the parent had not published the start: the result's delivery makes the parent finish it", async () => {
@@ -287,7 +281,7 @@ describe("eviction at every step of the one-shot protocol", () => {
 
     it("an init that landed although every attempt failed (503) is held for a retry; past the window its child is cancelled and its one result absorbed", async () => {
       const release = { delivery: false };
-      const s = await startChild("ambiguous init", { child: ambiguousInit(release) });
+      const s = await startWithFaults("ambiguous init", { child: ambiguousInit(release) });
       expect(s.status).toBe(503);
       await s.childFaults.reached("after-outbox-write");
       await evict(s.parentId, s.childId);
@@ -316,14 +310,14 @@ describe("eviction at every step of the one-shot protocol", () => {
       );
       await quiesce([s.parentId, s.childId]);
 
-      const parentLog = await events(s.parentId);
+      const parentLog = await allEvents(s.parentId);
       expect(parentLog.filter((e) => e.type.startsWith("subagent/"))).toEqual([]);
       expect(await sqlRows(s.parentId, "SELECT run_id FROM runs")).toEqual([]);
       expect(await sqlRows(s.parentId, "SELECT child_id FROM children")).toEqual([]);
       expect((await outboxOf(s.parentId)).map((r) => [r.kind, r.delivered_at !== null, r.dead_at])).toEqual([
         ["cancel-run", true, null],
       ]);
-      const childLog = await events(s.childId);
+      const childLog = await allEvents(s.childId);
       expect(ofType(childLog, "turn/start")).toHaveLength(1);
       expect(ofType(childLog, "subagent/descriptor")).toHaveLength(1);
       expect((await outboxOf(s.childId)).map((r) => [r.kind, r.delivered_at !== null, r.dead_at])).toEqual([
@@ -336,7 +330,7 @@ describe("eviction at every step of the one-shot protocol", () => {
     // lost init created (it ran once, its result is the run's); another request for the id is refused.
     it("after that 503, the same request with the same child id re-attaches; a different request for the id is DUPLICATE_CHILD", async () => {
       const release = { delivery: true };
-      const s = await startChild("ambiguous init, then retry", { child: ambiguousInit(release) });
+      const s = await startWithFaults("ambiguous init, then retry", { child: ambiguousInit(release) });
       expect(s.status).toBe(503);
       await quiesce([s.parentId, s.childId]);
       const other = await api("POST", `/v1/sessions/${s.parentId}/subagents`, {
@@ -351,7 +345,7 @@ describe("eviction at every step of the one-shot protocol", () => {
       expect(retried.status).toBe(201);
       expect(retried.body.id).toBe(s.childId);
       await finish(s);
-      expect(ofType(await events(s.childId), "turn/start")).toHaveLength(1);
+      expect(ofType(await allEvents(s.childId), "turn/start")).toHaveLength(1);
 
       // a retry of a start that succeeded answers the same run again, with its result
       const again = await api("POST", `/v1/sessions/${s.parentId}/subagents`, {
@@ -359,23 +353,23 @@ describe("eviction at every step of the one-shot protocol", () => {
       });
       expect(again.status).toBe(201);
       expect(again.body).toEqual(retried.body);
-      expect(ofType(await events(s.parentId), "subagent/start")).toHaveLength(1);
+      expect(ofType(await allEvents(s.parentId), "subagent/start")).toHaveLength(1);
     });
 
     it("child evicted after init, before its first step: the alarm runs its one turn", async () => {
-      const s = await startChild("child parked after accept", {
+      const s = await startWithFaults("child parked after accept", {
         child: () => (point, n) => (point === "after-accept" && n === 1 ? never() : undefined),
       });
       expect(s.status).toBe(201);
       await s.childFaults.reached("after-accept");
-      expect(ofType(await events(s.childId), "turn/start")).toEqual([]);
+      expect(ofType(await allEvents(s.childId), "turn/start")).toEqual([]);
 
       await evict(s.childId);
       await finish(s);
     });
 
     it("an alarm handler that crashes twice is retried and the child still answers once", async () => {
-      const s = await startChild("alarm crashes", {
+      const s = await startWithFaults("alarm crashes", {
         child: () => (point, n) => {
           if (point === "after-accept" && n === 1) return never();
           return point === "in-alarm" && n <= 2 ? "throw" : undefined;
@@ -395,11 +389,13 @@ describe("eviction at every step of the one-shot protocol", () => {
     const target = (s: Started): string => (side === "parent" ? s.parentId : s.childId);
 
     it("after the child's result was written to its outbox, before the send", async () => {
-      const s = await startChild(`outbox write, ${side}`, { child: () => throwAt("after-outbox-write") });
+      const s = await startWithFaults(`outbox write, ${side}`, {
+        child: () => throwAt("after-outbox-write"),
+      });
       expect(s.status).toBe(201);
       await s.childFaults.reached("after-outbox-write");
       await quiesce([s.parentId, s.childId]);
-      expect(await settled(s.parentId, await s.runId())).toBe(false);
+      expect(await hasSettled(s.parentId, await s.runId())).toBe(false);
       expect((await outboxOf(s.childId)).map((r) => [r.attempts, r.delivered_at])).toEqual([[1, null]]);
 
       await evict(target(s));
@@ -410,11 +406,11 @@ describe("eviction at every step of the one-shot protocol", () => {
     });
 
     it("after the delivery reached the parent, before the parent applied it", async () => {
-      const s = await startChild(`before apply, ${side}`, { parent: throwAt("before-apply") });
+      const s = await startWithFaults(`before apply, ${side}`, { parent: throwAt("before-apply") });
       expect(s.status).toBe(201);
       await s.parentFaults.reached("before-apply", 1, 3_000);
       await quiesce([s.parentId, s.childId]);
-      expect(await settled(s.parentId, await s.runId())).toBe(false);
+      expect(await hasSettled(s.parentId, await s.runId())).toBe(false);
       expect((await outboxOf(s.childId)).map((r) => [r.attempts, r.delivered_at])).toEqual([[1, null]]);
 
       await evict(target(s));
@@ -423,12 +419,12 @@ describe("eviction at every step of the one-shot protocol", () => {
     });
 
     it("after the parent applied the result, before the child marked it delivered (ambiguous RPC)", async () => {
-      const s = await startChild(`after send, ${side}`, { child: () => throwAt("after-send") });
+      const s = await startWithFaults(`after send, ${side}`, { child: () => throwAt("after-send") });
       expect(s.status).toBe(201);
       await s.childFaults.reached("after-send");
       await quiesce([s.parentId, s.childId]);
       // the parent applied it; the child saw a failure and owes a redelivery
-      expect(await settled(s.parentId, await s.runId())).toBe(true);
+      expect(await hasSettled(s.parentId, await s.runId())).toBe(true);
       expect((await outboxOf(s.childId)).map((r) => [r.attempts, r.delivered_at])).toEqual([[1, null]]);
 
       await evict(target(s));
@@ -459,30 +455,28 @@ describe("recovery around a running one-shot child", () => {
       body: { content: JSON.stringify(script) },
     });
     expect(sent.status).toBe(202);
-    const started = await waitForLog(
-      parent.id,
-      (l) => ofType(l, "subagent/start").length > 0,
-      "subagent/start",
-    );
+    const started = await waitForEvents(parent.id, (l) => ofType(l, "subagent/start").length > 0, {
+      what: "subagent/start",
+    });
     const childId = ofType(started, "subagent/start")[0]!.data.id as string;
     // the child's result reaches the parent only after the eviction
     const release = { delivery: false };
     faults(childId, (point) => (point === "after-outbox-write" && !release.delivery ? "throw" : undefined));
 
     await evict(parent.id); // the child is (most likely) still thinking; its result is held back either way
-    const before = await events(parent.id);
+    const before = await allEvents(parent.id);
     expect(ofType(before, "subagent/end")).toEqual([]);
     expect(ofType(before, "tool/result")).toEqual([]);
 
     release.delivery = true;
     await driveUntil(
       [parent.id, childId],
-      async () => ofType(await events(parent.id), "turn/end").length > 0,
+      async () => ofType(await allEvents(parent.id), "turn/end").length > 0,
       "the parent's turn to end",
     );
     await quiesce([parent.id, childId]);
 
-    const log = await events(parent.id);
+    const log = await allEvents(parent.id);
     const starts = ofType(log, "subagent/start");
     const ends = ofType(log, "subagent/end");
     expect(starts).toHaveLength(1);
@@ -500,7 +494,7 @@ describe("recovery around a running one-shot child", () => {
       { child_id: childId, state: "settled" },
     ]);
 
-    const childLog = await events(childId);
+    const childLog = await allEvents(childId);
     expect(ofType(childLog, "turn/start")).toHaveLength(1);
     expect(ofType(childLog, "user/message")).toHaveLength(1);
     expect(ofType(childLog, "assistant/message").map((e) => textOf(e.data.content))).toEqual(["42"]);
@@ -511,14 +505,14 @@ describe("recovery around a running one-shot child", () => {
     // A graceful eviction waits for running work, so it cannot cut the think itself short: the
     // instance is parked for good right after the model call returned (the answer lives only in
     // its memory), then evicted; the new instance must run that step again, once.
-    const s = await startChild("evicted while thinking", {
+    const s = await startWithFaults("evicted while thinking", {
       script: { prompt: JSON.stringify({ script: [{ think: 500 }, { say: "42" }] }), output: "42" },
       child: () => (point, n) => (point === "after-model" && n === 1 ? never() : undefined),
     });
     expect(s.status).toBe(201);
     await s.childFaults.reached("after-model");
     await evict(s.childId);
-    const mid = await events(s.childId);
+    const mid = await allEvents(s.childId);
     expect(ofType(mid, "turn/start")).toHaveLength(1);
     expect(ofType(mid, "assistant/message")).toEqual([]);
     expect(await alarmOf(s.childId)).not.toBeNull(); // the safety net of the lost step
@@ -529,14 +523,14 @@ describe("recovery around a running one-shot child", () => {
   });
 
   it("a result delivered twice is applied once", async () => {
-    const s = await startChild("double delivery");
+    const s = await startWithFaults("double delivery");
     expect(s.status).toBe(201);
     const runId = await s.runId();
     await driveToSettlement(s.parentId, s.childId, s.runId);
     await expectExactlyOnce({ parentId: s.parentId, childId: s.childId, runId, output: s.output });
     await quiesce([s.parentId, s.childId]);
     const envelope = JSON.parse((await outboxOf(s.childId))[0]!.payload) as Envelope;
-    const before = await events(s.parentId);
+    const before = await allEvents(s.parentId);
 
     expect(await stub(s.parentId).deliver(envelope)).toEqual({ ok: true, value: { applied: false } });
     expect(
@@ -545,7 +539,7 @@ describe("recovery around a running one-shot child", () => {
     await evict(s.parentId);
     expect(await stub(s.parentId).deliver(envelope)).toEqual({ ok: true, value: { applied: false } });
     await quiesce([s.parentId]);
-    expect(await events(s.parentId)).toEqual(before);
+    expect(await allEvents(s.parentId)).toEqual(before);
     await expectExactlyOnce({ parentId: s.parentId, childId: s.childId, runId, output: s.output });
 
     // another envelope for the same run (a different id) cannot settle it a second time
@@ -556,7 +550,7 @@ describe("recovery around a running one-shot child", () => {
     } as Envelope;
     expect((await stub(s.parentId).deliver(second)).ok).toBe(true);
     await quiesce([s.parentId]);
-    expect(await events(s.parentId)).toEqual(before);
+    expect(await allEvents(s.parentId)).toEqual(before);
     const run = await api("GET", `/v1/sessions/${s.parentId}/runs/${runId}`);
     expect(run.body.result.output).toEqual([{ type: "text", text: s.output }]);
     await expectQuiet([s.parentId, s.childId]);
@@ -564,7 +558,7 @@ describe("recovery around a running one-shot child", () => {
 
   it("a result for a parent that does not exist dead-letters after the attempt limit and the alarm stops", async () => {
     // a real spec, pointed at a parent session that was never created
-    const template = await startChild("spec template");
+    const template = await startWithFaults("spec template");
     const ghost = crypto.randomUUID();
     const childId = crypto.randomUUID();
     const runId = crypto.randomUUID();
@@ -577,7 +571,9 @@ describe("recovery around a running one-shot child", () => {
       prompt: [{ type: "text", text: "orphan" }],
     };
     expect(await stub(childId).init(spec)).toEqual({ ok: true, value: { id: childId } });
-    await waitForLog(childId, (l) => ofType(l, "turn/end").length > 0, "the child's turn to end");
+    await waitForEvents(childId, (l) => ofType(l, "turn/end").length > 0, {
+      what: "the child's turn to end",
+    });
     await quiesce([childId]);
 
     const backoffs: number[] = [];
@@ -596,7 +592,7 @@ describe("recovery around a running one-shot child", () => {
     const [dead] = await outboxOf(childId);
     expect(dead).toMatchObject({ attempts: MAX_ATTEMPTS, delivered_at: null });
     expect(dead!.dead_at).not.toBeNull();
-    const letters = ofType(await events(childId), "outbox/dead-letter");
+    const letters = ofType(await allEvents(childId), "outbox/dead-letter");
     expect(letters.map((e) => e.data)).toEqual([
       {
         outboxId: `result:${runId}`,
@@ -610,9 +606,9 @@ describe("recovery around a running one-shot child", () => {
     // no retry loop: nothing is armed, and time passing changes nothing
     expect(await alarmOf(childId)).toBeNull();
     expect(await runDurableObjectAlarm(stub(childId))).toBe(false);
-    const after = await events(childId);
+    const after = await allEvents(childId);
     await expectQuiet([childId]);
-    expect(await events(childId)).toEqual(after);
+    expect(await allEvents(childId)).toEqual(after);
     expect((await outboxOf(childId))[0]!.attempts).toBe(MAX_ATTEMPTS);
     // delivering to the missing parent never created it
     expect(await tablesOf(ghost)).toEqual([]);

@@ -1,18 +1,10 @@
 import { runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
-import { never, faults, removeAllFaults } from "./fault-helpers";
-import {
-  drain,
-  followup,
-  script,
-  sqlRows,
-  startChild,
-  startContinuable,
-  stub,
-  until,
-  view,
-} from "./continuable-contract-helpers";
-import { createSession } from "./helpers";
+import { createSession, drain, followup, startChild, startContinuable, view } from "../support/api";
+import { faults, never, removeAllFaults } from "../support/faults";
+import { eventually, waitForEvents } from "../support/logs";
+import { sqlRows, stub } from "../support/objects";
+import { script } from "../support/scripts";
 
 /**
  * A drain closes the session's admission with a durable flag, waits for its children, and reopens
@@ -32,25 +24,13 @@ async function flagOf(id: string): Promise<string | null> {
   return rows[0]?.value ?? null;
 }
 
-/** Polls until `read()` satisfies `check` (fails after 15 s). */
-async function eventually<T>(read: () => Promise<T>, check: (value: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const value = await read();
-    if (check(value)) return value;
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 describe("a drain cut short by a reset is finished by the next instance", () => {
   afterEach(() => removeAllFaults());
 
   it("a session reset in the middle of its own drain drains its children at boot and takes work again", async () => {
     const parent = await createSession();
     const { childId } = await startChild(parent.id, { prompt: SLOW });
-    await until(childId, (log) => log.some((e) => e.type === "turn/start"));
+    await waitForEvents(childId, (log) => log.some((e) => e.type === "turn/start"));
 
     const plan = faults(parent.id, (point, n) => (point === "mid-drain" && n === 1 ? never() : undefined));
     const pending = drain(parent.id).catch(() => null); // its instance dies; the caller gets an error
@@ -64,7 +44,7 @@ describe("a drain cut short by a reset is finished by the next instance", () => 
     await eventually(
       () => flagOf(parent.id),
       (flag) => flag === null,
-      "the draining flag to clear",
+      { what: "the draining flag to clear" },
     );
     const childRows = await sqlRows<{ state: string }>(
       parent.id,
@@ -72,7 +52,9 @@ describe("a drain cut short by a reset is finished by the next instance", () => 
       childId,
     );
     expect(childRows).toEqual([{ state: "released" }]);
-    await until(childId, (log) => log.some((e) => e.type === "turn/end" && e.data.reason === "aborted"));
+    await waitForEvents(childId, (log) =>
+      log.some((e) => e.type === "turn/end" && e.data.reason === "aborted"),
+    );
     expect((await view(childId)).status).toBe("idle");
 
     const again = await startContinuable(parent.id, { prompt: "after the reset" });
@@ -84,7 +66,7 @@ describe("a drain cut short by a reset is finished by the next instance", () => 
   it("a child reset in the middle of the drain its parent asked for finishes it and sends its drained notice", async () => {
     const parent = await createSession();
     const { childId } = await startChild(parent.id, { prompt: SLOW });
-    await until(childId, (log) => log.some((e) => e.type === "turn/start"));
+    await waitForEvents(childId, (log) => log.some((e) => e.type === "turn/start"));
 
     const plan = faults(childId, (point, n) => (point === "mid-drain" && n === 1 ? never() : undefined));
     const pending = drain(parent.id).catch(() => null);
@@ -97,10 +79,10 @@ describe("a drain cut short by a reset is finished by the next instance", () => 
     await eventually(
       () => flagOf(childId),
       (flag) => flag === null,
-      "the child's draining flag to clear",
+      { what: "the child's draining flag to clear" },
     );
     // the parent learns the drained epoch's end once, and neither session refuses work
-    const log = await until(parent.id, (es) =>
+    const log = await waitForEvents(parent.id, (es) =>
       es.some((e) => e.type === "subagent/end" && e.data.id === childId),
     );
     expect(log.filter((e) => e.type === "subagent/end" && e.data.id === childId)).toHaveLength(1);

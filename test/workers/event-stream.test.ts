@@ -1,59 +1,9 @@
 import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import {
-  allEvents,
-  count,
-  createSession,
-  openStream,
-  script,
-  sendMessage,
-  sessionStub,
-  sleep,
-  waitForTurnEnds,
-  type WireEvent,
-} from "./foundation-helpers";
-
-/** A client end of the event stream that collects every event it receives. */
-interface Subscriber {
-  response: Response;
-  received: WireEvent[];
-  closed: boolean;
-  waitFor(predicate: (events: WireEvent[]) => boolean, timeoutMs?: number): Promise<WireEvent[]>;
-  close(): void;
-}
-
-async function subscribe(id: string, options: Parameters<typeof openStream>[1] = {}): Promise<Subscriber> {
-  const response = await openStream(id, options);
-  expect(response.status).toBe(101);
-  const ws = response.webSocket;
-  if (!ws) throw new Error("the stream answered without a WebSocket");
-  const sub: Subscriber = {
-    response,
-    received: [],
-    closed: false,
-    async waitFor(predicate, timeoutMs = 10_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (!predicate(sub.received)) {
-        if (Date.now() > deadline) {
-          throw new Error(`stream timed out; got seqs ${JSON.stringify(sub.received.map((e) => e.seq))}`);
-        }
-        await sleep(10);
-      }
-      return sub.received;
-    },
-    close() {
-      ws.close(1000, "done");
-    },
-  };
-  ws.addEventListener("message", (event) => {
-    sub.received.push(JSON.parse(String(event.data)) as WireEvent);
-  });
-  ws.addEventListener("close", () => {
-    sub.closed = true;
-  });
-  ws.accept();
-  return sub;
-}
+import { createSession, openStream, sendMessage } from "../support/api";
+import { allEvents, count, sleep, subscribe, waitForTurnEnds, type WireEvent } from "../support/logs";
+import { stub } from "../support/objects";
+import { script } from "../support/scripts";
 
 function seqs(events: readonly WireEvent[]): number[] {
   return events.map((e) => e.seq);
@@ -142,15 +92,15 @@ describe("the WebSocket event stream replays and then pushes live events", () =>
     const sub = await subscribe(id);
     await sub.waitFor((es) => es.length >= 6);
 
-    await evictDurableObject(sessionStub(id)); // hibernates the socket
+    await evictDurableObject(stub(id)); // hibernates the socket
     await sendMessage(id, "after the first eviction");
     await sub.waitFor((es) => count(es, "turn/end") >= 2);
 
     // and once more in the middle of a turn: the step re-runs in a new instance
     await sendMessage(id, script({ think: 300 }, { say: "after the second eviction" }));
     await sub.waitFor((es) => count(es, "turn/start") >= 3);
-    await evictDurableObject(sessionStub(id));
-    await runDurableObjectAlarm(sessionStub(id));
+    await evictDurableObject(stub(id));
+    await runDurableObjectAlarm(stub(id));
     const log = await waitForTurnEnds(id, 3);
     await sub.waitFor((es) => es.at(-1)?.seq === log.at(-1)!.seq);
     await sleep(100);

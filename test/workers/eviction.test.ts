@@ -1,28 +1,21 @@
 import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { createSession, sendMessage } from "../support/api";
+import { deferred, faults, never } from "../support/faults";
 import {
-  alarmOf,
   allEvents,
   assistantTexts,
   count,
-  createSession,
-  deferred,
-  faults,
-  hitsOf,
   ofType,
-  script,
-  sendMessage,
-  sessionStub,
   sleep,
-  tablesHash,
   turnReasons,
   turnsOf,
   waitForEvents,
   waitForTurnEnds,
   type WireEvent,
-} from "./foundation-helpers";
-
-const never = (): Promise<void> => new Promise<void>(() => {});
+} from "../support/logs";
+import { alarmOf, stub, tablesHash } from "../support/objects";
+import { script } from "../support/scripts";
 
 /** A message was answered exactly once: one claim, one user message, one turn, one answer. */
 function expectAnsweredOnce(events: readonly WireEvent[], messageId: string, answer: string): void {
@@ -35,9 +28,9 @@ function expectAnsweredOnce(events: readonly WireEvent[], messageId: string, ans
 }
 
 /** Lets any leftover work of an old instance or a stray alarm show itself, then checks nothing moved. */
-async function expectQuiet(id: string, events: readonly WireEvent[]): Promise<void> {
+async function expectNoLateWork(id: string, events: readonly WireEvent[]): Promise<void> {
   await sleep(300);
-  await runDurableObjectAlarm(sessionStub(id));
+  await runDurableObjectAlarm(stub(id));
   expect(await allEvents(id)).toEqual(events);
 }
 
@@ -55,14 +48,14 @@ describe("an eviction never loses or duplicates accepted work", () => {
     expect(ofType(await allEvents(id), "turn/start")).toEqual([]);
     plan.remove();
 
-    await evictDurableObject(sessionStub(id));
+    await evictDurableObject(stub(id));
     expect(await alarmOf(id)).not.toBeNull();
-    expect(await runDurableObjectAlarm(sessionStub(id))).toBe(true);
+    expect(await runDurableObjectAlarm(stub(id))).toBe(true);
 
     const events = await allEvents(id);
     expectAnsweredOnce(events, messageId, "echo: survive");
-    await evictDurableObject(sessionStub(id));
-    await expectQuiet(id, events);
+    await evictDurableObject(stub(id));
+    await expectNoLateWork(id, events);
   });
 
   it("repairs a missing alarm at boot so a message accepted before an eviction is still answered once", async () => {
@@ -77,16 +70,16 @@ describe("an eviction never loses or duplicates accepted work", () => {
     await reached.promise;
     plan.remove();
     // the alarm is lost (consumed, or never armed before a crash): only the boot repair can wake the work
-    await runInDurableObject(sessionStub(id), (_instance: unknown, state: DurableObjectState) =>
+    await runInDurableObject(stub(id), (_instance: unknown, state: DurableObjectState) =>
       state.storage.deleteAlarm(),
     );
     expect(await alarmOf(id)).toBeNull();
 
-    await evictDurableObject(sessionStub(id));
+    await evictDurableObject(stub(id));
     // nothing but reads from here on: the constructor must arm the alarm by itself
     const events = await waitForTurnEnds(id, 1, 8_000);
     expectAnsweredOnce(events, messageId, "echo: repaired");
-    await expectQuiet(id, events);
+    await expectNoLateWork(id, events);
   });
 
   it("re-runs an interrupted step after an eviction mid-step and appends exactly one answer and one turn/end", async () => {
@@ -94,13 +87,13 @@ describe("an eviction never loses or duplicates accepted work", () => {
     const messageId = await sendMessage(id, script({ think: 2000 }, { say: "x" }));
     await waitForEvents(id, (es) => count(es, "turn/start") === 1);
 
-    await evictDurableObject(sessionStub(id));
-    await runDurableObjectAlarm(sessionStub(id));
+    await evictDurableObject(stub(id));
+    await runDurableObjectAlarm(stub(id));
     const events = await waitForTurnEnds(id, 1, 8_000);
     expectAnsweredOnce(events, messageId, "x");
     // the evicted instance's model call (its 2 s think) must not append anything later
     await sleep(2_200);
-    await expectQuiet(id, events);
+    await expectNoLateWork(id, events);
   });
 
   it("re-runs a step that crashed after the model returned but before the append, and appends one answer", async () => {
@@ -115,13 +108,13 @@ describe("an eviction never loses or duplicates accepted work", () => {
     const messageId = await sendMessage(id, script({ say: "appended once" }));
     await reached.promise;
     parking.remove();
-    await evictDurableObject(sessionStub(id));
+    await evictDurableObject(stub(id));
 
     let crashes = 0;
     const plan = faults(id, (point) => {
       if (point === "before-append" && crashes++ === 0) throw new Error("crash before append (injected)");
     });
-    await expect(runDurableObjectAlarm(sessionStub(id))).rejects.toThrow("crash before append (injected)");
+    await expect(runDurableObjectAlarm(stub(id))).rejects.toThrow("crash before append (injected)");
     const crashed = await allEvents(id);
     expect(count(crashed, "turn/start")).toBe(1);
     expect(count(crashed, "user/message")).toBe(1);
@@ -129,14 +122,14 @@ describe("an eviction never loses or duplicates accepted work", () => {
     expect(count(crashed, "turn/end")).toBe(0);
 
     // a restart finds the open turn and re-runs its step once
-    await evictDurableObject(sessionStub(id));
-    await runDurableObjectAlarm(sessionStub(id));
+    await evictDurableObject(stub(id));
+    await runDurableObjectAlarm(stub(id));
     const events = await waitForTurnEnds(id, 1, 8_000);
     plan.remove();
     expectAnsweredOnce(events, messageId, "appended once");
-    expect(hitsOf(plan.hits, "before-append")).toBe(2);
-    expect(hitsOf(plan.hits, "after-append")).toBe(1);
-    await expectQuiet(id, events);
+    expect(plan.count("before-append")).toBe(2);
+    expect(plan.count("after-append")).toBe(1);
+    await expectNoLateWork(id, events);
   });
 
   it("keeps every event and every row when an idle session is evicted, and continues seq without a gap", async () => {
@@ -146,7 +139,7 @@ describe("an eviction never loses or duplicates accepted work", () => {
     const before = await waitForTurnEnds(id, 2);
     const hash = await tablesHash(id);
 
-    await evictDurableObject(sessionStub(id));
+    await evictDurableObject(stub(id));
     expect(await allEvents(id)).toEqual(before);
     expect(await tablesHash(id)).toBe(hash);
 

@@ -1,20 +1,16 @@
 import { describe, expect, it } from "vitest";
+import { api, createSession, field, sendMessage } from "../support/api";
 import {
   allEvents,
-  call,
   count,
-  createSession,
-  field,
   ofType,
-  sendMessage,
-  sqlRows,
-  tablesHash,
   textOf,
   turnReasons,
   turnsOf,
   waitForTurnEnds,
   type WireEvent,
-} from "./foundation-helpers";
+} from "../support/logs";
+import { sqlRows, tablesHash } from "../support/objects";
 
 /** The message ids of `agent/inbox/inserted` events, in log order (= acceptance order). */
 function insertedIds(events: readonly WireEvent[]): string[] {
@@ -134,7 +130,7 @@ describe("the inbox answers messages in acceptance order, one turn each", () => 
       [{ type: "text", text: "different" }],
       [{ type: "text", text: "original!" }],
     ]) {
-      const res = await call("POST", `/v1/sessions/${id}/messages`, {
+      const res = await api("POST", `/v1/sessions/${id}/messages`, {
         body: { content, idempotencyKey: key },
       });
       expect(res.status).toBe(422);

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { api, assistantTexts, createSession, waitForEvents } from "./helpers";
+import { api, createSession } from "../support/api";
+import { assistantTexts, waitForEvents } from "../support/logs";
+import { script } from "../support/scripts";
 
 describe("one-shot delegation over HTTP", () => {
   it("starts a spawn child, records start before end, and returns its result by long-poll", async () => {
@@ -20,8 +22,8 @@ describe("one-shot delegation over HTTP", () => {
     const events = await waitForEvents(parent.id, (es) => es.some((e) => e.type === "subagent/end"));
     const lifecycle = events.filter((e) => e.type.startsWith("subagent/"));
     expect(lifecycle.map((e) => e.type)).toEqual(["subagent/start", "subagent/end"]);
-    expect(lifecycle[0].data).toEqual({ runId, provider: "spawn", id, local: true });
-    expect(lifecycle[1].data).toEqual({
+    expect(lifecycle[0]!.data).toEqual({ runId, provider: "spawn", id, local: true });
+    expect(lifecycle[1]!.data).toEqual({
       runId,
       provider: "spawn",
       id,
@@ -42,16 +44,14 @@ describe("one-shot delegation over HTTP", () => {
 
   it("lets the model delegate in the foreground and answer with the child's text", async () => {
     const parent = await createSession();
-    const script = {
-      script: [
-        { call: [{ tool: "subagent", args: { description: "count", prompt: '{"script":[{"say":"42"}]}' } }] },
-        { say: "done" },
-      ],
-    };
-    await api("POST", `/v1/sessions/${parent.id}/messages`, { body: { content: JSON.stringify(script) } });
+    const content = script(
+      { call: [{ tool: "subagent", args: { description: "count", prompt: script({ say: "42" }) } }] },
+      { say: "done" },
+    );
+    await api("POST", `/v1/sessions/${parent.id}/messages`, { body: { content } });
     const events = await waitForEvents(parent.id, (es) => es.some((e) => e.type === "turn/end"));
     const result = events.find((e) => e.type === "tool/result");
-    expect(result.data).toMatchObject({
+    expect(result!.data).toMatchObject({
       name: "subagent",
       isError: false,
       content: [{ type: "text", text: "42" }],

@@ -2,7 +2,9 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { ConversationMessage, ModelRequest } from "../../src/agent/model";
 import { type AiBinding, WorkersAiModel } from "../../src/agent/workers-ai-model";
-import { api, assistantTexts, createSession, waitForEvents } from "./helpers";
+import { api, createSession } from "../support/api";
+import { fakeOpenAiUrl, type FakeRequest, fakeRequests } from "../support/fake-openai";
+import { assistantTexts, waitForEvents, type WireEvent } from "../support/logs";
 
 /**
  * The OpenAI-compatible adapter against a real HTTP server (test/setup/openai-server.ts, started
@@ -12,48 +14,20 @@ import { api, assistantTexts, createSession, waitForEvents } from "./helpers";
 
 const API_KEY = "test-openai-key";
 
-interface Recorded {
-  index: number;
-  path: string;
-  auth: string;
-  status: number;
-  body: {
-    model: string;
-    messages: Array<Record<string, unknown>>;
-    tools?: Array<{ type: string; function: { name: string; description: string; parameters: unknown } }>;
-  };
-}
-
-interface Event {
-  seq: number;
-  type: string;
-  data: Record<string, unknown>;
-}
-
-function fakeUrl(path: string): string {
-  return new URL(path, env.OPENAI_BASE_URL).toString();
-}
-
-async function recorded(since = 0): Promise<{ count: number; requests: Recorded[] }> {
-  const res = await fetch(fakeUrl(`/__requests?since=${since}`));
-  expect(res.status).toBe(200);
-  return res.json();
-}
-
 /** Sends one message and waits for the turn it starts to end; returns the log and the requests it made. */
-async function turn(id: string, content: string): Promise<{ events: Event[]; requests: Recorded[] }> {
-  const before = (await recorded()).count;
+async function turn(id: string, content: string): Promise<{ events: WireEvent[]; requests: FakeRequest[] }> {
+  const before = (await fakeRequests()).count;
   const already = (await waitForEvents(id, () => true)).filter((e) => e.type === "turn/end").length;
   const sent = await api("POST", `/v1/sessions/${id}/messages`, { body: { content } });
   expect(sent.status).toBe(202);
-  const events: Event[] = await waitForEvents(
+  const events: WireEvent[] = await waitForEvents(
     id,
     (es) => es.filter((e) => e.type === "turn/end").length > already,
   );
-  return { events, requests: (await recorded(before)).requests };
+  return { events, requests: (await fakeRequests(before)).requests };
 }
 
-function since(events: Event[], type: string): Event[] {
+function since(events: WireEvent[], type: string): WireEvent[] {
   const start = events.findLastIndex((e) => e.type === "turn/start");
   return events.slice(start).filter((e) => e.type === type);
 }
@@ -65,13 +39,13 @@ describe("the test setup", () => {
   });
 
   it("the fake server enforces the key, so answered turns prove the adapter sent it", async () => {
-    const wrong = await fetch(fakeUrl("/v1/chat/completions"), {
+    const wrong = await fetch(fakeOpenAiUrl("/v1/chat/completions"), {
       method: "POST",
       headers: { "content-type": "application/json", authorization: "Bearer not-the-key" },
       body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }),
     });
     expect(wrong.status).toBe(401);
-    const none = await fetch(fakeUrl("/v1/chat/completions"), {
+    const none = await fetch(fakeOpenAiUrl("/v1/chat/completions"), {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ model: "m", messages: [{ role: "user", content: "hi" }] }),
@@ -143,10 +117,10 @@ describe("openai:<model> sessions talk to an OpenAI-compatible server", () => {
       "turn/end",
     ]);
     expect(requests).toHaveLength(2);
-    const [first, second] = requests as [Recorded, Recorded];
+    const [first, second] = requests as [FakeRequest, FakeRequest];
     const callId = `call_${first.index}`;
 
-    const [withCall, final] = since(events, "assistant/message") as [Event, Event];
+    const [withCall, final] = since(events, "assistant/message") as [WireEvent, WireEvent];
     expect(withCall.data).toEqual({
       content: [],
       toolCalls: [{ id: callId, name: "echo", args: { text: "ping" } }],
@@ -283,7 +257,7 @@ describe("WorkersAiModel with a hand-written AI binding", () => {
     },
   ];
 
-  function request(signal = new AbortController().signal): ModelRequest {
+  function modelRequest(signal = new AbortController().signal): ModelRequest {
     return {
       model: "workers-ai:@cf/meta/llama-3.3-70b-instruct-fp8-fast",
       system: "be brief",
@@ -311,7 +285,7 @@ describe("WorkersAiModel with a hand-written AI binding", () => {
     ]);
     const controller = new AbortController();
     const reply = await new WorkersAiModel(ai, "@cf/meta/llama-3.3-70b-instruct-fp8-fast").generate(
-      request(controller.signal),
+      modelRequest(controller.signal),
     );
 
     expect(calls).toHaveLength(1);
@@ -351,7 +325,7 @@ describe("WorkersAiModel with a hand-written AI binding", () => {
 
   it("sends no tools key when the session has no tools", async () => {
     const { ai, calls } = binding([{ response: "ok" }]);
-    await new WorkersAiModel(ai, "m").generate({ ...request(), tools: [] });
+    await new WorkersAiModel(ai, "m").generate({ ...modelRequest(), tools: [] });
     expect(Object.keys(calls[0]!.inputs)).toEqual(["messages"]);
   });
 
@@ -367,14 +341,14 @@ describe("WorkersAiModel with a hand-written AI binding", () => {
       { tool_calls: [{ name: "echo", arguments: { text: "again" } }] },
     ]);
     const model = new WorkersAiModel(ai, "m");
-    const reply = await model.generate(request());
+    const reply = await model.generate(modelRequest());
     expect(reply.stopReason).toBe("tool-use");
     expect(reply.content).toEqual([]);
     expect(reply.toolCalls.map((c) => ({ name: c.name, args: c.args }))).toEqual([
       { name: "echo", args: { text: "ping" } },
       { name: "echo", args: { text: "pong" } },
     ]);
-    const later = await model.generate(request());
+    const later = await model.generate(modelRequest());
     const ids = [...reply.toolCalls, ...later.toolCalls].map((c) => c.id);
     for (const id of ids) expect(id).toMatch(/^call_[0-9a-f]{24}$/);
     expect(new Set(ids).size).toBe(3);
@@ -393,7 +367,7 @@ describe("WorkersAiModel with a hand-written AI binding", () => {
         ],
       },
     ]);
-    const reply = await new WorkersAiModel(ai, "m").generate(request());
+    const reply = await new WorkersAiModel(ai, "m").generate(modelRequest());
     expect(reply).toEqual({
       content: [],
       toolCalls: [{ id: "chatcmpl-tool-1", name: "echo", args: { text: "ping" } }],
@@ -420,13 +394,13 @@ describe("WorkersAiModel with a hand-written AI binding", () => {
       { choices: [{ finish_reason: "length", message: { content: "cut" } }] },
     ]);
     const model = new WorkersAiModel(ai, "m");
-    expect(await model.generate(request())).toEqual({
+    expect(await model.generate(modelRequest())).toEqual({
       content: [],
       toolCalls: [{ id: "t1", name: "echo", args: { text: "x" } }],
       stopReason: "tool-use",
       usage: { inputTokens: 5, outputTokens: 2 },
     });
-    expect(await model.generate(request())).toEqual({
+    expect(await model.generate(modelRequest())).toEqual({
       content: [{ type: "text", text: "cut" }],
       toolCalls: [],
       stopReason: "max-tokens",
@@ -436,7 +410,11 @@ describe("WorkersAiModel with a hand-written AI binding", () => {
   it("turns binding failures and odd bodies into safe model errors", async () => {
     const { ai } = binding([new Error("5007: no such model"), { unexpected: true }]);
     const model = new WorkersAiModel(ai, "m");
-    await expect(model.generate(request())).rejects.toThrow("workers ai call failed: 5007: no such model");
-    await expect(model.generate(request())).rejects.toThrow("workers ai answered with an unexpected body");
+    await expect(model.generate(modelRequest())).rejects.toThrow(
+      "workers ai call failed: 5007: no such model",
+    );
+    await expect(model.generate(modelRequest())).rejects.toThrow(
+      "workers ai answered with an unexpected body",
+    );
   });
 });

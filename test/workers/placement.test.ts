@@ -6,26 +6,14 @@ import {
   newPlacedId,
   placeId,
 } from "../../src/core/placement";
-import { api, createSession, waitForEvents } from "./helpers";
+import { api, createSession, startRun, waitForRun } from "../support/api";
+import { waitForEvents } from "../support/logs";
 
 /**
  * Placement: location hints and jurisdictions are validated, recorded in the header, shown in
  * views and listings, inherited (jurisdiction only) and never escaped. workerd implements neither
  * (the object is simply local), so these tests check the bookkeeping and the routing by id.
  */
-
-async function startOneShot(parentId: string, body: Record<string, unknown>, token?: string) {
-  return api("POST", `/v1/sessions/${parentId}/subagents`, {
-    body: { provider: "spawn", prompt: "hi", mode: "one-shot", ...body },
-    ...(token === undefined ? {} : { token }),
-  });
-}
-
-async function settled(parentId: string, runId: string) {
-  const run = await api("GET", `/v1/sessions/${parentId}/runs/${runId}?wait=5000`);
-  expect(run.body.state).toBe("settled");
-  return run.body;
-}
 
 describe("placement ids (pure)", () => {
   it("encodes a jurisdiction in a UUID v8 id and nothing in a v4 id", () => {
@@ -109,11 +97,11 @@ describe("placement of sessions over HTTP", () => {
 
   it("children inherit the jurisdiction (not the hint), show it in views and listings, and cannot leave it", async () => {
     const root = await createSession({ jurisdiction: "eu", locationHint: "eeur" });
-    const started = await startOneShot(root.id, { label: "one" });
+    const started = await startRun(root.id, { prompt: "hi", label: "one" });
     expect(started.status).toBe(201);
     const child = started.body.id;
     expect(jurisdictionOfId(child)).toBe("eu");
-    await settled(root.id, started.body.runId);
+    await waitForRun(root.id, started.body.runId, 5_000);
     const childView = await api("GET", `/v1/sessions/${child}`);
     expect(childView.body).toMatchObject({ parentSession: root.id, jurisdiction: "eu" });
     expect(childView.body.locationHint).toBeUndefined();
@@ -125,10 +113,10 @@ describe("placement of sessions over HTTP", () => {
     expect(cont.status).toBe(202);
     const contId = cont.body.childId;
     expect(jurisdictionOfId(contId)).toBe("eu");
-    const grand = await startOneShot(contId, { label: "three" });
+    const grand = await startRun(contId, { prompt: "hi", label: "three" });
     expect(grand.status).toBe(201);
     expect(jurisdictionOfId(grand.body.id)).toBe("eu");
-    await settled(contId, grand.body.runId);
+    await waitForRun(contId, grand.body.runId, 5_000);
     expect((await api("GET", `/v1/sessions/${grand.body.id}`)).body).toMatchObject({ jurisdiction: "eu" });
 
     const children = await api("GET", `/v1/sessions/${root.id}/children`);
@@ -144,7 +132,7 @@ describe("placement of sessions over HTTP", () => {
 
     // leaving is refused, one-shot and continuable, and nothing is created
     const childId = crypto.randomUUID();
-    const leave = await startOneShot(root.id, { jurisdiction: "fedramp", childId });
+    const leave = await startRun(root.id, { prompt: "hi", jurisdiction: "fedramp", childId });
     expect([leave.status, leave.body.error.code]).toEqual([400, "INVALID_REQUEST"]);
     expect(leave.body.error.message).toMatch(/cannot leave/);
     const escapeCont = await api("POST", `/v1/sessions/${contId}/subagents`, {
@@ -155,10 +143,10 @@ describe("placement of sessions over HTTP", () => {
       expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(404);
     }
     // a reserved id that names another jurisdiction is refused too
-    const foreign = await startOneShot(root.id, { childId: newPlacedId("fedramp") });
+    const foreign = await startRun(root.id, { prompt: "hi", childId: newPlacedId("fedramp") });
     expect([foreign.status, foreign.body.error.code]).toEqual([400, "INVALID_REQUEST"]);
     // naming the parent's own jurisdiction is fine
-    const same = await startOneShot(root.id, { jurisdiction: "eu" });
+    const same = await startRun(root.id, { prompt: "hi", jurisdiction: "eu" });
     expect(same.status).toBe(201);
   });
 
@@ -198,13 +186,13 @@ describe("placement of sessions over HTTP", () => {
     });
     expect([again.status, again.body.error.code]).toEqual([409, "DUPLICATE_CHILD"]);
     // below it, no way back out
-    const out = await startOneShot(child, { jurisdiction: "eu" });
+    const out = await startRun(child, { prompt: "hi", jurisdiction: "eu" });
     expect([out.status, out.body.error.code]).toEqual([400, "INVALID_REQUEST"]);
-    const inside = await startOneShot(child, {});
+    const inside = await startRun(child, { prompt: "hi" });
     expect(inside.status).toBe(201);
     expect(jurisdictionOfId(inside.body.id)).toBe("fedramp");
     // a reserved id naming a jurisdiction for a child placed in none is refused
-    const stray = await startOneShot(root.id, { childId: newPlacedId("eu") });
+    const stray = await startRun(root.id, { prompt: "hi", childId: newPlacedId("eu") });
     expect([stray.status, stray.body.error.code]).toEqual([400, "INVALID_REQUEST"]);
   });
 
@@ -214,7 +202,7 @@ describe("placement of sessions over HTTP", () => {
     expect(own.status).toBe(200);
     const forged = `${eu.id}.${"x".repeat(43)}`;
     expect((await api("GET", `/v1/sessions/${eu.id}`, { token: forged })).status).toBe(401);
-    const started = await startOneShot(eu.id, {}, eu.token);
+    const started = await startRun(eu.id, { prompt: "hi" }, eu.token);
     expect(started.status).toBe(201);
     expect((await api("GET", `/v1/sessions/${started.body.id}`, { token: eu.token })).status).toBe(200);
   });

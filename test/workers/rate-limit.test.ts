@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { api, createSession } from "./helpers";
+import { api, createSession } from "../support/api";
 
 describe("per-token rate limiting", () => {
   it("answers 429 RATE_LIMITED past the per-minute budget of a session token, storing nothing, and never limits the admin", async () => {

@@ -1,24 +1,17 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { signCallback } from "../../src/providers/remote-protocol";
-import {
-  allEvents,
-  call,
-  createSession,
-  dumpTables,
-  ofType,
-  script,
-  sleep,
-  tablesHash,
-  waitForEvents,
-} from "./foundation-helpers";
+import { api, createSession, startOneShot } from "../support/api";
+import { allEvents, eventually, ofType, sleep, waitForEvents } from "../support/logs";
+import { dumpTables, tablesHash } from "../support/objects";
 import {
   installRemoteNet,
   type Recorded,
-  type RemoteNet,
   registerRemote,
   remoteIdOf,
+  type RemoteNet,
   secretOf,
-} from "./remote-helpers";
+} from "../support/remote";
+import { script } from "../support/scripts";
 
 /**
  * The callback route (`POST /v1/callbacks/:parentId/:runId`) refuses what it must and changes
@@ -42,8 +35,8 @@ async function stateOf(id: string) {
   return rest;
 }
 
-function post(path: string, body: string, headers: Record<string, string> = {}) {
-  return call("POST", path, {
+function postCallback(path: string, body: string, headers: Record<string, string> = {}) {
+  return api("POST", path, {
     token: null,
     raw: body,
     headers: { "content-type": "application/json", ...headers },
@@ -62,31 +55,25 @@ function resultBody(session: string, text = "forged", stopReason = "completed"):
   return JSON.stringify({ v: 1, session, result: { output: [{ type: "text", text }], stopReason } });
 }
 
-async function startRemote(parentId: string, provider: string, prompt: string) {
-  const res = await call("POST", `/v1/sessions/${parentId}/subagents`, {
-    body: { provider, prompt, mode: "one-shot" },
-  });
-  expect(res.status).toBe(201);
-  return (res.body as { runId: string }).runId;
-}
-
-async function waitForRemoteId(parentId: string, runId: string): Promise<string> {
-  for (let i = 0; i < 200; i++) {
-    const id = await remoteIdOf(parentId, runId);
-    if (id !== null) return id;
-    await sleep(20);
-  }
-  throw new Error("the remote session was never created");
+/** The remote session a run created, once the parent's transport row names it. */
+function waitForRemoteId(parentId: string, runId: string): Promise<string> {
+  return eventually(
+    () => remoteIdOf(parentId, runId),
+    (id) => id !== null,
+    { intervalMs: 20, what: "the remote session to be created" },
+  ) as Promise<string>;
 }
 
 describe("the callback route", () => {
   it("refuses forged, stale, tampered and misdirected callbacks for a running run and changes nothing", async () => {
     const provider = await registerRemote();
     const parent = await createSession();
-    const otherRun = await startRemote(parent.id, provider, "other");
+    const otherRun = (await startOneShot(parent.id, { provider, prompt: "other" })).runId;
     const otherSecret = await secretOf(parent.id, otherRun);
     await waitForEvents(parent.id, (es) => ofType(es, "subagent/end").length === 1);
-    const runId = await startRemote(parent.id, provider, script({ think: 3000 }, { say: "late" }));
+    const runId = (
+      await startOneShot(parent.id, { provider, prompt: script({ think: 3000 }, { say: "late" }) })
+    ).runId;
     const remoteId = await waitForRemoteId(parent.id, runId);
     const secret = await secretOf(parent.id, runId);
     const path = `/v1/callbacks/${parent.id}/${runId}`;
@@ -94,71 +81,79 @@ describe("the callback route", () => {
     const body = resultBody(remoteId);
 
     const cases: [string, Promise<{ status: number; body: unknown }>, number, string][] = [
-      ["no signature", post(path, body), 401, "UNAUTHENTICATED"],
+      ["no signature", postCallback(path, body), 401, "UNAUTHENTICATED"],
       [
         "a made-up signature",
-        post(path, body, { "x-subagents-timestamp": "1", "x-subagents-signature": `v1=${"a".repeat(64)}` }),
+        postCallback(path, body, {
+          "x-subagents-timestamp": "1",
+          "x-subagents-signature": `v1=${"a".repeat(64)}`,
+        }),
         401,
         "UNAUTHENTICATED",
       ],
-      ["another run's secret", post(path, body, await signed(otherSecret, body)), 401, "UNAUTHENTICATED"],
+      [
+        "another run's secret",
+        postCallback(path, body, await signed(otherSecret, body)),
+        401,
+        "UNAUTHENTICATED",
+      ],
       [
         "a body changed after signing",
-        signed(secret, body).then((h) => post(path, resultBody(remoteId, "changed"), h)),
+        signed(secret, body).then((h) => postCallback(path, resultBody(remoteId, "changed"), h)),
         401,
         "UNAUTHENTICATED",
       ],
       [
         "a correctly signed stale timestamp",
-        post(path, body, await signed(secret, body, -301)),
+        postCallback(path, body, await signed(secret, body, -301)),
         401,
         "UNAUTHENTICATED",
       ],
       [
         "a correctly signed future timestamp",
-        post(path, body, await signed(secret, body, 301)),
+        postCallback(path, body, await signed(secret, body, 301)),
         401,
         "UNAUTHENTICATED",
       ],
       [
         "another session named in a signed body",
-        signed(secret, resultBody(parent.id)).then((h) => post(path, resultBody(parent.id), h)),
+        signed(secret, resultBody(parent.id)).then((h) => postCallback(path, resultBody(parent.id), h)),
         401,
         "UNAUTHENTICATED",
       ],
       [
         "signed JSON that is not a result",
-        signed(secret, '{"v":1}').then((h) => post(path, '{"v":1}', h)),
+        signed(secret, '{"v":1}').then((h) => postCallback(path, '{"v":1}', h)),
         400,
         "INVALID_REQUEST",
       ],
       [
         "a signed body that is not JSON",
-        signed(secret, "{").then((h) => post(path, "{", h)),
+        signed(secret, "{").then((h) => postCallback(path, "{", h)),
         400,
         "MALFORMED_JSON",
       ],
       [
         "an unknown run",
-        post(`/v1/callbacks/${parent.id}/${crypto.randomUUID()}`, body, await signed(secret, body)),
+        postCallback(`/v1/callbacks/${parent.id}/${crypto.randomUUID()}`, body, await signed(secret, body)),
         404,
         "NOT_FOUND",
       ],
       [
         "an unknown parent",
-        post(`/v1/callbacks/${crypto.randomUUID()}/${runId}`, body, await signed(secret, body)),
+        postCallback(`/v1/callbacks/${crypto.randomUUID()}/${runId}`, body, await signed(secret, body)),
         404,
         "NOT_FOUND",
       ],
       [
         "a run id that is not a UUID",
-        post(`/v1/callbacks/${parent.id}/not-a-run`, body, await signed(secret, body)),
+        postCallback(`/v1/callbacks/${parent.id}/not-a-run`, body, await signed(secret, body)),
         404,
         "NOT_FOUND",
       ],
       [
         "a text body",
-        post(path, body, { ...(await signed(secret, body)), "content-type": "text/plain" }),
+        postCallback(path, body, { ...(await signed(secret, body)), "content-type": "text/plain" }),
         400,
         "INVALID_REQUEST",
       ],
@@ -172,15 +167,15 @@ describe("the callback route", () => {
       });
     }
     // the stale one says why (a correct signature alone is not enough)
-    const stale = await post(path, body, await signed(secret, body, -301));
+    const stale = await postCallback(path, body, await signed(secret, body, -301));
     expect((stale.body as any).error.message).toMatch(/replay window/);
 
     // nothing changed: runs, log, de-duplication, outbox (the poll cursor may move meanwhile)
     expect(await stateOf(parent.id)).toEqual(before);
-    const run = await call("GET", `/v1/sessions/${parent.id}/runs/${runId}`);
+    const run = await api("GET", `/v1/sessions/${parent.id}/runs/${runId}`);
     expect((run.body as any).state).toBe("running");
     // the genuine result still arrives, once
-    const settled = await call("GET", `/v1/sessions/${parent.id}/runs/${runId}?wait=10000`);
+    const settled = await api("GET", `/v1/sessions/${parent.id}/runs/${runId}?wait=10000`);
     expect((settled.body as any).result).toEqual({
       output: [{ type: "text", text: "late" }],
       stopReason: "completed",
@@ -194,8 +189,8 @@ describe("the callback route", () => {
   it("a replayed genuine callback is 409 REPLAYED and changes nothing; a forged one after settlement is 401", async () => {
     const provider = await registerRemote();
     const parent = await createSession();
-    const runId = await startRemote(parent.id, provider, "once");
-    const settled = await call("GET", `/v1/sessions/${parent.id}/runs/${runId}?wait=10000`);
+    const runId = (await startOneShot(parent.id, { provider, prompt: "once" })).runId;
+    const settled = await api("GET", `/v1/sessions/${parent.id}/runs/${runId}?wait=10000`);
     expect((settled.body as any).state).toBe("settled");
     const genuine = net.calls.find(
       (c) => c.host === "parent.test" && c.path.endsWith(`/${runId}`),
@@ -205,25 +200,29 @@ describe("the callback route", () => {
     const before = await tablesHash(parent.id);
     const eventsBefore = await allEvents(parent.id);
 
-    const replay = await post(genuine.path, genuine.body, {
+    const replay = await postCallback(genuine.path, genuine.body, {
       "x-subagents-timestamp": genuine.headers["x-subagents-timestamp"]!,
       "x-subagents-signature": genuine.headers["x-subagents-signature"]!,
     });
     expect([replay.status, (replay.body as any).error.code]).toEqual([409, "REPLAYED"]);
     // re-signed with the right secret and a fresh timestamp: still the same result, still refused
     const secret = await secretOf(parent.id, runId);
-    const resigned = await post(genuine.path, genuine.body, await signed(secret, genuine.body, 5));
+    const resigned = await postCallback(genuine.path, genuine.body, await signed(secret, genuine.body, 5));
     expect([resigned.status, (resigned.body as any).error.code]).toEqual([409, "REPLAYED"]);
     const remoteId = await remoteIdOf(parent.id, runId);
     const otherResult = resultBody(remoteId!, "second answer");
-    const second = await post(genuine.path, otherResult, await signed(secret, otherResult));
+    const second = await postCallback(genuine.path, otherResult, await signed(secret, otherResult));
     expect([second.status, (second.body as any).error.code]).toEqual([409, "REPLAYED"]);
-    const forged = await post(genuine.path, otherResult, await signed("not-the-secret-at-all", otherResult));
+    const forged = await postCallback(
+      genuine.path,
+      otherResult,
+      await signed("not-the-secret-at-all", otherResult),
+    );
     expect(forged.status).toBe(401);
 
     expect(await tablesHash(parent.id)).toBe(before);
     expect(await allEvents(parent.id)).toEqual(eventsBefore);
-    const run = await call("GET", `/v1/sessions/${parent.id}/runs/${runId}`);
+    const run = await api("GET", `/v1/sessions/${parent.id}/runs/${runId}`);
     expect((run.body as any).result.output).toEqual([{ type: "text", text: "echo: once" }]);
   });
 
@@ -231,8 +230,8 @@ describe("the callback route", () => {
     const provider = await registerRemote();
     const parent = await createSession();
     net.dropCallbacks = true; // the parent must learn the result by polling
-    const runId = await startRemote(parent.id, provider, "polled");
-    const settled = await call("GET", `/v1/sessions/${parent.id}/runs/${runId}?wait=15000`);
+    const runId = (await startOneShot(parent.id, { provider, prompt: "polled" })).runId;
+    const settled = await api("GET", `/v1/sessions/${parent.id}/runs/${runId}?wait=15000`);
     expect((settled.body as any).result).toEqual({
       output: [{ type: "text", text: "echo: polled" }],
       stopReason: "completed",
@@ -244,13 +243,11 @@ describe("the callback route", () => {
     expect(polls.length).toBeGreaterThan(0);
     net.dropCallbacks = false;
     // the remote's outbox retries its callback with backoff; the parent answers 409; delivered
-    const deadline = Date.now() + 15_000;
-    let entry: any;
-    for (;;) {
-      entry = ((await call("GET", `/v1/sessions/${remoteId}/outbox`)).body as any).entries[0];
-      if (entry.state === "delivered" || Date.now() > deadline) break;
-      await sleep(100);
-    }
+    const entry = await eventually(
+      async () => (await api("GET", `/v1/sessions/${remoteId}/outbox`)).body.entries[0],
+      (e) => e.state === "delivered",
+      { intervalMs: 100, what: "the remote's callback to be delivered" },
+    );
     expect(entry).toMatchObject({ kind: "callback", state: "delivered" });
     expect(entry.attempts).toBeGreaterThan(0);
     const answers = net.calls

@@ -1,22 +1,16 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import {
-  ADMIN,
-  allEvents,
-  call,
-  createSession,
-  ofType,
-  script,
-  sqlRows,
-  waitForEvents,
-} from "./foundation-helpers";
+import { ADMIN, api, createSession, startOneShot, waitForRun } from "../support/api";
+import { allEvents, ofType, waitForEvents } from "../support/logs";
+import { sqlRows } from "../support/objects";
 import {
   expectNoCredential,
   installRemoteNet,
-  type RemoteNet,
   registerRemote,
   remoteIdOf,
+  type RemoteNet,
   secretOf,
-} from "./remote-helpers";
+} from "../support/remote";
+import { script } from "../support/scripts";
 
 /**
  * Remote delegation end to end inside workerd: the Worker plays both deployments (remote-helpers),
@@ -35,29 +29,13 @@ afterEach(() => {
   net.dropCallbacks = false;
 });
 
-async function startRemote(parentId: string, provider: string, prompt: string, extra: object = {}) {
-  const res = await call("POST", `/v1/sessions/${parentId}/subagents`, {
-    body: { provider, prompt, mode: "one-shot", ...extra },
-  });
-  expect(res.status).toBe(201);
-  return res.body as { runId: string; id: string; local: boolean };
-}
-
-async function settledRun(parentId: string, runId: string): Promise<any> {
-  for (let i = 0; i < 10; i++) {
-    const run = await call("GET", `/v1/sessions/${parentId}/runs/${runId}?wait=5000`);
-    if ((run.body as any).state === "settled") return run.body;
-  }
-  throw new Error(`run ${runId} did not settle`);
-}
-
 describe("remote delegation inside workerd", () => {
   it("publishes a parent-scoped run at once and gets the remote's one result back through the signed callback", async () => {
     const provider = await registerRemote();
     const parent = await createSession();
-    const started = await startRemote(parent.id, provider, "hello there", { label: "far" });
+    const started = await startOneShot(parent.id, { provider, prompt: "hello there", label: "far" });
     expect(started).toEqual({ runId: started.runId, id: `remote:${started.runId}`, local: false });
-    const run = await settledRun(parent.id, started.runId);
+    const run = await waitForRun(parent.id, started.runId);
     expect(run).toEqual({
       runId: started.runId,
       id: `remote:${started.runId}`,
@@ -72,7 +50,7 @@ describe("remote delegation inside workerd", () => {
     expect(remoteId).not.toBeNull();
     expect(run.id).not.toBe(remoteId);
     expect(run.id).not.toContain(remoteId!);
-    const remoteView = await call("GET", `/v1/sessions/${remoteId}`);
+    const remoteView = await api("GET", `/v1/sessions/${remoteId}`);
     expect(remoteView.body).toMatchObject({
       parentSession: null,
       delegationDepth: 1,
@@ -109,10 +87,10 @@ describe("remote delegation inside workerd", () => {
       },
     ]);
     // not session-backed here: absent from the parent's listings
-    expect((await call("GET", `/v1/sessions/${parent.id}/children`)).body).toEqual({ entries: [] });
-    expect((await call("GET", `/v1/sessions/${parent.id}/outbox`)).body).toEqual({ entries: [] });
+    expect((await api("GET", `/v1/sessions/${parent.id}/children`)).body).toEqual({ entries: [] });
+    expect((await api("GET", `/v1/sessions/${parent.id}/outbox`)).body).toEqual({ entries: [] });
     // the remote's outbox shows its callback delivered
-    const remoteOutbox = (await call("GET", `/v1/sessions/${remoteId}/outbox`)).body as any;
+    const remoteOutbox = (await api("GET", `/v1/sessions/${remoteId}/outbox`)).body as any;
     expect(remoteOutbox.entries).toEqual([
       { id: `callback:${remoteId}`, target: "callback", kind: "callback", attempts: 0, state: "delivered" },
     ]);
@@ -128,10 +106,13 @@ describe("remote delegation inside workerd", () => {
     try {
       const provider = await registerRemote();
       const parent = await createSession();
-      const ok = await startRemote(parent.id, provider, "fine");
-      const failing = await startRemote(parent.id, provider, script({ fail: "the model broke" }));
-      const okRun = await settledRun(parent.id, ok.runId);
-      const failedRun = await settledRun(parent.id, failing.runId);
+      const ok = await startOneShot(parent.id, { provider, prompt: "fine" });
+      const failing = await startOneShot(parent.id, {
+        provider,
+        prompt: script({ fail: "the model broke" }),
+      });
+      const okRun = await waitForRun(parent.id, ok.runId);
+      const failedRun = await waitForRun(parent.id, failing.runId);
       expect(failedRun.result).toEqual({ output: [], stopReason: "error", diagnostic: "the model broke" });
       const credentials = [
         ADMIN,
@@ -144,13 +125,13 @@ describe("remote delegation inside workerd", () => {
         okRun,
         failedRun,
         await allEvents(parent.id),
-        (await call("GET", `/v1/sessions/${parent.id}`)).body,
-        (await call("GET", "/v1/providers")).body,
+        (await api("GET", `/v1/sessions/${parent.id}`)).body,
+        (await api("GET", "/v1/providers")).body,
         ...(await Promise.all(
           remoteIds.map(async (id) => [
             await allEvents(id!),
-            (await call("GET", `/v1/sessions/${id}`)).body,
-            (await call("GET", `/v1/sessions/${id}/outbox`)).body,
+            (await api("GET", `/v1/sessions/${id}`)).body,
+            (await api("GET", `/v1/sessions/${id}/outbox`)).body,
           ]),
         )),
       ]);
@@ -175,12 +156,12 @@ describe("remote delegation inside workerd", () => {
     const provider = await registerRemote();
     const root = await createSession({ providers: [provider], backgroundMode: "one-shot" });
     const tool = "subagent"; // the session's only provider gets the plain name
-    const tools = (await call("GET", "/v1/providers")).body as any;
+    const tools = (await api("GET", "/v1/providers")).body as any;
     expect(tools.providers.find((p: any) => p.name === provider)).toMatchObject({
       local: false,
       continuable: false,
     });
-    await call("POST", `/v1/sessions/${root.id}/messages`, {
+    await api("POST", `/v1/sessions/${root.id}/messages`, {
       body: {
         content: script(
           { call: [{ tool, args: { description: "fg", prompt: "front" } }] },
@@ -189,7 +170,9 @@ describe("remote delegation inside workerd", () => {
         ),
       },
     });
-    const log = await waitForEvents(root.id, (es) => ofType(es, "turn/end").length === 1, 15_000);
+    const log = await waitForEvents(root.id, (es) => ofType(es, "turn/end").length === 1, {
+      timeoutMs: 15_000,
+    });
     const results = ofType(log, "tool/result").map((e) => e.data);
     expect(results).toEqual([
       expect.objectContaining({ isError: false, content: [{ type: "text", text: "echo: front" }] }),
@@ -199,7 +182,9 @@ describe("remote delegation inside workerd", () => {
       }),
     ]);
     // the background task settles too, through the same transport
-    const done = await waitForEvents(root.id, (es) => ofType(es, "subagent/end").length === 2, 15_000);
+    const done = await waitForEvents(root.id, (es) => ofType(es, "subagent/end").length === 2, {
+      timeoutMs: 15_000,
+    });
     expect(ofType(done, "subagent/end").map((e) => (e.data as any).lastAssistantMessage)).toEqual([
       [{ type: "text", text: "echo: front" }],
       [{ type: "text", text: "echo: back" }],
@@ -209,14 +194,14 @@ describe("remote delegation inside workerd", () => {
   it("creates the remote session in the parent's jurisdiction and refuses to leave it", async () => {
     const provider = await registerRemote();
     const parent = await createSession({ jurisdiction: "eu" });
-    const started = await startRemote(parent.id, provider, "gdpr", { locationHint: "weur" });
-    await settledRun(parent.id, started.runId);
+    const started = await startOneShot(parent.id, { provider, prompt: "gdpr", locationHint: "weur" });
+    await waitForRun(parent.id, started.runId);
     const remoteId = await remoteIdOf(parent.id, started.runId);
-    expect((await call("GET", `/v1/sessions/${remoteId}`)).body).toMatchObject({
+    expect((await api("GET", `/v1/sessions/${remoteId}`)).body).toMatchObject({
       jurisdiction: "eu",
       locationHint: "weur",
     });
-    const out = await call("POST", `/v1/sessions/${parent.id}/subagents`, {
+    const out = await api("POST", `/v1/sessions/${parent.id}/subagents`, {
       body: { provider, prompt: "x", mode: "one-shot", jurisdiction: "fedramp" },
     });
     expect([out.status, (out.body as any).error.code]).toEqual([400, "INVALID_REQUEST"]);
@@ -232,12 +217,12 @@ describe("remote delegation inside workerd", () => {
       [{ persona: "p" }, "UNSUPPORTED_CAPABILITY"],
       [{ childId: crypto.randomUUID() }, "INVALID_REQUEST"],
     ] as const) {
-      const res = await call("POST", `/v1/sessions/${parent.id}/subagents`, {
+      const res = await api("POST", `/v1/sessions/${parent.id}/subagents`, {
         body: { provider, prompt: "x", mode: "one-shot", ...extra },
       });
       expect((res.body as any).error.code).toBe(code);
     }
-    const cont = await call("POST", `/v1/sessions/${parent.id}/subagents`, {
+    const cont = await api("POST", `/v1/sessions/${parent.id}/subagents`, {
       body: { provider, prompt: "x", mode: "continuable", label: "c" },
     });
     expect((cont.body as any).error.code).toBe("UNSUPPORTED_CAPABILITY");

@@ -1,17 +1,10 @@
 import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import {
-  ADMIN,
-  allEvents,
-  call,
-  createSession,
-  ofType,
-  script,
-  sessionStub,
-  sleep,
-  sqlRows,
-} from "./foundation-helpers";
-import { installRemoteNet, type RemoteNet, registerRemote, remoteIdOf } from "./remote-helpers";
+import { ADMIN, api, createSession, runOf, startOneShot, waitForRun } from "../support/api";
+import { allEvents, eventually, ofType, sleep } from "../support/logs";
+import { sqlRows, stub } from "../support/objects";
+import { installRemoteNet, registerRemote, remoteIdOf, type RemoteNet } from "../support/remote";
+import { script } from "../support/scripts";
 
 /**
  * The parent's transport state machine (create -> prompt -> await -> done, interrupt after a
@@ -50,43 +43,13 @@ async function transport(parentId: string, runId: string): Promise<TransportRow>
   return row!;
 }
 
-async function until<T>(probe: () => Promise<T>, ok: (value: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out; last: ${JSON.stringify(value)}`);
-    await sleep(25);
-  }
-}
-
-async function startRemote(parentId: string, provider: string, prompt: string): Promise<string> {
-  const res = await call("POST", `/v1/sessions/${parentId}/subagents`, {
-    body: { provider, prompt, mode: "one-shot" },
-  });
-  expect(res.status).toBe(201);
-  return (res.body as { runId: string }).runId;
-}
-
-async function runOf(parentId: string, runId: string, waitMs = 0): Promise<any> {
-  return (await call("GET", `/v1/sessions/${parentId}/runs/${runId}?wait=${waitMs}`)).body;
-}
-
-async function settled(parentId: string, runId: string, timeoutMs = 15_000): Promise<any> {
-  return until(
-    () => runOf(parentId, runId, 2_000),
-    (run) => run.state === "settled",
-    timeoutMs,
-  );
-}
-
 describe("the remote transport", () => {
   it("retries an unreachable remote with backoff and, once it answers, goes on where it stopped", async () => {
     const provider = await registerRemote();
     const parent = await createSession();
     net.remoteDown = true;
-    const runId = await startRemote(parent.id, provider, "patience");
-    const failing = await until(
+    const runId = (await startOneShot(parent.id, { provider, prompt: "patience" })).runId;
+    const failing = await eventually(
       () => transport(parent.id, runId),
       (t) => t.attempts >= 2,
     );
@@ -95,18 +58,18 @@ describe("the remote transport", () => {
       /^create the remote session: no answer \(TypeError: Network connection lost\.\)$/,
     );
     expect((await runOf(parent.id, runId)).state).toBe("running");
-    expect((await call("GET", `/v1/sessions/${parent.id}`)).body).toMatchObject({ status: "waiting" });
+    expect((await api("GET", `/v1/sessions/${parent.id}`)).body).toMatchObject({ status: "waiting" });
     // an alarm stands for the next try
     expect(await sqlRows(parent.id, "SELECT 1 FROM remote_runs WHERE next_at > 0")).toHaveLength(1);
 
     net.remoteDown = false;
-    const run = await settled(parent.id, runId);
+    const run = await waitForRun(parent.id, runId);
     expect(run.result).toEqual({
       output: [{ type: "text", text: "echo: patience" }],
       stopReason: "completed",
     });
     expect(await transport(parent.id, runId)).toMatchObject({ phase: "done", attempts: 0, last_error: null });
-    expect((await call("GET", `/v1/sessions/${parent.id}`)).body).toMatchObject({ status: "idle" });
+    expect((await api("GET", `/v1/sessions/${parent.id}`)).body).toMatchObject({ status: "idle" });
   });
 
   it("never starts twice when answers are lost: the create and the prompt are idempotent by run id", async () => {
@@ -121,8 +84,8 @@ describe("the remote transport", () => {
       lost.add(kind);
       return true;
     };
-    const runId = await startRemote(parent.id, provider, "only once");
-    const run = await settled(parent.id, runId);
+    const runId = (await startOneShot(parent.id, { provider, prompt: "only once" })).runId;
+    const run = await waitForRun(parent.id, runId);
     expect(run.result.output).toEqual([{ type: "text", text: "echo: only once" }]);
     const remoteId = await remoteIdOf(parent.id, runId);
     const creates = net.calls.filter((c) => c.path === "/v1/sessions" && c.body.includes(`run:${runId}`));
@@ -139,13 +102,15 @@ describe("the remote transport", () => {
     const provider = await registerRemote();
     const parent = await createSession();
     net.dropCallbacks = true;
-    const runId = await startRemote(parent.id, provider, script({ think: 1500 }, { say: "from afar" }));
-    await until(
+    const runId = (
+      await startOneShot(parent.id, { provider, prompt: script({ think: 1500 }, { say: "from afar" }) })
+    ).runId;
+    await eventually(
       () => transport(parent.id, runId),
       (t) => t.phase === "await",
     );
-    await evictDurableObject(sessionStub(parent.id));
-    const run = await settled(parent.id, runId);
+    await evictDurableObject(stub(parent.id));
+    const run = await waitForRun(parent.id, runId);
     expect(run.result).toEqual({ output: [{ type: "text", text: "from afar" }], stopReason: "completed" });
     const remoteId = await remoteIdOf(parent.id, runId);
     const polls = net.calls.filter((c) => c.path.startsWith(`/v1/sessions/${remoteId}/events?after=`));
@@ -161,8 +126,8 @@ describe("the remote transport", () => {
     const wrong = `wrong-token-${crypto.randomUUID()}`;
     const provider = await registerRemote(wrong);
     const parent = await createSession();
-    const runId = await startRemote(parent.id, provider, "x");
-    const run = await settled(parent.id, runId);
+    const runId = (await startOneShot(parent.id, { provider, prompt: "x" })).runId;
+    const run = await waitForRun(parent.id, runId);
     expect(run.result).toEqual({
       output: [],
       stopReason: "error",
@@ -179,20 +144,22 @@ describe("the remote transport", () => {
     const provider = await registerRemote();
     const parent = await createSession();
     net.dropCallbacks = true;
-    const runId = await startRemote(parent.id, provider, script({ think: 60_000 }, { say: "never" }));
-    await until(
+    const runId = (
+      await startOneShot(parent.id, { provider, prompt: script({ think: 60_000 }, { say: "never" }) })
+    ).runId;
+    await eventually(
       () => transport(parent.id, runId),
       (t) => t.phase === "await",
     );
     net.remoteDown = true; // it vanishes mid-run
-    await until(
+    await eventually(
       () => transport(parent.id, runId),
       (t) => t.attempts >= 1,
     );
     expect((await runOf(parent.id, runId)).state).toBe("running");
     vi.setSystemTime(Date.now() + 601_000); // REMOTE_DEADLINE_SECONDS is 600 in wrangler.toml
-    await runDurableObjectAlarm(sessionStub(parent.id));
-    const run = await settled(parent.id, runId);
+    await runDurableObjectAlarm(stub(parent.id));
+    const run = await waitForRun(parent.id, runId);
     expect(run.result.stopReason).toBe("error");
     expect(run.result.output).toEqual([]);
     expect(run.result.diagnostic).toMatch(
@@ -203,12 +170,12 @@ describe("the remote transport", () => {
     expect((await transport(parent.id, runId)).phase).toBe("interrupt");
     net.remoteDown = false;
     vi.setSystemTime(Date.now() + 60_000); // the next try is due (its time was taken on the moved clock)
-    await runDurableObjectAlarm(sessionStub(parent.id));
+    await runDurableObjectAlarm(stub(parent.id));
     const remoteId = await remoteIdOf(parent.id, runId);
-    await until(
+    await eventually(
       () => transport(parent.id, runId),
       (t) => t.phase === "done",
-      15_000,
+      { timeoutMs: 15_000 },
     );
     vi.useRealTimers();
     expect(net.calls.some((c) => c.path === `/v1/sessions/${remoteId}/interrupt` && c.status === 202)).toBe(
@@ -219,20 +186,22 @@ describe("the remote transport", () => {
   it("a cancellation settles the run aborted at once and interrupts the remote session", async () => {
     const provider = await registerRemote();
     const parent = await createSession();
-    const runId = await startRemote(parent.id, provider, script({ think: 5000 }, { say: "too late" }));
-    await until(
+    const runId = (
+      await startOneShot(parent.id, { provider, prompt: script({ think: 5000 }, { say: "too late" }) })
+    ).runId;
+    await eventually(
       () => transport(parent.id, runId),
       (t) => t.phase === "await",
     );
     const remoteId = await remoteIdOf(parent.id, runId);
-    expect((await call("DELETE", `/v1/sessions/${parent.id}/runs/${runId}`)).status).toBe(202);
-    const run = await settled(parent.id, runId, 3_000);
+    expect((await api("DELETE", `/v1/sessions/${parent.id}/runs/${runId}`)).status).toBe(202);
+    const run = await waitForRun(parent.id, runId, 3_000);
     expect(run.result).toEqual({
       output: [],
       stopReason: "aborted",
       diagnostic: "the run was cancelled by its parent",
     });
-    await until(
+    await eventually(
       () => transport(parent.id, runId),
       (t) => t.phase === "done",
     );
@@ -240,13 +209,13 @@ describe("the remote transport", () => {
       net.calls.filter((c) => c.path === `/v1/sessions/${remoteId}/interrupt`).map((c) => c.status),
     ).toEqual([202]);
     // the remote's turn ended aborted; its callback was refused as replayed and counted delivered
-    const remoteLog = await until(
+    const remoteLog = await eventually(
       () => allEvents(remoteId!),
       (es) => ofType(es, "turn/end").length === 1,
     );
     expect(ofType(remoteLog, "turn/end")[0]!.data).toMatchObject({ reason: "aborted" });
-    const outbox = await until(
-      async () => ((await call("GET", `/v1/sessions/${remoteId}/outbox`)).body as any).entries,
+    const outbox = await eventually(
+      async () => ((await api("GET", `/v1/sessions/${remoteId}/outbox`)).body as any).entries,
       (entries: any[]) => entries[0]?.state === "delivered",
     );
     expect(outbox[0]).toMatchObject({ kind: "callback", state: "delivered" });
@@ -259,9 +228,9 @@ describe("the remote transport", () => {
     const provider = await registerRemote();
     const parent = await createSession();
     net.remoteDown = true;
-    const runId = await startRemote(parent.id, provider, "never sent");
-    await call("DELETE", `/v1/sessions/${parent.id}/runs/${runId}`);
-    const run = await settled(parent.id, runId, 5_000);
+    const runId = (await startOneShot(parent.id, { provider, prompt: "never sent" })).runId;
+    await api("DELETE", `/v1/sessions/${parent.id}/runs/${runId}`);
+    const run = await waitForRun(parent.id, runId, 5_000);
     expect(run.result.stopReason).toBe("aborted");
     expect(await transport(parent.id, runId)).toMatchObject({ phase: "done", remote_id: null });
     net.remoteDown = false;
@@ -273,22 +242,22 @@ describe("the remote transport", () => {
 describe("sessions created for another deployment", () => {
   it("answer an idempotent create with the same session and no token; another body is refused", async () => {
     const body = { label: "for a", idempotencyKey: `key-${crypto.randomUUID()}` };
-    const first = await call("POST", "/v1/sessions", { body });
+    const first = await api("POST", "/v1/sessions", { body });
     expect(first.status).toBe(201);
     expect((first.body as any).token).toEqual(expect.any(String));
-    const again = await call("POST", "/v1/sessions", { body });
+    const again = await api("POST", "/v1/sessions", { body });
     expect(again.status).toBe(200);
     expect((again.body as any).id).toBe((first.body as any).id);
     expect((again.body as any).token).toBeUndefined();
-    const other = await call("POST", "/v1/sessions", { body: { ...body, label: "another" } });
+    const other = await api("POST", "/v1/sessions", { body: { ...body, label: "another" } });
     expect([other.status, (other.body as any).error.code]).toEqual([422, "IDEMPOTENCY_KEY_REUSED"]);
     // the same key in another tenant is another session
-    const acme = await call("POST", "/v1/sessions", { body, token: "tenant-acme-admin-token" });
+    const acme = await api("POST", "/v1/sessions", { body, token: "tenant-acme-admin-token" });
     expect(acme.status).toBe(201);
     expect((acme.body as any).id).not.toBe((first.body as any).id);
     // the session token of the first create still works
     expect(
-      (await call("GET", `/v1/sessions/${(first.body as any).id}`, { token: (first.body as any).token }))
+      (await api("GET", `/v1/sessions/${(first.body as any).id}`, { token: (first.body as any).token }))
         .status,
     ).toBe(200);
   });
@@ -302,18 +271,18 @@ describe("sessions created for another deployment", () => {
       { url: "https://parent.example.com/cb", secret, extra: true },
       "https://parent.example.com/cb",
     ]) {
-      const res = await call("POST", "/v1/sessions", { body: { callback } });
+      const res = await api("POST", "/v1/sessions", { body: { callback } });
       expect([res.status, (res.body as any).error.code]).toEqual([400, "INVALID_REQUEST"]);
     }
-    const made = await call("POST", "/v1/sessions", {
+    const made = await api("POST", "/v1/sessions", {
       body: { callback: { url: "http://127.0.0.1:9/cb", secret }, delegationDepth: 2 },
     });
     expect(made.status).toBe(201);
     expect(made.body).toMatchObject({ delegationDepth: 2 });
     const id = (made.body as any).id;
     expect(JSON.stringify(made.body)).not.toContain(secret);
-    expect(JSON.stringify((await call("GET", `/v1/sessions/${id}`)).body)).not.toContain(secret);
-    const tooDeep = await call("POST", "/v1/sessions", { body: { delegationDepth: 65 } });
+    expect(JSON.stringify((await api("GET", `/v1/sessions/${id}`)).body)).not.toContain(secret);
+    const tooDeep = await api("POST", "/v1/sessions", { body: { delegationDepth: 65 } });
     expect(tooDeep.status).toBe(400);
   });
 });

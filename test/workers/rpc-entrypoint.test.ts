@@ -1,16 +1,6 @@
-import { exports } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-
-const rpc = (exports as any).SubagentsEntrypoint;
-
-async function failureOf(call: () => Promise<unknown>): Promise<string> {
-  try {
-    await call();
-  } catch (error) {
-    return String((error as Error).message);
-  }
-  throw new Error("expected the call to fail");
-}
+import { rpc, rpcFailure } from "../support/api";
+import { script } from "../support/scripts";
 
 describe("the RPC entrypoint for service bindings", () => {
   it("starts a one-shot child and hands back a run handle whose result settles", async () => {
@@ -27,7 +17,7 @@ describe("the RPC entrypoint for service bindings", () => {
     const session = await rpc.createSession({});
     using handle = await rpc.start(session.id, {
       provider: "spawn",
-      prompt: JSON.stringify({ script: [{ think: 5000 }, { say: "late" }] }),
+      prompt: script({ think: 5000 }, { say: "late" }),
     });
     await handle.dispose();
     const result = await handle.result();
@@ -36,11 +26,11 @@ describe("the RPC entrypoint for service bindings", () => {
   });
 
   it("refuses bad arguments with a stable code in the message", async () => {
-    expect(await failureOf(() => rpc.start("not-a-uuid", { provider: "spawn", prompt: "x" }))).toMatch(
+    expect(await rpcFailure(() => rpc.start("not-a-uuid", { provider: "spawn", prompt: "x" }))).toMatch(
       /^INVALID_REQUEST/,
     );
     const session = await rpc.createSession({});
-    expect(await failureOf(() => rpc.start(session.id, { provider: "nope", prompt: "x" }))).toMatch(
+    expect(await rpcFailure(() => rpc.start(session.id, { provider: "nope", prompt: "x" }))).toMatch(
       /^NO_PROVIDER/,
     );
     expect((await rpc.providers()).map((p: any) => p.name).slice(0, 2)).toEqual(["spawn", "fork"]);
@@ -50,7 +40,7 @@ describe("the RPC entrypoint for service bindings", () => {
     const session = await rpc.createSession({});
     const started = await rpc.startContinuable(session.id, {
       provider: "spawn",
-      prompt: JSON.stringify({ script: [{ think: 5000 }, { say: "slow" }] }),
+      prompt: script({ think: 5000 }, { say: "slow" }),
       label: "helper",
     });
     expect(started.messageId).toMatch(/^msg_/);
@@ -60,7 +50,7 @@ describe("the RPC entrypoint for service bindings", () => {
     ]);
     const followed = await rpc.followup(session.id, started.childId, { content: "second" });
     expect(followed.messageId).toMatch(/^msg_/);
-    expect(await failureOf(() => rpc.followup(session.id, "nope", { content: "x" }))).toMatch(
+    expect(await rpcFailure(() => rpc.followup(session.id, "nope", { content: "x" }))).toMatch(
       /^INVALID_REQUEST/,
     );
     const drained = await rpc.drain(session.id);

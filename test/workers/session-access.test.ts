@@ -1,26 +1,15 @@
 import { describe, expect, it } from "vitest";
-import {
-  allEvents,
-  call,
-  count,
-  createSession,
-  field,
-  script,
-  sendMessage,
-  tablesHash,
-  waitForEvents,
-  waitForTurnEnds,
-  type WireEvent,
-} from "./foundation-helpers";
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[1-8][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+import { api, createSession, field, sendMessage, UUID } from "../support/api";
+import { allEvents, count, waitForEvents, waitForTurnEnds, type WireEvent } from "../support/logs";
+import { tablesHash } from "../support/objects";
+import { script } from "../support/scripts";
 
 async function page(
   id: string,
   query: string,
   token?: string,
 ): Promise<{ events: WireEvent[]; next: number | null }> {
-  const res = await call("GET", `/v1/sessions/${id}/events${query}`, token === undefined ? {} : { token });
+  const res = await api("GET", `/v1/sessions/${id}/events${query}`, token === undefined ? {} : { token });
   expect(res.status).toBe(200);
   expect(Object.keys(res.body as object).sort()).toEqual(["events", "next"]);
   return { events: field<WireEvent[]>(res.body, "events"), next: field<number | null>(res.body, "next") };
@@ -33,7 +22,7 @@ describe("a session's own view, its token's reach, and event paging", () => {
     expect(id).toMatch(UUID);
     expect(token.length).toBeGreaterThan(16);
 
-    const idle = await call("GET", `/v1/sessions/${id}`);
+    const idle = await api("GET", `/v1/sessions/${id}`);
     expect(idle.status).toBe(200);
     expect(idle.body).toMatchObject({
       id,
@@ -53,19 +42,19 @@ describe("a session's own view, its token's reach, and event paging", () => {
 
     await sendMessage(id, script({ think: 800 }, { say: "done" }));
     await waitForEvents(id, (es) => count(es, "turn/start") === 1);
-    const running = await call("GET", `/v1/sessions/${id}`, { token });
+    const running = await api("GET", `/v1/sessions/${id}`, { token });
     expect(running.status).toBe(200);
     expect(field(running.body, "status")).toBe("running");
     expect(field(running.body, "createdAt")).toBe(createdAt);
 
     await waitForTurnEnds(id, 1);
-    const after = await call("GET", `/v1/sessions/${id}`, { token });
+    const after = await api("GET", `/v1/sessions/${id}`, { token });
     expect(field(after.body, "status")).toBe("idle");
   });
 
   it("omits the label of a session created without one", async () => {
     const { id } = await createSession();
-    const res = await call("GET", `/v1/sessions/${id}`);
+    const res = await api("GET", `/v1/sessions/${id}`);
     expect(res.status).toBe(200);
     expect(res.body).not.toHaveProperty("label");
     expect(field(res.body, "status")).toBe("idle");
@@ -79,34 +68,34 @@ describe("a session's own view, its token's reach, and event paging", () => {
     const otherBefore = await tablesHash(other.id);
 
     // its own session: read, send, page events, interrupt
-    expect((await call("GET", `/v1/sessions/${mine.id}`, { token: mine.token })).status).toBe(200);
-    const sent = await call("POST", `/v1/sessions/${mine.id}/messages`, {
+    expect((await api("GET", `/v1/sessions/${mine.id}`, { token: mine.token })).status).toBe(200);
+    const sent = await api("POST", `/v1/sessions/${mine.id}/messages`, {
       token: mine.token,
       body: { content: "mine" },
     });
     expect(sent.status).toBe(202);
     const events = await waitForTurnEnds(mine.id, 1);
     expect((await page(mine.id, "", mine.token)).events).toEqual(events);
-    const stopped = await call("POST", `/v1/sessions/${mine.id}/interrupt`, { token: mine.token });
+    const stopped = await api("POST", `/v1/sessions/${mine.id}/interrupt`, { token: mine.token });
     expect(stopped.status).toBe(202);
     expect(stopped.body).toEqual({ accepted: true });
 
     // another session: the same calls learn nothing
     const attempts = [
-      await call("GET", `/v1/sessions/${other.id}`, { token: mine.token }),
-      await call("POST", `/v1/sessions/${other.id}/messages`, {
+      await api("GET", `/v1/sessions/${other.id}`, { token: mine.token }),
+      await api("POST", `/v1/sessions/${other.id}/messages`, {
         token: mine.token,
         body: { content: "intrude" },
       }),
-      await call("GET", `/v1/sessions/${other.id}/events`, { token: mine.token }),
-      await call("POST", `/v1/sessions/${other.id}/interrupt`, { token: mine.token }),
+      await api("GET", `/v1/sessions/${other.id}/events`, { token: mine.token }),
+      await api("POST", `/v1/sessions/${other.id}/interrupt`, { token: mine.token }),
     ];
     for (const res of attempts) {
       expect(res.status).toBe(404);
       expect(field(res.body, "error", "code")).toBe("NOT_FOUND");
     }
     // a token for another session reads the same as a session that does not exist
-    const missing = await call("GET", "/v1/sessions/00000000-0000-4000-8000-000000000000", {
+    const missing = await api("GET", "/v1/sessions/00000000-0000-4000-8000-000000000000", {
       token: mine.token,
     });
     expect(missing.status).toBe(404);

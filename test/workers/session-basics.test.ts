@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { api, assistantTexts, createSession, waitForEvents } from "./helpers";
+import { api, createSession } from "../support/api";
+import { assistantTexts, waitForEvents } from "../support/logs";
 
 describe("a session answers messages through its turn driver", () => {
   it("echoes a plain message in one turn with contiguous seq", async () => {
@@ -18,6 +19,6 @@ describe("a session answers messages through its turn driver", () => {
     ]);
     expect(events.map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5]);
     expect(assistantTexts(events)).toEqual(["echo: hello"]);
-    expect(events[5].data).toEqual({ turn: 1, reason: "completed" });
+    expect(events[5]!.data).toEqual({ turn: 1, reason: "completed" });
   });
 });

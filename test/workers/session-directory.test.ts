@@ -1,12 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { api, createSession } from "./helpers";
+import { api, createSession } from "../support/api";
+import { sleep } from "../support/logs";
 
 describe("the session directory", () => {
   it("lists top-level sessions newest first, paged by cursor, admin only", async () => {
     const made = [];
     for (let i = 0; i < 3; i++) {
       made.push(await createSession({ label: `dir-${i}` }));
-      await new Promise((r) => setTimeout(r, 5));
+      await sleep(5);
     }
     const first = await api("GET", "/v1/sessions?limit=2");
     expect(first.status).toBe(200);

@@ -1,6 +1,6 @@
-import { exports } from "cloudflare:workers";
 import { expect } from "vitest";
-import { ADMIN, call, dumpTables, sqlRows } from "./foundation-helpers";
+import { ADMIN, putProvider, workerFetch } from "./api";
+import { dumpTables, sqlRows } from "./objects";
 
 /**
  * A loopback "network" for remote delegation tests inside workerd: `fetch` to https://remote.test
@@ -65,8 +65,7 @@ export function installRemoteNet(): RemoteNet {
         status: 503,
       });
     }
-    const main = exports as unknown as { default: { fetch(request: Request): Promise<Response> } };
-    const response = await main.default.fetch(
+    const response = await workerFetch(
       new Request(`http://example.com${record.path}`, {
         method: request.method,
         headers: request.headers,
@@ -86,8 +85,10 @@ export function installRemoteNet(): RemoteNet {
 /** Registers the remote deployment (the Worker itself) under a fresh name. */
 export async function registerRemote(token: string | null = ADMIN): Promise<string> {
   const name = `remote-${crypto.randomUUID().slice(0, 8)}`;
-  const res = await call("PUT", `/v1/providers/${name}`, {
-    body: { kind: "remote", url: REMOTE_URL, ...(token === null ? {} : { token }) },
+  const res = await putProvider(name, {
+    kind: "remote",
+    url: REMOTE_URL,
+    ...(token === null ? {} : { token }),
   });
   expect(res.status).toBe(201);
   return name;
