@@ -1,9 +1,9 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { expect, vi } from "vitest";
 import { type FaultPointName, installFaults } from "../../src/core/faults";
-import { api } from "./api";
+import { api, createSession } from "./api";
 import { allEvents, hasSettled, ofType, sleep, textOf } from "./logs";
-import { alarmOf, evict, outboxDrained, outboxOf, quiesce, sqlRows, stub } from "./objects";
+import { alarmOf, evict, outboxDrained, outboxOf, quiesce, runIdFor, sqlRows, stub } from "./objects";
 
 /**
  * Fault injection for the workerd tests: fault plans at the runtime's named fault points
@@ -173,6 +173,60 @@ export function hold(scope: string, point: FaultPointName): Hold {
       release();
       uninstall();
     },
+  };
+}
+
+// ---- a one-shot run under faults ----
+
+export interface Started {
+  parentId: string;
+  childId: string;
+  /** The HTTP status of `POST /v1/sessions/:id/subagents`. */
+  status: number;
+  body: any;
+  /** The prompt the start was made with (a retry of the same request repeats it). */
+  prompt: string;
+  output: string;
+  parentFaults: Faults;
+  childFaults: Faults;
+  /** The run id: from the start's answer, else from the parent's `runs` table. */
+  runId(): Promise<string>;
+}
+
+export interface StartOptions {
+  /** The child's fault plan; gets the ids because some plans call back into the objects. */
+  child?: (ids: { parentId: string; childId: string }) => FaultRule;
+  parent?: FaultRule;
+  /** The child's prompt and the answer it yields (default: a plain text the scripted model echoes). */
+  script?: { prompt: string; output: string };
+}
+
+/**
+ * Creates a parent and starts a one-shot `spawn` child with a caller-chosen id over HTTP, with a
+ * fault plan installed on each side first (none by default). The start's answer is kept as is: a
+ * test may expect it to fail.
+ */
+export async function startWithFaults(label: string, options: StartOptions = {}): Promise<Started> {
+  const parent = await createSession();
+  const parentId = parent.id;
+  const childId = crypto.randomUUID();
+  const childFaults = faults(childId, options.child?.({ parentId, childId }));
+  const parentFaults = faults(parentId, options.parent);
+  const prompt = options.script?.prompt ?? `fault test: ${label}`;
+  const res = await api("POST", `/v1/sessions/${parentId}/subagents`, {
+    body: { provider: "spawn", prompt, mode: "one-shot", childId },
+  });
+  const output = options.script?.output ?? `echo: ${prompt}`;
+  return {
+    parentId,
+    childId,
+    status: res.status,
+    body: res.body,
+    prompt,
+    output,
+    parentFaults,
+    childFaults,
+    runId: async () => (res.status === 201 ? (res.body.runId as string) : runIdFor(parentId, childId)),
   };
 }
 
