@@ -41,7 +41,7 @@ export async function settledContinuable(
   return childId;
 }
 
-/** Sets the `created_at` of rows of a parent's children table (the cached rung's createdAt). */
+/** Sets the `created_at` of rows of a parent's children table (the createdAt the listing shows). */
 export async function setCreatedAt(parent: string, times: Record<string, number>): Promise<void> {
   for (const [childId, at] of Object.entries(times))
     await sqlRows(parent, "UPDATE children SET created_at = ? WHERE child_id = ?", at, childId);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { byteLength, fitEvent, TRUNCATION_MARKER } from "../../../src/core/event-budget";
 
-describe("the event row budget", () => {
+describe("the event row budget (semantics.md §1.2)", () => {
   it("leaves an event that fits untouched", () => {
     const data = { content: [{ type: "text", text: "small" }] };
     expect(fitEvent(data)).toEqual({ data, truncated: false });

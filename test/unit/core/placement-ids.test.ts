@@ -6,7 +6,7 @@ import { childJurisdiction, jurisdictionOfId, newPlacedId, placeId } from "../..
  * a plain reserved id is moved into it deterministically, and a child never leaves its parent's.
  */
 
-describe("placement ids (pure)", () => {
+describe("placement ids (semantics.md §1.6)", () => {
   it("encodes a jurisdiction in a UUID v8 id and nothing in a v4 id", () => {
     expect(jurisdictionOfId(newPlacedId())).toBeUndefined();
     const eu = newPlacedId("eu");

@@ -34,7 +34,7 @@ async function check(overrides: Partial<Parameters<typeof verifyCallback>[0]> & 
   });
 }
 
-describe("callback signatures", () => {
+describe("callback signatures (semantics.md §12.3)", () => {
   it("accepts its own signature within the replay window, either side of the clock", async () => {
     expect(await check()).toBe("ok");
     expect(await check({ ts: at(-REPLAY_WINDOW_SECONDS) })).toBe("ok");
@@ -97,7 +97,7 @@ describe("service urls", () => {
   });
 });
 
-describe("results from another deployment", () => {
+describe("results from another deployment (semantics.md §3.2, §12.1)", () => {
   it("keeps known stop reasons, reads unknown ones as error and caps and scrubs the diagnostic", () => {
     expect(
       localResult(

@@ -24,7 +24,7 @@ import { LONG_TURN, script, toolCall } from "../../support/scripts";
  */
 
 describe("list_agents and send_message (semantics.md §9.4, §6.3)", () => {
-  it("66. list_agents renders '(no subagents)' when empty, hides one-shot children, shows [ready] / [running] / [idle] and [diagnostic: corrupt], and adds parent=<id> depth=<n> in descendants scope", async () => {
+  it("list_agents renders '(no subagents)' when empty, hides one-shot children, shows [ready] / [running] / [idle] and [diagnostic: corrupt], and adds parent=<id> depth=<n> in descendants scope", async () => {
     const empty = await createSession();
     const emptyLog = await runScript(
       empty.id,
@@ -103,7 +103,7 @@ describe("list_agents and send_message (semantics.md §9.4, §6.3)", () => {
     await api("POST", `/v1/sessions/${root.id}/subagents/drain`, { body: {} });
   });
 
-  it("67. send_message delivers as {kind:'coordinator', form:'relay', senderSessionId: caller} and renders 'message queued as the next turn for subagent <id>'; an unknown id and a non-parent get isError results", async () => {
+  it("send_message delivers as {kind:'coordinator', form:'relay', senderSessionId: caller} and renders 'message queued as the next turn for subagent <id>'; an unknown id and a non-parent get isError results", async () => {
     const root = await createSession();
     const stranger = await createSession();
     const { childId } = await startChild(root.id, { prompt: "first" });

@@ -38,7 +38,7 @@ describe("the subagent tool (semantics.md §5.7, §3.3)", () => {
     expect(events.filter((e) => e.type === "subagent/end")).toHaveLength(1);
   });
 
-  it("a foreground child's failure is an error tool result with the contract's headline", async () => {
+  it("a foreground child's failure is an error tool result with the documented headline and diagnostic", async () => {
     const parent = await createSession({ backgroundMode: "one-shot" });
     await sendMessage(
       parent.id,
@@ -57,7 +57,7 @@ describe("the subagent tool (semantics.md §5.7, §3.3)", () => {
     expect(result!.data.content[0].text).toBe("Error: subagent run failed\nDiagnostic: model exploded");
   });
 
-  it("68. in one-shot mode the subagent tool runs in the foreground by default; non-completed stop reasons become isError results with their headline and diagnostic; every run is settled and its child idle", async () => {
+  it("in one-shot mode the subagent tool runs in the foreground by default; non-completed stop reasons become isError results with their headline and diagnostic; every run is settled and its child idle", async () => {
     const root = await createSession({ backgroundMode: "one-shot" });
     const log = await runScript(
       root.id,
@@ -98,9 +98,9 @@ describe("the subagent tool (semantics.md §5.7, §3.3)", () => {
     ).toEqual(["completed", "error", "max-tokens", "refusal"].sort());
   });
 
-  it.skip("68. (skipped: no per-instance enableRunInBackground switch on Durable Objects) a forced run_in_background on a disabled instance is refused", () => {});
+  it.skip("refuses a forced run_in_background where background runs are switched off (not applicable: there is no per-session switch for it)", () => {});
 
-  it("70. in continuable mode run_in_background:true answers 'started subagent <id>' and creates a continuable child and no task; run_in_background:false runs a foreground one-shot; a provider that cannot continue or cap depth gets no continuable child and no maxDepth", async () => {
+  it("in continuable mode run_in_background:true answers 'started subagent <id>' and creates a continuable child and no task; run_in_background:false runs a foreground one-shot; a provider that cannot continue or cap depth gets no continuable child and no maxDepth", async () => {
     const root = await createSession();
     const log = await runScript(
       root.id,
@@ -169,7 +169,7 @@ describe("the subagent tool (semantics.md §5.7, §3.3)", () => {
 
   // A deliberate deviation (README, "Design choices"): the tool's default stays foreground in every
   // mode, and only an explicit run_in_background: true starts a continuable child.
-  it("70. without run_in_background the subagent tool runs in the foreground even in continuable mode", async () => {
+  it("without run_in_background the subagent tool runs in the foreground even in continuable mode", async () => {
     const root = await createSession();
     const log = await runScript(
       root.id,
@@ -253,7 +253,7 @@ describe("background one-shot tasks (semantics.md §5.7)", () => {
     expect(status.body.status).toBe("waiting");
   });
 
-  it("69. one-shot background tasks get ids subagent-1, subagent-2; a killed task reads '(no new output)\\n[status: killed]', a finished one its text; a start refused before any child exists consumes no task id", async () => {
+  it("one-shot background tasks get ids subagent-1, subagent-2; a killed task reads '(no new output)\\n[status: killed]', a finished one its text; a start refused before any child exists consumes no task id", async () => {
     const root = await createSession({ backgroundMode: "one-shot" });
     const log = await runScript(
       root.id,
@@ -332,7 +332,7 @@ describe("background one-shot tasks (semantics.md §5.7)", () => {
     await api("DELETE", `/v1/providers/${name}`);
   });
 
-  it("69. a task killed while its parent's turn keeps stepping is stopped at once: task_output later in the same turn reads killed", async () => {
+  it("a task killed while its parent's turn keeps stepping is stopped at once: task_output later in the same turn reads killed", async () => {
     const root = await createSession({ backgroundMode: "one-shot" });
     const log = await runScript(
       root.id,
@@ -345,7 +345,7 @@ describe("background one-shot tasks (semantics.md §5.7)", () => {
     expect(toolResults(log, "task_output").map((r) => r.text)).toEqual(["(no new output)\n[status: killed]"]);
   });
 
-  it("69. a task_kill reason reaches the killed run (the contract's signal reason): the child's aborted turn records it", async () => {
+  it("a task_kill reason reaches the killed run: the child's aborted turn records it", async () => {
     const root = await createSession({ backgroundMode: "one-shot" });
     const log = await runScript(
       root.id,

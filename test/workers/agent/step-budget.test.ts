@@ -3,7 +3,7 @@ import { api, createSession } from "../../support/api";
 import { waitForEvents } from "../../support/logs";
 import { script } from "../../support/scripts";
 
-describe("the step budget of a turn", () => {
+describe("the step budget of a turn (semantics.md §2.4)", () => {
   it("ends a turn that keeps calling tools as error after MAX_STEPS_PER_TURN model calls, and the session goes on", async () => {
     const { id } = await createSession();
     const steps = Array.from({ length: 70 }, (_, i) => ({

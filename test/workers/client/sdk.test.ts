@@ -152,7 +152,7 @@ async function failure(promise: Promise<unknown>): Promise<SubagentError> {
 }
 
 describe("the client SDK against the Worker", () => {
-  it("knows every error code of the contract with the same status", () => {
+  it("knows every error code of src/contract/errors.ts with the same status", () => {
     const typesMatch: WireTypesMatch["length"] = 11; // the tuple above compiles: the wire types match
     expect(typesMatch).toBe(11);
     for (const [code, status] of Object.entries(CONTRACT_ERROR_STATUS))

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { api, createSession } from "../../support/api";
 
-describe("per-token rate limiting", () => {
+describe("per-token rate limiting (semantics.md §8)", () => {
   it("answers 429 RATE_LIMITED past the per-minute budget of a session token, storing nothing, and never limits the admin", async () => {
     const session = await createSession();
     let refused: { status: number; body: any } | undefined;

@@ -15,7 +15,7 @@ async function page(
   return { events: field<WireEvent[]>(res.body, "events"), next: field<number | null>(res.body, "next") };
 }
 
-describe("a session's own view, its token's reach, and event paging", () => {
+describe("a session's own view, its token's reach, and event paging (semantics.md §1.4, §1.5, §7.1)", () => {
   it("describes a session with the fields of api.md and reports running while a turn is open, idle after", async () => {
     const before = Date.now();
     const { id, token } = await createSession({ label: "described" });

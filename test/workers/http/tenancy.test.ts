@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { api, createSession, TENANT_ADMIN } from "../../support/api";
 
-describe("tenancy", () => {
+describe("tenancy (semantics.md §7.1)", () => {
   it("gives every session its tenant: another tenant's admin gets 404 and lists only its own", async () => {
     const mine = await createSession({ label: "default-tenant" });
     const created = await api("POST", "/v1/sessions", {

@@ -25,7 +25,7 @@ const CAPABILITIES_NONE = { outputSchema: false, depthLimit: false, toolFilter: 
 const CAPABILITIES_ALL = { outputSchema: true, depthLimit: true, toolFilter: true, persona: true };
 
 describe("the provider registry (semantics.md §4)", () => {
-  it("1. registering a provider lists it with its description, records provider-added once, and deleting it records provider-removed with the name and unlists it", async () => {
+  it("registering a provider lists it with its description, records provider-added once, and deleting it records provider-removed with the name and unlists it", async () => {
     const name = uniqueName("reg");
     const before = await providerNames();
     expect(before.slice(0, 2)).toEqual(["spawn", "fork"]);
@@ -81,7 +81,7 @@ describe("the provider registry (semantics.md §4)", () => {
     ]);
   });
 
-  it("2. registering a taken name answers 409 DUPLICATE_PROVIDER and leaves the first registration untouched, also when two registrations race", async () => {
+  it("registering a taken name answers 409 DUPLICATE_PROVIDER and leaves the first registration untouched, also when two registrations race", async () => {
     const name = uniqueName("dup");
     expect((await putProvider(name, { kind: "remote", url: "https://first.example.com" })).status).toBe(201);
     expectError(
@@ -118,7 +118,7 @@ describe("the provider registry (semantics.md §4)", () => {
     expect((await registryEvents()).filter((e) => e.data.name === raced)).toHaveLength(1);
   });
 
-  it("3. a stream subscriber that fails while a provider is registered and used neither undoes the registration nor affects the run or a healthy subscriber", async () => {
+  it("a stream subscriber that fails while a provider is registered and used neither undoes the registration nor affects the run or a healthy subscriber", async () => {
     const parent = await createSession();
     const failing = await subscribe(parent.id);
     failing.socket.addEventListener("message", () => failing.socket.close(1011, "subscriber failed"));
@@ -156,7 +156,7 @@ describe("the provider registry (semantics.md §4)", () => {
     healthy.socket.close(1000, "done");
   });
 
-  it("25. deleting a provider does not revoke runs it already returned: a running child still settles, another stays until its holder disposes it, and new starts are refused", async () => {
+  it("deleting a provider does not revoke runs it already returned: a running child still settles, another stays until its holder disposes it, and new starts are refused", async () => {
     const name = uniqueName("unload");
     expect((await api("PUT", `/v1/providers/${name}`, { body: { kind: "spawn" } })).status).toBe(201);
     const parent = await createSession();

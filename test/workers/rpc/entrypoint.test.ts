@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { rpc, rpcFailure } from "../../support/api";
 import { script } from "../../support/scripts";
 
-describe("the RPC entrypoint for service bindings", () => {
+describe("the RPC entrypoint for service bindings (semantics.md §5.5, §13)", () => {
   it("starts a one-shot child and hands back a run handle whose result settles", async () => {
     const session = await rpc.createSession({});
     expect(session.token).toContain(session.id);

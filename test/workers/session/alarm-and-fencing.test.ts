@@ -37,7 +37,7 @@ async function acceptedButNotStarted(id: string, content: string): Promise<strin
   return messageId;
 }
 
-describe("the alarm drives owed work, and fencing drops stale results", () => {
+describe("the alarm drives owed work, and fencing drops stale results (semantics.md §2.2, §2.5, §2.6)", () => {
   it("retries an alarm that threw and completes the work exactly once", async () => {
     const { id } = await createSession();
     const messageId = await acceptedButNotStarted(id, "after a failed alarm");

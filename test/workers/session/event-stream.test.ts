@@ -22,7 +22,7 @@ function range(from: number, to: number): number[] {
   return Array.from({ length: to - from + 1 }, (_, i) => from + i);
 }
 
-describe("the WebSocket event stream replays and then pushes live events", () => {
+describe("the WebSocket event stream replays and then pushes live events (semantics.md §1.4)", () => {
   it("replays from ?after=<seq> and then pushes live events in order with no gap and no duplicate", async () => {
     const { id } = await createSession();
     await sendMessage(id, "one");
@@ -134,7 +134,7 @@ describe("the WebSocket event stream replays and then pushes live events", () =>
 });
 
 describe("failing subscribers never affect a run (semantics.md §1.4)", () => {
-  it("13. failing stream subscribers (closed at once, never reading, hanging up mid-run) never affect a run or a fourth subscriber that sees every event", async () => {
+  it("failing stream subscribers (closed at once, never reading, hanging up mid-run) never affect a run or a fourth subscriber that sees every event", async () => {
     const parent = await createSession();
     const closedAtOnce = await subscribe(parent.id);
     closedAtOnce.socket.close(1011, "broken subscriber");

@@ -34,7 +34,7 @@ async function expectNoLateWork(id: string, events: readonly WireEvent[]): Promi
   expect(await allEvents(id)).toEqual(events);
 }
 
-describe("an eviction never loses or duplicates accepted work", () => {
+describe("an eviction never loses or duplicates accepted work (semantics.md §1.2, §2.2, §2.6)", () => {
   it("answers a message exactly once when the object is evicted between acceptance and turn start", async () => {
     const { id } = await createSession();
     const reached = deferred();

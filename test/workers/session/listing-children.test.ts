@@ -78,7 +78,7 @@ function countListingCalls() {
 }
 
 describe("listing a session's children (semantics.md §9.1, §9.2)", () => {
-  it("59. (DO preconditions) a session with no children lists [] on both routes; a session token lists its own tree (descendants included) and gets 404 for another tree; no token is 401", async () => {
+  it("a session with no children lists [] on both routes; a session token lists its own tree (descendants included) and gets 404 for another tree; no token is 401", async () => {
     const lonely = await createSession();
     for (const route of ["children", "descendants"] as const) {
       const asAdmin = await api("GET", `/v1/sessions/${lonely.id}/${route}`);
@@ -142,7 +142,7 @@ describe("listing a session's children (semantics.md §9.1, §9.2)", () => {
     expect(await children(lonely.id)).toEqual([]);
   });
 
-  it("60. rows are ordered by createdAt then id (the parent's table); one-shot rows carry a label only if supplied; a malformed descriptor (or a later malformed one) is a `corrupt` diagnostic while healthy siblings are complete; of two valid descriptors the last is listed", async () => {
+  it("rows are ordered by createdAt then id (the parent's table); one-shot rows carry a label only if supplied; a malformed descriptor (or a later malformed one) is a `corrupt` diagnostic while healthy siblings are complete; of two valid descriptors the last is listed", async () => {
     const parent = await createSession();
     const labelled = await settledOneShot(parent.id, { label: "alpha", childId: idStartingWith("f") });
     const unlabelled = await settledOneShot(parent.id, { childId: idStartingWith("0") });
@@ -208,7 +208,7 @@ describe("listing a session's children (semantics.md §9.1, §9.2)", () => {
     );
   });
 
-  it("60. a settled child whose last descriptor has an unknown version, or that has no descriptor at all, is a `corrupt` diagnostic, not a missing row", async () => {
+  it("a settled child whose last descriptor has an unknown version, or that has no descriptor at all, is a `corrupt` diagnostic, not a missing row", async () => {
     const parent = await createSession();
     const healthy = await settledOneShot(parent.id, { label: "ok" });
     const future = await settledOneShot(parent.id, { label: "v2" });
@@ -227,7 +227,7 @@ describe("listing a session's children (semantics.md §9.1, §9.2)", () => {
     );
   });
 
-  it("61. an unreachable child (its object never existed, its header row is gone, or it throws while answering) is an `unavailable` diagnostic and a child whose header names another parent is `corrupt`; healthy siblings stay complete, and each lists normally once repaired", async () => {
+  it("an unreachable child (its object never existed, its header row is gone, or it throws while answering) is an `unavailable` diagnostic and a child whose header names another parent is `corrupt`; healthy siblings stay complete, and each lists normally once repaired", async () => {
     const parent = await createSession();
     const elsewhere = await createSession();
     const healthy = await settledOneShot(parent.id, { label: "healthy" });
@@ -308,7 +308,7 @@ describe("listing a session's children (semantics.md §9.1, §9.2)", () => {
     ]);
   });
 
-  it("62. the cached rung: the parent's children table supplies each row's id and createdAt (not the child's header); each child object is asked exactly once per listing, nothing is memoized across listings", async () => {
+  it("the parent's children table supplies each row's id and createdAt (not the child's header); each child object is asked exactly once per listing, nothing is memoized across listings", async () => {
     const parent = await createSession();
     const a = await settledOneShot(parent.id, { label: "a" });
     const b = await settledOneShot(parent.id, { label: "b" });
@@ -356,7 +356,7 @@ describe("listing a session's children (semantics.md §9.1, §9.2)", () => {
     expect((await children(parent.id)).map((e) => e.id)).toEqual([a, c, b]);
   });
 
-  it("63. grandchildren only contribute `hasChildren` to their parent's row in listChildren (never asked, never rows); a diagnostic grandchild counts; in listDescendants each descendant is asked once and leaves are not asked for children", async () => {
+  it("grandchildren only contribute `hasChildren` to their parent's row in the children listing (never asked, never rows); a diagnostic grandchild counts; in the descendants listing each descendant is asked once and leaves are not asked for children", async () => {
     const parent = await createSession();
     const withKids = await settledContinuable(parent.id, "with kids");
     const grand1 = await settledOneShot(withKids, { label: "g1" });
@@ -414,7 +414,7 @@ describe("listing a session's children (semantics.md §9.1, §9.2)", () => {
     expectError(await api("GET", `/v1/sessions/${ghostGrand}`), 404, "NOT_FOUND");
   });
 
-  it("64. (no abort signals over HTTP; adapted) a listing during a child's running turn answers at once and consistently: the running child is `running`, settled siblings are unchanged, nothing is appended or woken by listing", async () => {
+  it("a listing during a child's running turn answers at once and consistently: the running child is `running`, settled siblings are unchanged, nothing is appended or woken by listing", async () => {
     const parent = await createSession();
     const settledCont = await settledContinuable(parent.id, "resting");
     const settledOne = await settledOneShot(parent.id, { label: "done" });

@@ -25,7 +25,7 @@ import { evict, sqlRows } from "../../support/objects";
  */
 
 describe("listing a session's descendants (semantics.md §9.3)", () => {
-  it("61. listDescendants keeps an unreachable child as a positioned diagnostic and still lists its healthy siblings", async () => {
+  it("the descendants listing keeps an unreachable child as a positioned diagnostic and still lists its healthy siblings", async () => {
     const parent = await createSession();
     const first = await settledOneShot(parent.id, { label: "first" });
     const headless = await settledOneShot(parent.id, { label: "headless" });
@@ -50,7 +50,7 @@ describe("listing a session's descendants (semantics.md §9.3)", () => {
     });
   });
 
-  it("65. listDescendants is a stable pre-order with parentId/depth over a 3-level tree with siblings; it walks through one-shot children; diagnostics keep their position and their subtrees are walked", async () => {
+  it("the descendants listing is a stable pre-order with parentId/depth over a 3-level tree with siblings; it walks through one-shot children; diagnostics keep their position and their subtrees are walked", async () => {
     const root = await createSession();
     const a = await settledContinuable(root.id, "a");
     const a1 = await settledOneShot(a, { label: "a1" });
@@ -81,7 +81,7 @@ describe("listing a session's descendants (semantics.md §9.3)", () => {
       ["diagnostic", c, root.id, 1, "corrupt"],
       ["child", c1, c, 2, "c1"],
     ]);
-    // each row is its parent's listChildren row plus parentId and depth
+    // each row is its parent's row in the children listing plus parentId and depth
     for (const node of [root.id, a, a1, b, b1, c]) {
       const rows = await children(node);
       const fromWalk = all.filter((e) => e.parentId === node);
@@ -109,7 +109,7 @@ describe("listing a session's descendants (semantics.md §9.3)", () => {
     expect((await descendants(root.id, root.token)).map((e) => e.id)).toEqual(all.map((e) => e.id));
   });
 
-  it("65. (cycle) a children table edited to name the root, an ancestor or the session itself never makes the walk revisit anything: the root is never a row, every id appears once, the tree keeps its shape", async () => {
+  it("a children table edited to name the root, an ancestor or the session itself never makes the walk revisit anything: the root is never a row, every id appears once, the tree keeps its shape", async () => {
     const root = await createSession();
     const a = await settledOneShot(root.id, { label: "a" });
     const a1 = await settledOneShot(a, { label: "a1" });
@@ -147,7 +147,7 @@ describe("listing a session's descendants (semantics.md §9.3)", () => {
     expect(fromCycle[0]).toEqual({ ...diagnostic(root.id, "corrupt", 1), parentId: a1x, depth: 1 });
   });
 
-  it("65. a children row naming a session of another branch does not move it: it stays a `child` at its header's parent and depth, the stray row is a `corrupt` diagnostic", async () => {
+  it("a children row naming a session of another branch does not move it: it stays a `child` at its header's parent and depth, the stray row is a `corrupt` diagnostic", async () => {
     const root = await createSession();
     const a = await settledOneShot(root.id, { label: "a" });
     const a1 = await settledOneShot(a, { label: "a1" });
@@ -161,7 +161,7 @@ describe("listing a session's descendants (semantics.md §9.3)", () => {
     ]);
   });
 
-  it("65. (deep chain) a 40-level chain of real sessions (built past MAX_DEPTH_CAP with init and table rows) lists in order with depth 1..40 and the right parents, also with a cycle at its bottom; the pure walk handles 10 000 levels", async () => {
+  it("a 40-level chain of real sessions (built past MAX_DEPTH_CAP with init and table rows) lists in order with depth 1..40 and the right parents, also with a cycle at its bottom; the pure walk handles 10 000 levels", async () => {
     const LEVELS = 40;
     const root = await createSession();
     const tokenHash = await tokenHashOf(root.id);

@@ -23,7 +23,7 @@ function expectContiguousFromZero(events: readonly WireEvent[]): void {
   expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
 }
 
-describe("a session answers messages through its turn driver", () => {
+describe("a session answers messages through its turn driver (semantics.md §2.1)", () => {
   it("echoes a plain message in one turn with contiguous seq", async () => {
     const { id } = await createSession();
     const sent = await api("POST", `/v1/sessions/${id}/messages`, { body: { content: "hello" } });
@@ -44,7 +44,7 @@ describe("a session answers messages through its turn driver", () => {
   });
 });
 
-describe("the inbox answers messages in acceptance order, one turn each", () => {
+describe("the inbox answers messages in acceptance order, one turn each (semantics.md §1.3, §10.2)", () => {
   it("answers three messages sent at once in acceptance order, each in its own turn, with seq contiguous from 0", async () => {
     const { id } = await createSession();
     const contents = ["alpha", "beta", "gamma"];

@@ -9,7 +9,7 @@ import { waitForEvents } from "../../support/logs";
  * (the object is simply local), so these tests check the bookkeeping and the routing by id.
  */
 
-describe("placement of sessions over HTTP", () => {
+describe("placement of sessions over HTTP (semantics.md §1.6)", () => {
   it("validates jurisdictions and location hints at POST /v1/sessions", async () => {
     for (const body of [
       { jurisdiction: "mars" },

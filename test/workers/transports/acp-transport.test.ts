@@ -6,8 +6,8 @@ import { allEvents, eventually, ofType } from "../../support/logs";
 import { dumpTables, sqlRows, stub } from "../../support/objects";
 
 /**
- * The ACP transport (contract 6.8): one-shot runs handed to an external Agent Client Protocol
- * server over a WebSocket (the test agent in acp-agent.ts): initialize -> session/new ->
+ * The ACP transport (semantics.md §12.4): one-shot runs handed to an external Agent Client Protocol
+ * server over a WebSocket (the test agent in test/support/acp-agent.ts): initialize -> session/new ->
  * session/prompt, output from agent_message_chunk, stop reasons mapped, session/cancel on
  * dispose, transport failures as `error` with a diagnostic free of the token.
  */
@@ -35,7 +35,7 @@ async function heldPrompt(): Promise<void> {
   );
 }
 
-describe("the ACP transport", () => {
+describe("the ACP transport (semantics.md §12.4)", () => {
   it("registers as an out-of-process provider and refuses start capabilities", async () => {
     const name = await registerAcp();
     const listed = (await api("GET", "/v1/providers")).body as { providers?: any[] } | any[];

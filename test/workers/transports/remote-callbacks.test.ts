@@ -64,7 +64,7 @@ function waitForRemoteId(parentId: string, runId: string): Promise<string> {
   ) as Promise<string>;
 }
 
-describe("the callback route", () => {
+describe("the callback route (semantics.md §12.3)", () => {
   it("refuses forged, stale, tampered and misdirected callbacks for a running run and changes nothing", async () => {
     const provider = await registerRemote();
     const parent = await createSession();

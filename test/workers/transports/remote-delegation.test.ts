@@ -13,8 +13,8 @@ import {
 import { script } from "../../support/scripts";
 
 /**
- * Remote delegation end to end inside workerd: the Worker plays both deployments (remote-helpers),
- * so a run goes out over "HTTP" (create, prompt), the remote session answers, and its signed
+ * Remote delegation end to end inside workerd: the Worker plays both deployments
+ * (test/support/remote.ts), so a run goes out over "HTTP" (create, prompt), the remote session answers, and its signed
  * callback comes back to the parent. The run is published at once with a parent-scoped id, its
  * result arrives exactly once, and no credential leaves the parent's transport row.
  */
@@ -29,7 +29,7 @@ afterEach(() => {
   net.dropCallbacks = false;
 });
 
-describe("remote delegation inside workerd", () => {
+describe("remote delegation inside workerd (semantics.md §12.1, §12.2)", () => {
   it("publishes a parent-scoped run at once and gets the remote's one result back through the signed callback", async () => {
     const provider = await registerRemote();
     const parent = await createSession();

@@ -43,7 +43,7 @@ async function transport(parentId: string, runId: string): Promise<TransportRow>
   return row!;
 }
 
-describe("the remote transport", () => {
+describe("the remote transport (semantics.md §12.2, §10.6)", () => {
   it("retries an unreachable remote with backoff and, once it answers, goes on where it stopped", async () => {
     const provider = await registerRemote();
     const parent = await createSession();
@@ -239,7 +239,7 @@ describe("the remote transport", () => {
   });
 });
 
-describe("sessions created for another deployment", () => {
+describe("sessions created for another deployment (semantics.md §10.1, §12.3)", () => {
   it("answer an idempotent create with the same session and no token; another body is refused", async () => {
     const body = { label: "for a", idempotencyKey: `key-${crypto.randomUUID()}` };
     const first = await api("POST", "/v1/sessions", { body });

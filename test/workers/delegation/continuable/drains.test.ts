@@ -52,7 +52,7 @@ async function flagOf(id: string): Promise<string | null> {
 }
 
 describe("drains (semantics.md §6.8)", () => {
-  it("50. draining all descendants of one parent cancels its child and grandchild, leaves another parent's forest running and accepting follow-ups, and two concurrent identical drains both resolve with one notice per epoch", async () => {
+  it("draining all descendants of one parent cancels its child and grandchild, leaves another parent's forest running and accepting follow-ups, and two concurrent identical drains both resolve with one notice per epoch", async () => {
     const p1 = await createSession();
     const p2 = await createSession();
     const one = await forest(p1.id);
@@ -79,9 +79,9 @@ describe("drains (semantics.md §6.8)", () => {
     await drain(p2.id);
   });
 
-  it.skip("50. (skipped: an HTTP drain does not dispose its parent, so admission reopens when it returns; no 'closed until disposed' scope exists) starts and follow-ups under a drained parent reject DRAINING until it is disposed", () => {});
+  it.skip("starts and follow-ups under a drained parent are refused DRAINING until the parent is disposed (not applicable: a drain does not dispose its parent, admission reopens when it returns)", () => {});
 
-  it("51. draining the descendants of a continuable child releases its children but keeps that child resident: its open turn goes on and it settles later with its own answer", async () => {
+  it("draining the descendants of a continuable child releases its children but keeps that child resident: its open turn goes on and it settles later with its own answer", async () => {
     const root = await createSession();
     const { mid, leaf } = await forest(root.id, middle({ think: 1500 }, { say: "mid finished" }));
     const res = await drain(mid);
@@ -106,9 +106,9 @@ describe("drains (semantics.md §6.8)", () => {
     ]);
   });
 
-  it.skip("51. (skipped: no stale same-id parent objects on Durable Objects) a drain through a stale parent object changes nothing", () => {});
+  it.skip("a drain through a stale copy of the parent changes nothing (not applicable: one object per id)", () => {});
 
-  it("52. draining selected children [id, id] stops only that child (cause parent) and its descendants, discards its queued work for good, leaves its sibling resident; another parent's drain of the sibling answers 403 and changes nothing", async () => {
+  it("draining selected children [id, id] stops only that child (cause parent) and its descendants, discards its queued work for good, leaves its sibling resident; another parent's drain of the sibling answers 403 and changes nothing", async () => {
     const root = await createSession();
     const stranger = await createSession();
     const a = await forest(root.id);
@@ -139,14 +139,15 @@ describe("drains (semantics.md §6.8)", () => {
     await followupOk(root.id, a.mid, "fresh");
     await settledTimes(root.id, a.mid, 2);
     const resumed = await allEvents(a.mid);
-    // (a drained grandchild's late notice may also show up here: that is scenario 46's bug)
+    // (only the user's messages: whether a drained grandchild's late notice reaches a drained parent
+    // is settlement-notices.test.ts's concern, semantics.md §6.6)
     expect(messagesOf(resumed, "user").map((e) => textOf(e.data.content))).toEqual([middle(), "fresh"]);
     await drain(root.id);
   });
 
-  it.skip("52. (skipped: no handle disposal on Durable Objects) a handle-disposal failure rejects ACTIVATION_TEARDOWN_FAILED after release", () => {});
+  it.skip("a drain whose child cannot be torn down fails after releasing it (not applicable: a child is never torn down)", () => {});
 
-  it("53. (durable: the manager drain is the all-descendants drain) grandchildren are stopped before children, and every drained session stays loadable, listable and resumable", async () => {
+  it("a drain of all descendants stops grandchildren before children, and every drained session stays loadable, listable and resumable", async () => {
     const root = await createSession();
     const { mid, leaf } = await forest(root.id);
     const res = await drain(root.id);
@@ -182,7 +183,7 @@ describe("drains (semantics.md §6.8)", () => {
     expect(turnReasons(midLog)).toEqual(["aborted", "completed"]);
   });
 
-  it.skip("53. (skipped: no drain window can be held open deterministically over HTTP) starts and follow-ups during a manager drain reject DRAINING and an in-flight materialization rolls back", () => {});
+  it.skip("starts and follow-ups while a drain of all descendants runs are refused DRAINING and a start in flight rolls back (not tested: no drain window can be held open deterministically over HTTP)", () => {});
 
   it("lists children and descendants with status and depth, and drains them child-first", async () => {
     const parent = await createSession();
@@ -234,7 +235,7 @@ describe("drains (semantics.md §6.8)", () => {
   });
 });
 
-describe("a drain cut short by a reset is finished by the next instance", () => {
+describe("a drain cut short by a reset is finished by the next instance (semantics.md §6.8)", () => {
   afterEach(() => removeAllFaults());
 
   it("a session reset in the middle of its own drain drains its children at boot and takes work again", async () => {

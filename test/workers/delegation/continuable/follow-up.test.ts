@@ -42,7 +42,7 @@ import { script, spawnCall } from "../../../support/scripts";
  */
 
 describe("follow-up and cold resume (semantics.md §6.3, §7.2)", () => {
-  it("33. two follow-ups sent while the first turn runs queue in call order in the same epoch: user texts [initial, first, second], one subagent/start, one subagent/end", async () => {
+  it("two follow-ups sent while the first turn runs queue in call order in the same epoch: user texts [initial, first, second], one subagent/start, one subagent/end", async () => {
     const parent = await createSession();
     const initial = script({ think: 1200 }, { say: "initial done" });
     const { childId, messageId } = await startChild(parent.id, { prompt: initial });
@@ -83,7 +83,7 @@ describe("follow-up and cold resume (semantics.md §6.3, §7.2)", () => {
     expect(await sqlRows(childId, "SELECT value FROM flags WHERE name = 'epochs'")).toEqual([{ value: "1" }]);
   });
 
-  it("34. after settling, a follow-up cold-resumes the same session in a new epoch (new runId, same provider name) with one descriptor, also after the provider was unregistered", async () => {
+  it("after settling, a follow-up cold-resumes the same session in a new epoch (new runId, same provider name) with one descriptor, also after the provider was unregistered", async () => {
     const name = uniqueName("keeper");
     expect((await api("PUT", `/v1/providers/${name}`, { body: { kind: "spawn" } })).status).toBe(201);
     const parent = await createSession();
@@ -117,7 +117,7 @@ describe("follow-up and cold resume (semantics.md §6.3, §7.2)", () => {
     expect(await sqlRows(childId, "SELECT value FROM flags WHERE name = 'epochs'")).toEqual([{ value: "2" }]);
   });
 
-  it("35. a child that started its own continuable grandchild and went idle stays resident (waiting); a follow-up wakes the same epoch; it settles only after the grandchild settled, with the grandchild's notice in its log", async () => {
+  it("a child that started its own continuable grandchild and went idle stays resident (waiting); a follow-up wakes the same epoch; it settles only after the grandchild settled, with the grandchild's notice in its log", async () => {
     const root = await createSession();
     const grand = script({ think: 2500 }, { say: "grand done" });
     const { childId } = await startChild(root.id, {
@@ -153,7 +153,7 @@ describe("follow-up and cold resume (semantics.md §6.3, §7.2)", () => {
     });
   });
 
-  it("36. a follow-up from a session that is not the durable direct parent (a stranger, the grandparent) answers 403 UNAUTHORIZED 'belongs to another parent session' and is never logged", async () => {
+  it("a follow-up from a session that is not the durable direct parent (a stranger, the grandparent) answers 403 UNAUTHORIZED 'belongs to another parent session' and is never logged", async () => {
     const root = await createSession();
     const stranger = await createSession();
     const grand = script({ think: 3000 }, { say: "g" });
@@ -182,7 +182,7 @@ describe("follow-up and cold resume (semantics.md §6.3, §7.2)", () => {
     expect(userTexts(after).filter((t) => t.startsWith("hi from") || t === "forged")).toEqual([]);
   });
 
-  it("37. a follow-up to a one-shot child answers 422 NOT_RESUMABLE 'no supported continuation state'; to an unknown id 422 NOT_RESUMABLE, creating nothing", async () => {
+  it("a follow-up to a one-shot child answers 422 NOT_RESUMABLE 'no supported continuation state'; to an unknown id 422 NOT_RESUMABLE, creating nothing", async () => {
     const parent = await createSession();
     const run = await startOneShot(parent.id, { prompt: "y" });
     await waitForEvents(parent.id, (l) => endsFor(l, run.id).length === 1);
@@ -199,7 +199,7 @@ describe("follow-up and cold resume (semantics.md §6.3, §7.2)", () => {
     expect(startsFor(await allEvents(parent.id), unknown)).toEqual([]);
   });
 
-  it("38. (durable: a tool's signal is its parent's turn) interrupting the parent's turn after send_message was accepted neither cancels the child's follow-up turn nor keeps its message out of the child log", async () => {
+  it("interrupting the parent's turn after send_message was accepted neither cancels the child's follow-up turn nor keeps its message out of the child log", async () => {
     const root = await createSession();
     const { childId } = await startChild(root.id, { prompt: "first" });
     await settledTimes(root.id, childId);
@@ -238,7 +238,7 @@ describe("follow-up and cold resume (semantics.md §6.3, §7.2)", () => {
     ]);
   });
 
-  it("39. (durable: the parent is its stored id, not a live object) after the parent and the child objects were evicted and rebuilt, the parent's follow-up cold-resumes the child exactly once; a stranger's is still refused and never logged", async () => {
+  it("after the parent and the child objects were evicted and rebuilt, the parent's follow-up cold-resumes the child exactly once (authority is the stored parent id); a stranger's is still refused and never logged", async () => {
     const root = await createSession();
     const stranger = await createSession();
     const { childId } = await startChild(root.id, { prompt: "one" });
@@ -262,7 +262,7 @@ describe("follow-up and cold resume (semantics.md §6.3, §7.2)", () => {
     expect(endsFor(await quiet(root.id), childId)).toHaveLength(2);
   });
 
-  it("40. cold resume reapplies the descriptor's route (agentModel) and persona, and a child whose descriptor names the parent's route keeps it", async () => {
+  it("cold resume reapplies the descriptor's route (agentModel) and persona, and a child whose descriptor names the parent's route keeps it", async () => {
     const marker = crypto.randomUUID().slice(0, 8);
     const root = await createSession();
     const { childId } = await startChild(root.id, {
@@ -304,7 +304,7 @@ describe("follow-up and cold resume (semantics.md §6.3, §7.2)", () => {
     expect(await fakeRequestsMentioning(plainMarker)).toEqual([]);
   });
 
-  it("41. (durable: the inherited policy is the parent's delegation settings) a continuable child inherits providers, backgroundMode and reportDelivery at start, keeps them across a cold resume, and its log gains no second descriptor or policy event", async () => {
+  it("a continuable child inherits providers, backgroundMode and reportDelivery at start, keeps them across a cold resume, and its log gains no second descriptor or policy event", async () => {
     const root = await createSession({
       providers: ["spawn"],
       backgroundMode: "one-shot",

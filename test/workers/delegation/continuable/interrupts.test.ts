@@ -35,7 +35,7 @@ import { forest } from "../../../support/trees";
  */
 
 describe("interrupting a continuable child (semantics.md §6.4, §7.2)", () => {
-  it("54. a user interrupt ends the current turn aborted (cause user) once; two queued follow-ups stay parked with no model call; a later follow-up runs them first: [aborted, completed, completed, completed] in one epoch", async () => {
+  it("a user interrupt ends the current turn aborted (cause user) once; two queued follow-ups stay parked with no model call; a later follow-up runs them first: [aborted, completed, completed, completed] in one epoch", async () => {
     const root = await createSession();
     const { childId, messageId } = await startChild(root.id, { prompt: LONG_TURN });
     await waitForEvents(childId, (l) => count(l, "turn/start") === 1);
@@ -71,7 +71,7 @@ describe("interrupting a continuable child (semantics.md §6.4, §7.2)", () => {
     expect(endsFor(rootLog, childId)[0]!.data).toMatchObject({ stopReason: "completed" });
   });
 
-  it("55. interrupt authority: the parent's interrupt spares a resident grandchild; an ancestor's interrupt_agent stops the grandchild (cause parent); self, sibling and stranger are refused without cancelling; unknown, one-shot, settled and already-stopped targets are accepted no-ops", async () => {
+  it("interrupt authority: the parent's interrupt spares a resident grandchild; an ancestor's interrupt_agent stops the grandchild (cause parent); self, sibling and stranger are refused without cancelling; unknown, one-shot, settled and already-stopped targets are accepted no-ops", async () => {
     const root = await createSession();
     const stranger = await createSession();
     const { mid, leaf } = await forest(root.id);
@@ -170,7 +170,7 @@ describe("interrupting a continuable child (semantics.md §6.4, §7.2)", () => {
     expect(turnEndCauses(await quiet(leaf))).toEqual([{ reason: "aborted", cause: "parent" }]);
   });
 
-  it.skip("55. (skipped: no stale same-id objects and no disposal window on Durable Objects) stale callers and already-disposing targets", () => {});
+  it.skip("interrupts from a stale copy of a caller, or to a target being torn down, change nothing (not applicable: one object per id, nothing is torn down)", () => {});
 
   it("interrupt parks queued follow-ups until the next message, which runs them first", async () => {
     const parent = await createSession();

@@ -80,7 +80,7 @@ describe("reports (semantics.md §6.5)", () => {
     });
   });
 
-  it("48. quiet reports enter the parent's pending context without a turn; next-step reports wake an idle parent; wakeup reports are their own turn; a busy parent takes repeated reports in acceptance order before a later notice in one batch", async () => {
+  it("quiet reports enter the parent's pending context without a turn; next-step reports wake an idle parent; wakeup reports are their own turn; a busy parent takes repeated reports in acceptance order before a later notice in one batch", async () => {
     // quiet: no wake, no turn, the message id is the one the tool reports
     const quietRoot = await createSession({ reportDelivery: "quiet" });
     const q = await startChild(quietRoot.id, {
@@ -193,7 +193,7 @@ describe("reports (semantics.md §6.5)", () => {
     ).toEqual([`Background subagent ${c} reported:\nr1`, `Background subagent ${c} reported:\nr2`]);
   });
 
-  it("49. report exists only for continuable children and travels exactly one edge up: a root or a one-shot child calling it gets an error result; a grandchild's report reaches only its own parent", async () => {
+  it("report exists only for continuable children and travels exactly one edge up: a root or a one-shot child calling it gets an error result; a grandchild's report reaches only its own parent", async () => {
     const root = await createSession();
     await sendMessage(
       root.id,
@@ -233,9 +233,9 @@ describe("reports (semantics.md §6.5)", () => {
     expect(toolResults(await allEvents(leaf), "report")[0]!.isError).toBe(false);
   });
 
-  it.skip("49. (skipped: the report tool acts only as its own session; no forged copies, caller signals or vanished parents exist on Durable Objects) forged, aborted, PARENT_UNAVAILABLE and DRAINING reports", () => {});
+  it.skip("forged and aborted reports are refused (not applicable: the report tool acts only as its own session, there are no forged copies or caller signals); PARENT_UNAVAILABLE and DRAINING reports have no test here", () => {});
 
-  it("71. report is offered only inside continuable children, survives toolFilter {allow: []}, and is absent for roots and one-shot children", async () => {
+  it("report is offered only inside continuable children, survives toolFilter {allow: []}, and is absent for roots and one-shot children", async () => {
     const marker = crypto.randomUUID().slice(0, 8);
     const root = await createSession({ model: "openai:fake-model" });
     await sendMessage(root.id, `root ${marker}`);
@@ -281,5 +281,5 @@ describe("reports (semantics.md §6.5)", () => {
     expect(insertedOf(await allEvents(scripted.id), "subagent-report")).toHaveLength(1);
   });
 
-  it.skip("71. (skipped: tools are built in, there is no report plugin to unload or reload on Durable Objects) the report tool leaves resident children at plugin unload and is not granted by a later reload", () => {});
+  it.skip("the report tool outlives an unloaded tool plugin and is not granted by a reload (not applicable: tools are built in, nothing is loaded or unloaded)", () => {});
 });

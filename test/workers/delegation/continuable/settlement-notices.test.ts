@@ -43,7 +43,7 @@ import { forest } from "../../../support/trees";
  */
 
 describe("settlement notices (semantics.md §6.6)", () => {
-  it("42. a finished child sends its parent exactly one subagent-settled notice: the completed summary, 'Its closing message:' and the final answer; the source summary is the first line only; sent even though the child reported", async () => {
+  it("a finished child sends its parent exactly one subagent-settled notice: the completed summary, 'Its closing message:' and the final answer; the source summary is the first line only; sent even though the child reported", async () => {
     const root = await createSession();
     const { childId } = await startChild(root.id, {
       prompt: script(
@@ -71,7 +71,7 @@ describe("settlement notices (semantics.md §6.6)", () => {
     expect(textOf(notice[0]!.data.content)).not.toContain("reported:");
   });
 
-  it("43. notice wording follows the epoch's stop reason: max-tokens, refusal, error before the first step, interrupted and drained children, each with 'It left no closing message.'", async () => {
+  it("notice wording follows the epoch's stop reason: max-tokens, refusal, error before the first step, interrupted and drained children, each with 'It left no closing message.'", async () => {
     const root = await createSession();
     const maxed = await startChild(root.id, { prompt: script({ stop: "max-tokens" }), label: "maxed" });
     const refused = await startChild(root.id, { prompt: script({ stop: "refusal" }), label: "refused" });
@@ -120,9 +120,9 @@ describe("settlement notices (semantics.md §6.6)", () => {
     }
   });
 
-  it.skip("43. (skipped: no handle disposal on Durable Objects, so no teardown failure) a teardown failure yields the failed wording", () => {});
+  it.skip("a failure to tear a child down yields the failed wording (not applicable: a child is never torn down, it is a Durable Object)", () => {});
 
-  it("44. an idle top-level parent starts exactly one turn on a notice; a busy parent takes two simultaneous notices as two next-step items in one step of its open turn and starts no extra turn", async () => {
+  it("an idle top-level parent starts exactly one turn on a notice; a busy parent takes two simultaneous notices as two next-step items in one step of its open turn and starts no extra turn", async () => {
     const idle = await createSession();
     const { childId } = await startChild(idle.id, { prompt: "quick" });
     await settledTimes(idle.id, childId);
@@ -187,7 +187,7 @@ describe("settlement notices (semantics.md §6.6)", () => {
     ).toEqual([a, b].sort());
   });
 
-  it("44. a busy parent whose open turn is at its last step when two notices arrive takes both in one more step of that turn and starts no extra turn", async () => {
+  it("a busy parent whose open turn is at its last step when two notices arrive takes both in one more step of that turn and starts no extra turn", async () => {
     const busy = await createSession();
     await api("POST", `/v1/sessions/${busy.id}/messages`, {
       body: {
@@ -216,7 +216,7 @@ describe("settlement notices (semantics.md §6.6)", () => {
     expect(count(log, "turn/start")).toBe(1);
   });
 
-  it("45. a continuable parent gets its child's notice while it still owns that child: the notice is taken in the same epoch (one subagent/start upstream), and that epoch's answer is the reply to the notice", async () => {
+  it("a continuable parent gets its child's notice while it still owns that child: the notice is taken in the same epoch (one subagent/start upstream), and that epoch's answer is the reply to the notice", async () => {
     const root = await createSession();
     const { childId: mid } = await startChild(root.id, {
       prompt: script(
@@ -251,7 +251,7 @@ describe("settlement notices (semantics.md §6.6)", () => {
     expect(await sqlRows(mid, "SELECT value FROM flags WHERE name = 'epochs'")).toEqual([{ value: "1" }]);
   });
 
-  it("46. a drained child's notice reaches its parent without waking it: next-step, not waking, no turn/start", async () => {
+  it("a drained child's notice reaches its parent without waking it: next-step, not waking, no turn/start", async () => {
     const root = await createSession();
     const { childId } = await startChild(root.id, { prompt: LONG_TURN });
     await waitForEvents(childId, (l) => count(l, "turn/start") === 1);
@@ -269,7 +269,7 @@ describe("settlement notices (semantics.md §6.6)", () => {
     expect((await noticesFrom(root.id, childId)).map((m) => m.state)).toEqual(["pending"]);
   });
 
-  it("46. a notice taken without waking by a parent that is itself drained does not outlive that parent's drain: after the parent's cold resume it is not pending and never claimed", async () => {
+  it("a notice taken without waking by a parent that is itself drained does not outlive that parent's drain: after the parent's cold resume it is not pending and never claimed", async () => {
     const root = await createSession();
     const { mid, leaf } = await forest(root.id);
     const res = await drain(root.id);
@@ -291,7 +291,7 @@ describe("settlement notices (semantics.md §6.6)", () => {
     expect((await noticesFrom(mid, leaf)).map((m) => m.state)).not.toContain("claimed");
   });
 
-  it("47. a rolled-back start gets no notice later; a notice whose delivery fails is retried and the parent records it once with the child's own stop reason", async () => {
+  it("a rolled-back start gets no notice later; a notice whose delivery fails is retried and the parent records it once with the child's own stop reason", async () => {
     const owner = await createSession();
     const loser = await createSession();
     const childId = crypto.randomUUID();
@@ -331,11 +331,11 @@ describe("settlement notices (semantics.md §6.6)", () => {
     }
   });
 
-  it.skip("47. (skipped: a parent session never leaves a registry on Durable Objects; its object always exists) a notice to a parent that left the registry is dropped without warnings", () => {});
+  it.skip("a notice to a parent that no longer exists is dropped without warnings (not applicable: a parent's object always exists)", () => {});
 });
 
 describe("epochs and their ends (semantics.md §6.1, §6.7)", () => {
-  it("56. each epoch's subagent/end carries that epoch's own answer and stop reason: a resumed epoch that hit max-tokens never repeats the previous answer", async () => {
+  it("each epoch's subagent/end carries that epoch's own answer and stop reason: a resumed epoch that hit max-tokens never repeats the previous answer", async () => {
     const root = await createSession();
     const { childId } = await startChild(root.id, { prompt: script({ say: "first answer" }) });
     await settledTimes(root.id, childId);
@@ -358,9 +358,9 @@ describe("epochs and their ends (semantics.md §6.1, §6.7)", () => {
     ]);
   });
 
-  it.skip("56. (skipped: no handle disposal on Durable Objects) a handle-disposal failure turns the epoch's end into error", () => {});
+  it.skip("a failure to tear a child down turns the epoch's end into error (not applicable: a child is never torn down)", () => {});
 
-  it("57. (durable: no best-effort flush; every event commits as it happens) evicting a waiting child's object is not a settlement: the rebuilt object takes its grandchild's notice and settles once, completed", async () => {
+  it("evicting a waiting child's object is not a settlement: the rebuilt object takes its grandchild's notice and settles once, completed", async () => {
     const root = await createSession();
     const { childId: mid } = await startChild(root.id, {
       prompt: script(

@@ -83,7 +83,7 @@ describe("starting a continuable child (semantics.md §6.2)", () => {
     });
   });
 
-  it("26. a continuable start answers 202 {childId, messageId} at inbox acceptance: the id is the child's agent/inbox/inserted id, the prompt is not yet logged and no model call was made", async () => {
+  it("a continuable start answers 202 {childId, messageId} at inbox acceptance: the id is the child's agent/inbox/inserted id, the prompt is not yet logged and no model call was made", async () => {
     const parent = await createSession();
     const childId = crypto.randomUUID();
     const gate = hold(childId, "after-accept");
@@ -126,7 +126,7 @@ describe("starting a continuable child (semantics.md §6.2)", () => {
     }
   });
 
-  it("27. a continuable start on a provider that cannot continue (remote) answers 422 UNSUPPORTED_CAPABILITY 'does not support continuable children' and leaves no child, no run, no epoch and no subagent/start", async () => {
+  it("a continuable start on a provider that cannot continue (remote) answers 422 UNSUPPORTED_CAPABILITY 'does not support continuable children' and leaves no child, no run, no epoch and no subagent/start", async () => {
     const name = uniqueName("remote");
     const put = await api("PUT", `/v1/providers/${name}`, {
       body: { kind: "remote", url: "https://remote.example.invalid" },
@@ -153,7 +153,7 @@ describe("starting a continuable child (semantics.md §6.2)", () => {
     }
   });
 
-  it("28. (durable: persistence and the continuation manager always exist) a continuable start or follow-up for a parent with no durable session answers 404 NOT_FOUND and creates neither the parent nor the child", async () => {
+  it("a continuable start or follow-up for a parent that was never created answers 404 NOT_FOUND and creates neither the parent nor the child", async () => {
     const ghost = crypto.randomUUID();
     const childId = crypto.randomUUID();
     const start = await startContinuable(ghost, { prompt: "x", childId });
@@ -164,7 +164,7 @@ describe("starting a continuable child (semantics.md §6.2)", () => {
     expect((await api("GET", `/v1/sessions/${childId}`)).status).toBe(404);
   });
 
-  it("29. a caller-reserved childId is used verbatim; reserving it again while it is live or after it settled answers 409 DUPLICATE_CHILD, from the same parent, another parent, or over an existing top-level session", async () => {
+  it("a caller-reserved childId is used verbatim; reserving it again while it is live or after it settled answers 409 DUPLICATE_CHILD, from the same parent, another parent, or over an existing top-level session", async () => {
     const parent = await createSession();
     const other = await createSession();
     const childId = crypto.randomUUID();
@@ -211,7 +211,7 @@ describe("starting a continuable child (semantics.md §6.2)", () => {
     ]);
   });
 
-  it("30. the child log holds exactly one continuable descriptor before its first turn: label, agentModel (the request's, else the parent's), persona and toolFilter only when requested, nothing else", async () => {
+  it("the child log holds exactly one continuable descriptor before its first turn: label, agentModel (the request's, else the parent's), persona and toolFilter only when requested, nothing else", async () => {
     const parent = await createSession({ model: "openai:fake-model" });
     const plain = await startChild(parent.id, { prompt: "plain child", label: "plain" });
     const decorated = await startChild(parent.id, {
@@ -246,7 +246,7 @@ describe("starting a continuable child (semantics.md §6.2)", () => {
     expect(ofType(decoratedLog, "assistant/message").map((e) => e.data.model)).toEqual(["scripted"]);
   });
 
-  it("31. a start that fails inside the creation window (the child's init refuses it) leaves the parent without a child row, epoch, run, subagent/start or queued turn, and leaves the existing session untouched", async () => {
+  it("a start that fails inside the creation window (the child's init refuses it) leaves the parent without a child row, epoch, run, subagent/start or queued turn, and leaves the existing session untouched", async () => {
     const owner = await createSession();
     const parent = await createSession();
     const childId = crypto.randomUUID();
@@ -270,11 +270,11 @@ describe("starting a continuable child (semantics.md §6.2)", () => {
     expect(await view(childId)).toMatchObject({ parentSession: owner.id });
   });
 
-  it.skip("31. (skipped: no subagent/start listeners or caller abort signals on Durable Objects) aborting from a start listener before acceptance", () => {});
+  it.skip("a start aborted by its caller before acceptance leaves nothing (not applicable: no start listeners or caller abort signals)", () => {});
 
-  it.skip("32. (skipped: subagent/start is a log append in the parent's transaction, not a listener dispatch that can throw) a throwing start dispatch rolls the child back", () => {});
+  it.skip("a start whose subagent/start cannot be recorded rolls the child back (not applicable: subagent/start is a log append in the parent's transaction, nothing can throw there)", () => {});
 
-  it.skip("58. (skipped: no continuable setup registry on Durable Objects; the report tool is built in) a setup contribution revoked during install rejects ACTIVATION_SETUP_REVOKED", () => {});
+  it.skip("a child whose setup is revoked while it starts is refused (not applicable: there is no setup step; the report tool is built in)", () => {});
 });
 
 /**
@@ -282,7 +282,7 @@ describe("starting a continuable child (semantics.md §6.2)", () => {
  * retry (after a 503, or after an answer the caller never saw) and gets the same child; a
  * different request for the id is `DUPLICATE_CHILD`.
  */
-describe("a retried continuable start with a caller-reserved child id", () => {
+describe("a retried continuable start with a caller-reserved child id (semantics.md §10.5)", () => {
   afterEach(() => removeAllFaults());
 
   it("after a 503 (the child's init failed before it committed), the same request creates the child once", async () => {

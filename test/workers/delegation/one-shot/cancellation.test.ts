@@ -29,7 +29,7 @@ import { script } from "../../../support/scripts";
  */
 
 describe("dispose and cancel (semantics.md §5.4)", () => {
-  it("17. a dispose issued right after start cancels the child before it calls its model: the result is aborted with no output and the child never answers", async () => {
+  it("a dispose issued right after start cancels the child before it calls its model: the result is aborted with no output and the child never answers", async () => {
     // (a) the child's driver is held before its first turn: the dispose lands first
     const parent = await createSession();
     const childId = crypto.randomUUID();
@@ -78,8 +78,8 @@ describe("dispose and cancel (semantics.md §5.4)", () => {
     expect((await waitForRun(other.id, racing.runId)).result.stopReason).toBe("aborted");
   });
 
-  // Runtime bug (see the report): a dispose accepted while the start is still pending is lost.
-  it("17. a dispose that interleaves with a still-pending start (accepted with 202 before the start answered) still wins: the run ends aborted and the child never answers", async () => {
+  // A regression test: a dispose accepted while the start was still pending used to be lost.
+  it("a dispose that interleaves with a still-pending start (accepted with 202 before the start answered) still wins: the run ends aborted and the child never answers", async () => {
     const parent = await createSession();
     const childId = crypto.randomUUID();
     const gate = hold(childId, "in-init");
@@ -106,7 +106,7 @@ describe("dispose and cancel (semantics.md §5.4)", () => {
     }
   });
 
-  it("18. after publication, disposing a hanging child and interrupting the parent's foreground call both end the child's turn and settle the run as aborted; the child is released", async () => {
+  it("after publication, disposing a hanging child and interrupting the parent's foreground call both end the child's turn and settle the run as aborted; the child is released", async () => {
     const parent = await createSession();
     const run = await startOneShot(parent.id, {
       provider: "spawn",
@@ -160,8 +160,8 @@ describe("dispose and cancel (semantics.md §5.4)", () => {
     expect(assistantTexts(await allEvents(caller.id))).not.toContain("after");
   });
 
-  // Runtime bug (see the report): a one-shot child's aborted turn leaves its foreground grandchild running.
-  it("18. disposing a child whose turn waits on a foreground grandchild also cancels the grandchild: the grandchild's run ends aborted and it never answers", async () => {
+  // A regression test: a one-shot child's aborted turn used to leave its foreground grandchild running.
+  it("disposing a child whose turn waits on a foreground grandchild also cancels the grandchild: the grandchild's run ends aborted and it never answers", async () => {
     const parent = await createSession();
     const grandScript = script({ think: 2500 }, { say: "grandchild answered anyway" });
     const run = await startOneShot(parent.id, {

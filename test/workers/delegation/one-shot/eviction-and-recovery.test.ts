@@ -31,14 +31,16 @@ import {
   sqlRows,
   stub,
 } from "../../../support/objects";
+
 /**
  * Eviction of the parent or the child at every step of the one-shot protocol, and the recoveries
- * around it. Each test crashes an object at a named fault point (the plan throws there once, or
- * parks the object for good before its first step), evicts it between steps, lets the retries run
- * (outbox backoff, alarms, boot repair) and then checks the one-shot contract: one
- * `subagent/start` and one `subagent/end` for the run, one settled result, one child turn, no
- * outbox row left live or dead, and nothing moving afterwards. See test/support/faults.ts for why the
- * clock is frozen and why no object is evicted while it is parked mid-step.
+ * around it (semantics.md §2.2, §5.2, §10.3, §10.4). Each test crashes an object at a named fault
+ * point (the plan throws there once, or parks the object for good before its first step), evicts
+ * it between steps, lets the retries run (outbox backoff, alarms, boot repair) and then checks the
+ * exactly-once rule of a one-shot run (§5.3): one `subagent/start` and one `subagent/end` for the
+ * run, one settled result, one child turn, no outbox row left live or dead, and nothing moving
+ * afterwards. See test/support/faults.ts for why the clock is frozen and why no object is evicted
+ * while it is parked mid-step.
  */
 
 beforeEach(() => clock.freeze());
@@ -122,7 +124,7 @@ async function reserveLikeStart(label: string, options: Pick<StartOptions, "chil
   };
 }
 
-describe("eviction at every step of the one-shot protocol", () => {
+describe("eviction at every step of the one-shot protocol (semantics.md §5.2, §5.3, §10.4)", () => {
   describe("before init", () => {
     it("a crash in the child's init is retried by the start itself: one child, one start", async () => {
       const s = await startWithFaults("init crashes once", { child: () => throwAt("in-init", 1) });
@@ -383,7 +385,7 @@ describe("eviction at every step of the one-shot protocol", () => {
   });
 });
 
-describe("recovery around a running one-shot child", () => {
+describe("recovery around a running one-shot child (semantics.md §2.2, §5.3)", () => {
   it("a parent evicted while its foreground subagent call waits re-attaches to the running child", async () => {
     const parent = await createSession();
     faults(parent.id);

@@ -30,7 +30,7 @@ function expectBalanced(events: any[]): void {
 }
 
 describe("fork (semantics.md §5.8)", () => {
-  it("21. fork seeds exactly the parent's events through the last turn/end (header seedLength), excludes an open turn, and leaves a parent without a completed turn's child unseeded", async () => {
+  it("fork seeds exactly the parent's events through the last turn/end (header seedLength), excludes an open turn, and leaves a parent without a completed turn's child unseeded", async () => {
     // (a) two completed turns, then an HTTP fork
     const parent = await createSession();
     await sendMessage(parent.id, "one");
@@ -130,7 +130,7 @@ describe("fork (semantics.md §5.8)", () => {
     expect((await allEvents(earlyFork))[0]!.type).toBe("subagent/descriptor");
   });
 
-  it("22. a fork child whose turn produced no text returns output [] and never the seeded parent's text", async () => {
+  it("a fork child whose turn produced no text returns output [] and never the seeded parent's text", async () => {
     const parent = await createSession();
     await sendMessage(parent.id, "seeded words");
     await waitForTurnEnds(parent.id, 1);

@@ -63,7 +63,7 @@ describe("a one-shot run from start to result (semantics.md §5.2, §5.3)", () =
     });
   });
 
-  it("14. a spawn child is its own session: parentSession is the parent, origin subagent, depth parent+1, the run's id is the child session's id, and the parent's model is inherited unless the request names one", async () => {
+  it("a spawn child is its own session: parentSession is the parent, origin subagent, depth parent+1, the run's id is the child session's id, and the parent's model is inherited unless the request names one", async () => {
     const parent = await createSession({ model: "scripted" });
     const run = await startOneShot(parent.id, { provider: "spawn", prompt: "hello child" });
     expect(run.id).toMatch(UUID);
@@ -110,7 +110,7 @@ describe("a one-shot run from start to result (semantics.md §5.2, §5.3)", () =
     });
   });
 
-  it("8. the child is created from the caller's request plus a one-shot descriptor {version 2, mode, provider} that has a label only when one was supplied", async () => {
+  it("the child is created from the caller's request plus a one-shot descriptor {version 2, mode, provider} that has a label only when one was supplied", async () => {
     const parent = await createSession();
     const name = uniqueName("desc");
     expect((await putProvider(name, { kind: "spawn" })).status).toBe(201);
@@ -194,7 +194,7 @@ describe("a one-shot run from start to result (semantics.md §5.2, §5.3)", () =
     ]);
   });
 
-  it("9. subagent/start is recorded only once the child exists and before the start answers; subagent/end follows the result; both carry one runId on the parent's log only", async () => {
+  it("subagent/start is recorded only once the child exists and before the start answers; subagent/end follows the result; both carry one runId on the parent's log only", async () => {
     const parent = await createSession();
     const childId = crypto.randomUUID();
     const gate = hold(childId, "in-init");
@@ -244,7 +244,7 @@ describe("a one-shot run from start to result (semantics.md §5.2, §5.3)", () =
     expect(lifecycleEvents(await allEvents(childId)).map((e) => e.type)).toEqual(["subagent/descriptor"]);
   });
 
-  it("10. two starts with identical requests that interleave get distinct runIds and distinct children; a reserved child id is granted to exactly one of two racing starts", async () => {
+  it("two starts with identical requests that interleave get distinct runIds and distinct children; a reserved child id is granted to exactly one of two racing starts", async () => {
     const parent = await createSession();
     const body = { provider: "spawn", prompt: "same", label: "twin" };
     const [a, b] = await Promise.all([startRun(parent.id, body), startRun(parent.id, body)]);
@@ -289,7 +289,7 @@ describe("a one-shot run from start to result (semantics.md §5.2, §5.3)", () =
     expect(childLog.filter((e) => e.type === "user/message")).toHaveLength(1);
   });
 
-  it("12. subagent/end carries lastAssistantMessage equal to a non-empty output, omits the key for empty output, and records error for a failed child", async () => {
+  it("subagent/end carries lastAssistantMessage equal to a non-empty output, omits the key for empty output, and records error for a failed child", async () => {
     const parent = await createSession();
     const cases = [
       { prompt: script({ say: "the answer" }), stopReason: "completed" },

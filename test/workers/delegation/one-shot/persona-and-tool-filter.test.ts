@@ -19,7 +19,7 @@ import { script } from "../../../support/scripts";
  */
 
 describe("a child's persona and tool filter (semantics.md §1.1, §2.3)", () => {
-  it("23. a per-child persona reaches the child's system prompt and not the parent's; a denied tool is absent from the child's tools and fails as unknown when called; an unknown filter name refuses the start with no child", async () => {
+  it("a per-child persona reaches the child's system prompt and not the parent's; a denied tool is absent from the child's tools and fails as unknown when called; an unknown filter name refuses the start with no child", async () => {
     const tag = crypto.randomUUID();
     const parentPersona = `parent persona ${tag}`;
     const childPersona = `child persona ${tag}`;

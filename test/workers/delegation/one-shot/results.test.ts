@@ -10,7 +10,7 @@ import { script } from "../../../support/scripts";
  */
 
 describe("run results (semantics.md §3.2, §3.3)", () => {
-  it("19. a child hitting its token ceiling ends max-tokens, a failing model ends error with output [] and a diagnostic, a declining model ends refusal; the foreground tool renders each as an error", async () => {
+  it("a child hitting its token ceiling ends max-tokens, a failing model ends error with output [] and a diagnostic, a declining model ends refusal; the foreground tool renders each as an error", async () => {
     const parent = await createSession();
     const cases = [
       { prompt: script({ stop: "max-tokens" }), expected: { output: [], stopReason: "max-tokens" } },
@@ -66,7 +66,7 @@ describe("run results (semantics.md §3.2, §3.3)", () => {
     expect(assistantTexts(log).at(-1)).toBe("reported");
   });
 
-  it("20. the output is the last non-empty assistant message, never a tool's text; with no non-empty message it is []", async () => {
+  it("the output is the last non-empty assistant message, never a tool's text; with no non-empty message it is []", async () => {
     const parent = await createSession();
     const cases: [string, Record<string, unknown>][] = [
       [

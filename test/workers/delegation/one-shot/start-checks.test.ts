@@ -50,7 +50,7 @@ async function expectNoDelegation(parent: string): Promise<void> {
 }
 
 describe("one-shot start checks, in order (semantics.md §5.1)", () => {
-  it("4. a start naming an unknown provider answers 404 NO_PROVIDER, and a start issued after the provider was deleted does the same and creates no session", async () => {
+  it("a start naming an unknown provider answers 404 NO_PROVIDER, and a start issued after the provider was deleted does the same and creates no session", async () => {
     const parent = await createSession();
     const ghost = crypto.randomUUID();
     expectError(
@@ -110,7 +110,7 @@ describe("one-shot start checks, in order (semantics.md §5.1)", () => {
     }
   });
 
-  it("5. a provider without capabilities refuses maxDepth, outputSchema, toolFilter and persona with 422 UNSUPPORTED_CAPABILITY, first miss in contract order, before any child exists", async () => {
+  it("a provider without capabilities refuses maxDepth, outputSchema, toolFilter and persona with 422 UNSUPPORTED_CAPABILITY, first miss in the documented order, before any child exists", async () => {
     const parent = await createSession();
     const remote = uniqueName("remote");
     // .invalid never resolves: the one start below that is published reaches no real host
@@ -146,7 +146,7 @@ describe("one-shot start checks, in order (semantics.md §5.1)", () => {
     expect((await api("DELETE", `/v1/sessions/${parent.id}/runs/${plain.body.runId}`)).status).toBe(202);
   });
 
-  it('6. maxDepth forms -1, 1.5, "3", -0, NaN, ±Infinity, null and 2^53 are refused with INVALID_MAX_DEPTH (HTTP 400 and RPC) before any child exists; absent and MAX_SAFE_INTEGER are accepted', async () => {
+  it('maxDepth forms -1, 1.5, "3", -0, NaN, ±Infinity, null and 2^53 are refused with INVALID_MAX_DEPTH (HTTP 400 and RPC) before any child exists; absent and MAX_SAFE_INTEGER are accepted', async () => {
     const parent = await createSession();
     const raws = [
       "-1",
@@ -202,7 +202,7 @@ describe("one-shot start checks, in order (semantics.md §5.1)", () => {
     }
   });
 
-  it("7. an outputSchema that is not object-rooted, uses unsupported keywords or non-JSON values answers 400 INVALID_SCHEMA before any child exists", async () => {
+  it("an outputSchema that is not object-rooted, uses unsupported keywords or non-JSON values answers 400 INVALID_SCHEMA before any child exists", async () => {
     const parent = await createSession();
     const bad: string[] = [
       '{"type":"string"}',
@@ -273,7 +273,7 @@ describe("one-shot start checks, in order (semantics.md §5.1)", () => {
 });
 
 describe("a refused start leaves nothing behind (semantics.md §5.1, §10.4)", () => {
-  it("11. a start the child refuses produces no subagent/start and no subagent/end and leaves no run behind", async () => {
+  it("a start the child refuses produces no subagent/start and no subagent/end and leaves no run behind", async () => {
     const parent = await createSession();
     const stranger = await createSession(); // an existing session: its object refuses a second init
     const strangerBefore = await allEvents(stranger.id);
@@ -317,8 +317,8 @@ describe("a refused start leaves nothing behind (semantics.md §5.1, §10.4)", (
     ]);
   });
 
-  // Runtime bug (see the report): a start that answered 503 is published later by an unrelated wake-up.
-  it("11. a start whose child cannot be created (its init keeps crashing) and that answers an error never publishes a run later: no subagent/start, no subagent/end, no child, nothing pending", async () => {
+  // A regression test: a start that answered 503 used to be published later by an unrelated wake-up.
+  it("a start whose child cannot be created (its init keeps crashing) and that answers an error never publishes a run later: no subagent/start, no subagent/end, no child, nothing pending", async () => {
     const parent = await createSession();
     const childId = crypto.randomUUID();
     let crashing = true;
@@ -354,7 +354,7 @@ describe("a refused start leaves nothing behind (semantics.md §5.1, §10.4)", (
 });
 
 describe("delegation depth (semantics.md §8)", () => {
-  it("15. with parent depth 0 and maxDepth 0 a start answers 422 'subagent depth 1 exceeds maxDepth 0' and no child remains; caps apply at every depth, the deployment's included", async () => {
+  it("with parent depth 0 and maxDepth 0 a start answers 422 'subagent depth 1 exceeds maxDepth 0' and no child remains; caps apply at every depth, the deployment's included", async () => {
     const parent = await createSession();
     const childId = crypto.randomUUID();
     const refused = await startRun(parent.id, { provider: "spawn", prompt: "x", maxDepth: 0, childId });
@@ -390,7 +390,7 @@ describe("delegation depth (semantics.md §8)", () => {
     await expectNoSession(beyondCap);
   });
 
-  it("16. depth comes from the durable header: a depth-2 child evicted mid-turn delegates at depth 3 from a fresh instance, and the tool's default cap of 3 then refuses depth 4", async () => {
+  it("depth comes from the durable header: a depth-2 child evicted mid-turn delegates at depth 3 from a fresh instance, and the tool's default cap of 3 then refuses depth 4", async () => {
     const root = await createSession();
     const child = await startOneShot(root.id, { provider: "spawn", prompt: "one" });
     await waitForRun(root.id, child.runId);

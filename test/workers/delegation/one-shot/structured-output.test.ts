@@ -6,7 +6,7 @@ import { script } from "../../../support/scripts";
 /** A child given an `outputSchema` and its `structured_output` tool (semantics.md §5.6). */
 
 describe("structured output (semantics.md §5.6)", () => {
-  it("24. structured output: a valid capture completes with structured and ends the turn, denying later calls; invalid args allow an in-turn retry; prose only is an error with no re-prompt", async () => {
+  it("structured output: a valid capture completes with structured and ends the turn, denying later calls; invalid args allow an in-turn retry; prose only is an error with no re-prompt", async () => {
     const parent = await createSession();
     const outputSchema = {
       type: "object",

@@ -27,12 +27,12 @@ import { dumpTables, hashOf, registryStub, stub } from "../../../support/objects
 
 /**
  * The bad-input catalogue of the delegation, provider-registry and directory routes and of the
- * service-binding entrypoint (session-routes.test.ts beside this file covers the session routes;
- * the cases are in test/support/bad-inputs/delegation-cases.ts, the generated bodies in
- * test/support/bad-inputs/malformed-bodies.ts). Every
- * input must be refused with its documented 4xx (RPC: a thrown error whose message starts with
- * the code), never a 5xx, and leave every table of every object involved unchanged: the sessions
- * it names, the one-shot child, an id that must stay unknown, and the provider registry.
+ * service-binding entrypoint (session-routes.test.ts beside this file covers the session routes).
+ * Every input must be refused with its documented 4xx (RPC: a thrown error whose message starts
+ * with the code), never a 5xx, and leave every table of every object involved unchanged: the
+ * sessions it names, the one-shot child, an id that must stay unknown, and the provider registry.
+ * The cases are in test/support/bad-inputs/delegation-cases.ts, the body generator in
+ * test/support/bad-inputs/malformed-bodies.ts.
  *
  * A generated family adds seeded random malformed bodies for every body-carrying route. The run
  * ends with one line `bad inputs: catalogue=<n> generated=<n> accepted=<n> 5xx=<n> unchanged=<p>%`
@@ -151,7 +151,7 @@ async function settle(w: World): Promise<void> {
   }
 }
 
-describe("bad inputs to the delegation, registry and directory routes and the RPC entrypoint", () => {
+describe("bad inputs to the delegation, registry and directory routes and the RPC entrypoint (semantics.md §13)", () => {
   let world: World;
 
   beforeAll(async () => {

@@ -390,7 +390,7 @@ async function asResult(response: Response): Promise<ApiResult> {
   };
 }
 
-describe("bad inputs are refused with a documented 4xx and change nothing", () => {
+describe("bad inputs are refused with a documented 4xx and change nothing (semantics.md §13)", () => {
   let a: Session;
   let b: Session;
 
