@@ -54,7 +54,11 @@ export function request(method: string, path: string, options: CallOptions = {})
 
 /** Sends a request to the Worker and reads its answer. */
 export async function fetchWorker(req: Request): Promise<ApiResult> {
-  const response = await workerFetch(req);
+  return readResult(await workerFetch(req));
+}
+
+/** Reads an answer of the Worker: status, headers and the body (parsed when it is JSON). */
+export async function readResult(response: Response): Promise<ApiResult> {
   const text = await response.text();
   let body: unknown;
   if (text.length > 0) {

@@ -33,7 +33,7 @@ export interface BodyRoute {
   required: string[];
 }
 
-export const BODY_ROUTES: BodyRoute[] = [
+const BODY_ROUTES: BodyRoute[] = [
   {
     route: "POST /v1/sessions",
     method: "POST",
@@ -103,7 +103,7 @@ export const BODY_ROUTES: BodyRoute[] = [
   },
 ];
 
-export const CATEGORIES = [
+const CATEGORIES = [
   "not an object",
   "extra keys",
   "wrong type",

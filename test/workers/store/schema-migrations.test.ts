@@ -1,4 +1,3 @@
-import { env } from "cloudflare:workers";
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import {
@@ -7,10 +6,7 @@ import {
   SESSION_MIGRATIONS,
   schemaVersion,
 } from "../../../durable-objects/store/schema";
-
-function freshStub(): DurableObjectStub {
-  return env.SESSIONS.get(env.SESSIONS.idFromName(crypto.randomUUID()));
-}
+import { stub } from "../../support/objects";
 
 function tables(sql: SqlStorage): string[] {
   return sql
@@ -23,13 +19,16 @@ function tables(sql: SqlStorage): string[] {
 
 describe("session schema migrations", () => {
   it("upgrades from every older version to the latest, keeping the rows already there", async () => {
-    const latest = await runInDurableObject(freshStub(), (_instance: unknown, state: DurableObjectState) => {
-      migrate(state.storage);
-      return tables(state.storage.sql);
-    });
+    const latest = await runInDurableObject(
+      stub(crypto.randomUUID()),
+      (_instance: unknown, state: DurableObjectState) => {
+        migrate(state.storage);
+        return tables(state.storage.sql);
+      },
+    );
     for (let from = 1; from < SCHEMA_VERSION; from++) {
       const upgraded = await runInDurableObject(
-        freshStub(),
+        stub(crypto.randomUUID()),
         (_instance: unknown, state: DurableObjectState) => {
           const { sql } = state.storage;
           migrate(state.storage, SESSION_MIGRATIONS.slice(0, from));
@@ -46,7 +45,7 @@ describe("session schema migrations", () => {
   });
 
   it("leaves nothing half-applied when a step fails: the version and the tables stay as they were", async () => {
-    await runInDurableObject(freshStub(), (_instance: unknown, state: DurableObjectState) => {
+    await runInDurableObject(stub(crypto.randomUUID()), (_instance: unknown, state: DurableObjectState) => {
       const { sql } = state.storage;
       migrate(state.storage, SESSION_MIGRATIONS.slice(0, 1));
       const before = tables(sql);

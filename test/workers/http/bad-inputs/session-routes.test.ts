@@ -8,6 +8,7 @@ import {
   field,
   openStream,
   rawBody,
+  readResult,
   sendMessage,
 } from "../../../support/api";
 import { waitForTurnEnds } from "../../../support/logs";
@@ -38,8 +39,8 @@ interface BadInput {
   bug?: string;
 }
 
-const msgs = (s: Session): string => `/v1/sessions/${s.id}/messages`;
-const events = (s: Session, query: string): string => `/v1/sessions/${s.id}/events${query}`;
+const messagesPath = (s: Session): string => `/v1/sessions/${s.id}/messages`;
+const eventsPath = (s: Session, query: string): string => `/v1/sessions/${s.id}/events${query}`;
 
 function post(path: (s: Session) => string, options: CallOptions): BadInput["run"] {
   return (a) => api("POST", path(a), options);
@@ -70,25 +71,25 @@ const BAD_INPUTS: BadInput[] = [
     name: "truncated JSON",
     status: 400,
     code: "MALFORMED_JSON",
-    run: post(msgs, rawBody('{"content": "hi"')),
+    run: post(messagesPath, rawBody('{"content": "hi"')),
   },
   {
     name: "JSON with NaN",
     status: 400,
     code: "MALFORMED_JSON",
-    run: post(msgs, rawBody('{"content": NaN}')),
+    run: post(messagesPath, rawBody('{"content": NaN}')),
   },
   {
     name: "single-quoted JSON",
     status: 400,
     code: "MALFORMED_JSON",
-    run: post(msgs, rawBody("{'content': 'hi'}")),
+    run: post(messagesPath, rawBody("{'content': 'hi'}")),
   },
   {
     name: "a JSON body sent as text/plain",
     status: 400,
     code: "INVALID_REQUEST",
-    run: post(msgs, rawBody('{"content":"hi"}', "text/plain")),
+    run: post(messagesPath, rawBody('{"content":"hi"}', "text/plain")),
   },
   {
     name: "a JSON body with no content-type",
@@ -96,7 +97,7 @@ const BAD_INPUTS: BadInput[] = [
     code: "INVALID_REQUEST",
     run: (a) =>
       fetchWorker(
-        new Request(`http://example.com${msgs(a)}`, {
+        new Request(`http://example.com${messagesPath(a)}`, {
           method: "POST",
           headers: { authorization: "Bearer test-admin-token" },
           body: new TextEncoder().encode('{"content":"hi"}'),
@@ -107,100 +108,107 @@ const BAD_INPUTS: BadInput[] = [
     name: "a form-encoded body",
     status: 400,
     code: "INVALID_REQUEST",
-    run: post(msgs, rawBody("content=hi", "application/x-www-form-urlencoded")),
+    run: post(messagesPath, rawBody("content=hi", "application/x-www-form-urlencoded")),
   },
-  { name: "an empty body", status: 400, code: "INVALID_REQUEST", run: post(msgs, {}) },
-  { name: "an empty object", status: 400, code: "INVALID_REQUEST", run: post(msgs, { body: {} }) },
+  { name: "an empty body", status: 400, code: "INVALID_REQUEST", run: post(messagesPath, {}) },
+  { name: "an empty object", status: 400, code: "INVALID_REQUEST", run: post(messagesPath, { body: {} }) },
   {
     name: "an unknown field",
     status: 400,
     code: "INVALID_REQUEST",
-    run: post(msgs, { body: { content: "hi", priority: "high" } }),
+    run: post(messagesPath, { body: { content: "hi", priority: "high" } }),
   },
   {
     name: "content as a number",
     status: 400,
     code: "INVALID_REQUEST",
-    run: post(msgs, { body: { content: 42 } }),
+    run: post(messagesPath, { body: { content: 42 } }),
   },
   {
     name: "content null",
     status: 400,
     code: "INVALID_REQUEST",
-    run: post(msgs, { body: { content: null } }),
+    run: post(messagesPath, { body: { content: null } }),
   },
   {
     name: "content as an object",
     status: 400,
     code: "INVALID_REQUEST",
-    run: post(msgs, { body: { content: { text: "hi" } } }),
+    run: post(messagesPath, { body: { content: { text: "hi" } } }),
   },
   {
     name: "content as an array of strings",
     status: 400,
     code: "INVALID_REQUEST",
-    run: post(msgs, { body: { content: ["hi"] } }),
+    run: post(messagesPath, { body: { content: ["hi"] } }),
   },
   {
     name: "a content block of an unknown type",
     status: 400,
     code: "INVALID_REQUEST",
-    run: post(msgs, { body: { content: [{ type: "image", url: "https://example.com/x.png" }] } }),
+    run: post(messagesPath, { body: { content: [{ type: "image", url: "https://example.com/x.png" }] } }),
   },
   {
     name: "a content block without text",
     status: 400,
     code: "INVALID_REQUEST",
-    run: post(msgs, { body: { content: [{ type: "text" }] } }),
+    run: post(messagesPath, { body: { content: [{ type: "text" }] } }),
   },
   {
     name: "a content block with an extra key",
     status: 400,
     code: "INVALID_REQUEST",
-    run: post(msgs, { body: { content: [{ type: "text", text: "hi", cache: true }] } }),
+    run: post(messagesPath, { body: { content: [{ type: "text", text: "hi", cache: true }] } }),
   },
   {
     name: "more than 1000 content blocks",
     status: 400,
     code: "INVALID_REQUEST",
-    run: post(msgs, { body: { content: Array.from({ length: 1001 }, () => ({ type: "text", text: "" })) } }),
+    run: post(messagesPath, {
+      body: { content: Array.from({ length: 1001 }, () => ({ type: "text", text: "" })) },
+    }),
   },
   {
     name: "deeply nested content (10,000 levels)",
     status: 400,
     code: "INVALID_REQUEST",
-    run: post(msgs, rawBody(`{"content":${"[".repeat(10_000)}${"]".repeat(10_000)}}`)),
+    run: post(messagesPath, rawBody(`{"content":${"[".repeat(10_000)}${"]".repeat(10_000)}}`)),
   },
   {
     name: "a JSON array body",
     status: 400,
     code: "INVALID_REQUEST",
-    run: post(msgs, { body: [{ content: "hi" }] }),
+    run: post(messagesPath, { body: [{ content: "hi" }] }),
   },
-  { name: "a JSON string body", status: 400, code: "INVALID_REQUEST", run: post(msgs, { body: "hi" }) },
+  {
+    name: "a JSON string body",
+    status: 400,
+    code: "INVALID_REQUEST",
+    run: post(messagesPath, { body: "hi" }),
+  },
   {
     name: "an empty idempotencyKey",
     status: 400,
     code: "INVALID_REQUEST",
-    run: post(msgs, { body: { content: "hi", idempotencyKey: "" } }),
+    run: post(messagesPath, { body: { content: "hi", idempotencyKey: "" } }),
   },
   {
     name: "a numeric idempotencyKey",
     status: 400,
     code: "INVALID_REQUEST",
-    run: post(msgs, { body: { content: "hi", idempotencyKey: 7 } }),
+    run: post(messagesPath, { body: { content: "hi", idempotencyKey: 7 } }),
   },
   {
     name: "an idempotencyKey over 200 characters",
     status: 400,
     code: "INVALID_REQUEST",
-    run: post(msgs, { body: { content: "hi", idempotencyKey: "k".repeat(201) } }),
+    run: post(messagesPath, { body: { content: "hi", idempotencyKey: "k".repeat(201) } }),
   },
   {
     name: "a body over 256 KiB",
     status: 413,
     code: "PAYLOAD_TOO_LARGE",
-    run: post(msgs, rawBody(OVERSIZED)),
+    run: post(messagesPath, rawBody(OVERSIZED)),
   },
   {
     name: "a body over 256 KiB with no declared length",
@@ -208,7 +216,7 @@ const BAD_INPUTS: BadInput[] = [
     code: "PAYLOAD_TOO_LARGE",
     run: (a) =>
       fetchWorker(
-        new Request(`http://example.com${msgs(a)}`, {
+        new Request(`http://example.com${messagesPath(a)}`, {
           method: "POST",
           headers: { authorization: "Bearer test-admin-token", "content-type": "application/json" },
           body: streamOf(300 * 1024),
@@ -248,69 +256,85 @@ const BAD_INPUTS: BadInput[] = [
     run: (a) => api("DELETE", `/v1/sessions/${a.id}`),
   },
   // ---- event paging ----
-  { name: "after=-2", status: 400, code: "INVALID_REQUEST", run: (a) => api("GET", events(a, "?after=-2")) },
+  {
+    name: "after=-2",
+    status: 400,
+    code: "INVALID_REQUEST",
+    run: (a) => api("GET", eventsPath(a, "?after=-2")),
+  },
   {
     name: "after=abc",
     status: 400,
     code: "INVALID_REQUEST",
-    run: (a) => api("GET", events(a, "?after=abc")),
+    run: (a) => api("GET", eventsPath(a, "?after=abc")),
   },
   {
     name: "after empty",
     status: 400,
     code: "INVALID_REQUEST",
-    run: (a) => api("GET", events(a, "?after=")),
+    run: (a) => api("GET", eventsPath(a, "?after=")),
   },
   {
     name: "after=1e3",
     status: 400,
     code: "INVALID_REQUEST",
-    run: (a) => api("GET", events(a, "?after=1e3")),
+    run: (a) => api("GET", eventsPath(a, "?after=1e3")),
   },
-  { name: "limit=0", status: 400, code: "INVALID_REQUEST", run: (a) => api("GET", events(a, "?limit=0")) },
+  {
+    name: "limit=0",
+    status: 400,
+    code: "INVALID_REQUEST",
+    run: (a) => api("GET", eventsPath(a, "?limit=0")),
+  },
   {
     name: "limit=501",
     status: 400,
     code: "INVALID_REQUEST",
-    run: (a) => api("GET", events(a, "?limit=501")),
+    run: (a) => api("GET", eventsPath(a, "?limit=501")),
   },
   {
     name: "limit=1.5",
     status: 400,
     code: "INVALID_REQUEST",
-    run: (a) => api("GET", events(a, "?limit=1.5")),
+    run: (a) => api("GET", eventsPath(a, "?limit=1.5")),
   },
-  { name: "limit=-1", status: 400, code: "INVALID_REQUEST", run: (a) => api("GET", events(a, "?limit=-1")) },
+  {
+    name: "limit=-1",
+    status: 400,
+    code: "INVALID_REQUEST",
+    run: (a) => api("GET", eventsPath(a, "?limit=-1")),
+  },
   {
     name: "an unknown query parameter",
     status: 400,
     code: "INVALID_REQUEST",
-    run: (a) => api("GET", events(a, "?after=0&order=desc")),
+    run: (a) => api("GET", eventsPath(a, "?after=0&order=desc")),
   },
   // ---- auth ----
   {
     name: "a missing token",
     status: 401,
     code: "UNAUTHENTICATED",
-    run: post(msgs, { token: null, body: { content: "hi" } }),
+    run: post(messagesPath, { token: null, body: { content: "hi" } }),
   },
   {
     name: "a wrong token",
     status: 401,
     code: "UNAUTHENTICATED",
-    run: post(msgs, { token: "not-the-admin-token", body: { content: "hi" } }),
+    run: post(messagesPath, { token: "not-the-admin-token", body: { content: "hi" } }),
   },
   {
     name: "the session's id with a wrong secret",
     status: 401,
     code: "UNAUTHENTICATED",
-    run: (a) => api("POST", msgs(a), { token: `${a.id}.wrong-secret-wrong-secret`, body: { content: "hi" } }),
+    run: (a) =>
+      api("POST", messagesPath(a), { token: `${a.id}.wrong-secret-wrong-secret`, body: { content: "hi" } }),
   },
   {
     name: "a Basic authorization header",
     status: 401,
     code: "UNAUTHENTICATED",
-    run: post(msgs, {
+    run: post(messagesPath, {
       token: null,
       headers: { authorization: "Basic dGVzdDp0ZXN0" },
       body: { content: "hi" },
@@ -320,13 +344,13 @@ const BAD_INPUTS: BadInput[] = [
     name: "a token passed in the query string",
     status: 401,
     code: "UNAUTHENTICATED",
-    run: (a) => api("GET", events(a, "?token=test-admin-token"), { token: null }),
+    run: (a) => api("GET", eventsPath(a, "?token=test-admin-token"), { token: null }),
   },
   {
     name: "another session's token sending a message",
     status: 404,
     code: "NOT_FOUND",
-    run: (a, b) => api("POST", msgs(a), { token: b.token, body: { content: "hi" } }),
+    run: (a, b) => api("POST", messagesPath(a), { token: b.token, body: { content: "hi" } }),
   },
   {
     name: "another session's token interrupting",
@@ -338,7 +362,7 @@ const BAD_INPUTS: BadInput[] = [
     name: "another session's token reading events",
     status: 404,
     code: "NOT_FOUND",
-    run: (a, b) => api("GET", events(a, ""), { token: b.token }),
+    run: (a, b) => api("GET", eventsPath(a, ""), { token: b.token }),
   },
   {
     name: "a session token on the admin-only create route",
@@ -379,15 +403,11 @@ const BAD_INPUTS: BadInput[] = [
   },
 ];
 
+/** The answer to a stream upgrade as an API result (a socket, if one was opened, is closed). */
 async function asResult(response: Response): Promise<ApiResult> {
   response.webSocket?.accept();
   response.webSocket?.close(1000, "test");
-  const text = await response.text();
-  return {
-    status: response.status,
-    headers: response.headers,
-    body: text ? (JSON.parse(text) as unknown) : undefined,
-  };
+  return readResult(response);
 }
 
 describe("bad inputs are refused with a documented 4xx and change nothing (semantics.md §13)", () => {
@@ -433,11 +453,11 @@ describe("bad inputs are refused with a documented 4xx and change nothing (seman
     expect(new TextEncoder().encode(fitting).byteLength).toBe(limit);
     const over = JSON.stringify({ content: "y".repeat(limit + 1 - '{"content":""}'.length) });
     const before = await tablesHash(b.id);
-    const refused = await api("POST", msgs(b), rawBody(over));
+    const refused = await api("POST", messagesPath(b), rawBody(over));
     expect(refused.status).toBe(413);
     expect(field(refused.body, "error", "code")).toBe("PAYLOAD_TOO_LARGE");
     expect(await tablesHash(b.id)).toBe(before);
-    const accepted = await api("POST", msgs(b), rawBody(fitting));
+    const accepted = await api("POST", messagesPath(b), rawBody(fitting));
     expect(accepted.status).toBe(202);
     await waitForTurnEnds(b.id, 2);
   });
