@@ -1,0 +1,55 @@
+import { describe, expect, it } from "vitest";
+import { applyEnvelope, envelopeHandlers, type SessionPart } from "../../../durable-objects/session/part";
+import type { Envelope } from "../../../src/contract/envelope";
+
+const report: Envelope = {
+  v: 1,
+  id: "r1",
+  from: "child",
+  to: "parent",
+  kind: "report",
+  messageId: "m1",
+  text: "half way",
+  delivery: "next-step",
+};
+
+describe("the parts' envelope handlers", () => {
+  it("dispatch each kind to the one part that registered it", () => {
+    const seen: string[] = [];
+    const parts: SessionPart[] = [
+      {
+        name: "a",
+        envelopes: {
+          report: (e) => {
+            seen.push(`a:${e.kind}:${e.text}`);
+            return false;
+          },
+        },
+      },
+      {
+        name: "b",
+        envelopes: {
+          settled: () => {
+            seen.push("b");
+            return true;
+          },
+        },
+      },
+    ];
+    const handlers = envelopeHandlers(parts, ["report", "settled"]);
+    expect(applyEnvelope(handlers, report, undefined)).toBe(false);
+    expect(seen).toEqual(["a:report:half way"]);
+    expect(() =>
+      applyEnvelope(handlers, { ...report, kind: "cancel-run", runId: "x" } as Envelope, undefined),
+    ).toThrow(/no part handles envelope kind cancel-run/);
+  });
+
+  it("refuse a kind registered twice and a deliverable kind nobody handles", () => {
+    const a: SessionPart = { name: "a", envelopes: { report: () => false } };
+    const b: SessionPart = { name: "b", envelopes: { report: () => false } };
+    expect(() => envelopeHandlers([a, b], ["report"])).toThrow(/handled by both a and b/);
+    expect(() => envelopeHandlers([a], ["report", "settled"])).toThrow(
+      /no part handles envelope kind settled/,
+    );
+  });
+});

@@ -1,0 +1,61 @@
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import {
+  migrate,
+  SCHEMA_VERSION,
+  SESSION_MIGRATIONS,
+  schemaVersion,
+} from "../../../durable-objects/store/schema";
+import { stub } from "../../support/objects";
+
+function tables(sql: SqlStorage): string[] {
+  return sql
+    .exec<{ name: string; sql: string }>(
+      "SELECT name, sql FROM sqlite_master WHERE name NOT LIKE '_cf_%' ORDER BY name",
+    )
+    .toArray()
+    .map((r) => `${r.name}: ${r.sql}`);
+}
+
+describe("session schema migrations", () => {
+  it("upgrades from every older version to the latest, keeping the rows already there", async () => {
+    const latest = await runInDurableObject(
+      stub(crypto.randomUUID()),
+      (_instance: unknown, state: DurableObjectState) => {
+        migrate(state.storage);
+        return tables(state.storage.sql);
+      },
+    );
+    for (let from = 1; from < SCHEMA_VERSION; from++) {
+      const upgraded = await runInDurableObject(
+        stub(crypto.randomUUID()),
+        (_instance: unknown, state: DurableObjectState) => {
+          const { sql } = state.storage;
+          migrate(state.storage, SESSION_MIGRATIONS.slice(0, from));
+          expect(schemaVersion(sql)).toBe(from);
+          sql.exec("INSERT INTO events (seq, type, at, data) VALUES (0, 'turn/start', 1, '{\"turn\":1}')");
+          migrate(state.storage);
+          expect(schemaVersion(sql)).toBe(SCHEMA_VERSION);
+          expect(sql.exec("SELECT type FROM events").toArray()).toEqual([{ type: "turn/start" }]);
+          return tables(sql);
+        },
+      );
+      expect(upgraded).toEqual(latest);
+    }
+  });
+
+  it("leaves nothing half-applied when a step fails: the version and the tables stay as they were", async () => {
+    await runInDurableObject(stub(crypto.randomUUID()), (_instance: unknown, state: DurableObjectState) => {
+      const { sql } = state.storage;
+      migrate(state.storage, SESSION_MIGRATIONS.slice(0, 1));
+      const before = tables(sql);
+      expect(() =>
+        migrate(state.storage, [...SESSION_MIGRATIONS.slice(0, 2), "CREATE TABLE broken ("]),
+      ).toThrow();
+      expect(schemaVersion(sql)).toBe(1);
+      expect(tables(sql)).toEqual(before);
+      migrate(state.storage); // the next attempt applies everything
+      expect(schemaVersion(sql)).toBe(SCHEMA_VERSION);
+    });
+  });
+});

@@ -1,0 +1,188 @@
+import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type AcpNet, installAcpAgent } from "../../support/acp-agent";
+import { api, createSession, putProvider, runOf, startOneShot, waitForRun } from "../../support/api";
+import { allEvents, eventually, ofType } from "../../support/logs";
+import { dumpTables, sqlRows, stub } from "../../support/objects";
+
+/**
+ * The ACP transport (semantics.md §12.4): one-shot runs handed to an external Agent Client Protocol
+ * server over a WebSocket (the test agent in test/support/acp-agent.ts): initialize -> session/new ->
+ * session/prompt, output from agent_message_chunk, stop reasons mapped, session/cancel on
+ * dispose, transport failures as `error` with a diagnostic free of the token.
+ */
+
+const TOKEN = "acp-secret-token-0123456789";
+let net: AcpNet;
+beforeAll(() => {
+  net = installAcpAgent();
+});
+afterAll(() => net.restore());
+
+async function registerAcp(url = "wss://agent.acp.test/acp", token: string | null = TOKEN): Promise<string> {
+  const name = `acp-${crypto.randomUUID().slice(0, 8)}`;
+  const res = await putProvider(name, { kind: "acp", url, ...(token === null ? {} : { token }) });
+  expect(res.status).toBe(201);
+  return name;
+}
+
+/** Waits until the agent got a prompt (the "hold" prompt keeps it running). */
+async function heldPrompt(): Promise<void> {
+  await eventually(
+    async () => net.connections.some((c) => c.received.some((m) => m.method === "session/prompt")),
+    (got) => got,
+    { timeoutMs: 5_000, intervalMs: 20, what: "the agent to get the prompt" },
+  );
+}
+
+describe("the ACP transport (semantics.md §12.4)", () => {
+  it("registers as an out-of-process provider and refuses start capabilities", async () => {
+    const name = await registerAcp();
+    const listed = (await api("GET", "/v1/providers")).body as { providers?: any[] } | any[];
+    const all = Array.isArray(listed) ? listed : (listed.providers ?? []);
+    const info = all.find((p: any) => p.name === name);
+    expect(info).toMatchObject({
+      kind: "acp",
+      local: false,
+      continuable: false,
+      inheritsParentContext: false,
+      capabilities: { outputSchema: false, depthLimit: false, toolFilter: false, persona: false },
+    });
+    expect(JSON.stringify(info)).not.toContain(TOKEN);
+    const parent = await createSession();
+    for (const option of [
+      { outputSchema: { type: "object" } },
+      { maxDepth: 1 },
+      { toolFilter: { allow: ["echo"] } },
+      { persona: "x" },
+    ]) {
+      const res = await api("POST", `/v1/sessions/${parent.id}/subagents`, {
+        body: { provider: name, prompt: "hi", mode: "one-shot", ...option },
+      });
+      expect(res.status).toBe(422);
+      expect(JSON.stringify(res.body)).toContain("UNSUPPORTED_CAPABILITY");
+    }
+    for (const url of ["ws://example.com/acp", "ftp://agent.acp.test", "not a url"]) {
+      const res = await api("PUT", "/v1/providers/acp-bad", { body: { kind: "acp", url } });
+      expect(res.status).toBe(400);
+    }
+  });
+
+  it("runs initialize -> session/new -> session/prompt and completes with the streamed output", async () => {
+    const provider = await registerAcp();
+    const parent = await createSession();
+    const before = net.connections.length;
+    const runId = (await startOneShot(parent.id, { provider, prompt: "hello agent" })).runId;
+    const run = await waitForRun(parent.id, runId);
+    expect(run).toMatchObject({ id: `acp:${runId}`, local: false, provider });
+    expect(run.result).toEqual({
+      output: [{ type: "text", text: "echo: hello agent" }],
+      stopReason: "completed",
+    });
+    const agent = net.connections[before]!;
+    expect(agent.auth).toBe(`Bearer ${TOKEN}`);
+    expect(agent.received.map((m) => m.method)).toEqual(["initialize", "session/new", "session/prompt"]);
+    expect(agent.received[0]!.params).toMatchObject({ protocolVersion: 1 });
+    expect(agent.received[1]!.params).toEqual({ cwd: "/", mcpServers: [] });
+    expect(agent.received[2]!.params).toEqual({
+      sessionId: "sess-1",
+      prompt: [{ type: "text", text: "hello agent" }],
+    });
+    const events = await allEvents(parent.id);
+    expect(ofType(events, "subagent/start")[0]!.data).toMatchObject({
+      runId,
+      local: false,
+      id: `acp:${runId}`,
+    });
+    expect(ofType(events, "subagent/end")[0]!.data).toMatchObject({ runId, stopReason: "completed" });
+    expect((await api("GET", `/v1/sessions/${parent.id}`)).body).toMatchObject({ status: "idle" });
+    expect(JSON.stringify(await dumpTables(parent.id))).not.toContain(TOKEN);
+  });
+
+  it("maps max_tokens to max-tokens (partial output kept), refusal to refusal, an unknown reason to error", async () => {
+    const provider = await registerAcp();
+    const parent = await createSession();
+    const long = (await startOneShot(parent.id, { provider, prompt: "be long" })).runId;
+    const refuse = (await startOneShot(parent.id, { provider, prompt: "refuse" })).runId;
+    const odd = (await startOneShot(parent.id, { provider, prompt: "odd" })).runId;
+    expect((await waitForRun(parent.id, long)).result).toEqual({
+      output: [{ type: "text", text: "partial" }],
+      stopReason: "max-tokens",
+    });
+    expect((await waitForRun(parent.id, refuse)).result).toEqual({ output: [], stopReason: "refusal" });
+    const error = (await waitForRun(parent.id, odd)).result;
+    expect(error.stopReason).toBe("error");
+    expect(error.diagnostic).toBe("the ACP agent ended with stop reason exploded");
+  });
+
+  it("sends session/cancel on dispose and ends the run aborted", async () => {
+    const provider = await registerAcp();
+    const parent = await createSession();
+    const before = net.connections.length;
+    const runId = (await startOneShot(parent.id, { provider, prompt: "hold" })).runId;
+    await heldPrompt();
+    expect((await runOf(parent.id, runId)).state).toBe("running");
+    const res = await api("DELETE", `/v1/sessions/${parent.id}/runs/${runId}`);
+    expect(res.status).toBeLessThan(300);
+    const run = await waitForRun(parent.id, runId);
+    expect(run.result.stopReason).toBe("aborted");
+    expect(run.result.output).toEqual([{ type: "text", text: "working" }]);
+    const agent = net.connections[before]!;
+    expect(agent.received.map((m) => m.method)).toContain("session/cancel");
+    expect(agent.received.find((m) => m.method === "session/cancel")!.params).toEqual({
+      sessionId: "sess-1",
+    });
+  });
+
+  it("turns a broken agent into error with a bounded diagnostic that never holds the token", async () => {
+    const parent = await createSession();
+    const broken = (await startOneShot(parent.id, { provider: await registerAcp(), prompt: "break" })).runId;
+    const hungUp = (await startOneShot(parent.id, { provider: await registerAcp(), prompt: "hang up" }))
+      .runId;
+    const down = (
+      await startOneShot(parent.id, {
+        provider: await registerAcp("https://down.acp.test/acp"),
+        prompt: "hi",
+      })
+    ).runId;
+    const unreachable = (
+      await startOneShot(parent.id, { provider: await registerAcp("http://127.0.0.1:9/acp"), prompt: "hi" })
+    ).runId;
+    const results = await Promise.all(
+      [broken, hungUp, down, unreachable].map(async (id) => (await waitForRun(parent.id, id)).result),
+    );
+    for (const result of results) {
+      expect(result.stopReason).toBe("error");
+      expect(typeof result.diagnostic).toBe("string");
+      expect(result.diagnostic.length).toBeLessThanOrEqual(2_000);
+      expect(result.diagnostic).not.toContain(TOKEN);
+    }
+    expect(results[0].diagnostic).toMatch(
+      /^the ACP agent at wss:\/\/agent\.acp\.test: session\/prompt failed: JSON-RPC error -32603: internal: Bearer \[redacted\]$/,
+    );
+    expect(results[1].diagnostic).toMatch(/the connection closed \(code 1011\)/);
+    expect(results[2].diagnostic).toMatch(/the upgrade was refused: HTTP 503/);
+    expect(results[3].diagnostic).toMatch(/no answer/);
+    expect(JSON.stringify(await allEvents(parent.id))).not.toContain(TOKEN);
+  });
+
+  it("ends a run as error (connection lost) when its object restarts without the connection", async () => {
+    // A WebSocket cannot outlive its object, and the test runtime cannot evict an object holding
+    // one; so the state an eviction leaves is made directly: a published ACP run, no connection.
+    const provider = await registerAcp();
+    const parent = await createSession();
+    const runId = (await startOneShot(parent.id, { provider, prompt: "hello" })).runId;
+    await waitForRun(parent.id, runId);
+    await sqlRows(parent.id, "UPDATE runs SET state = 'running', result = NULL WHERE run_id = ?", runId);
+    await sqlRows(parent.id, "DELETE FROM seen WHERE envelope_id = ?", `result:${runId}`);
+    await evictDurableObject(stub(parent.id));
+    expect((await runOf(parent.id, runId)).state).toBe("running");
+    await runDurableObjectAlarm(stub(parent.id));
+    const run = await waitForRun(parent.id, runId);
+    expect(run.result).toEqual({
+      output: [],
+      stopReason: "error",
+      diagnostic: "connection lost: the session restarted while the ACP agent was running",
+    });
+  });
+});
