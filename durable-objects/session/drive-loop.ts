@@ -50,12 +50,15 @@ export class DriveLoop {
     return this.#running;
   }
 
-  /** When the one alarm must fire next: the earliest time any part is due. */
+  /** When the one alarm must fire next: the earliest time any part is due (the first part due now ends the search). */
   nextDue(): number | undefined {
+    const now = Date.now();
     let due: number | undefined;
     for (const part of this.#parts) {
       const at = part.nextDue?.();
-      if (at !== undefined && (due === undefined || at < due)) due = at;
+      if (at === undefined) continue;
+      if (at <= now) return at;
+      if (due === undefined || at < due) due = at;
     }
     return due;
   }

@@ -58,6 +58,8 @@ export class ContinuableParent implements SessionPart {
   readonly #inFlight = new Set<string>();
   /** Drains this instance runs right now (the durable flag alone cannot tell a live drain from a cut one). */
   #drainsRunning = 0;
+  /** The durable `draining` flag was read as clear since the last drain of this instance ended. */
+  #knownClear = false;
 
   constructor(ctx: SessionContext) {
     this.#ctx = ctx;
@@ -75,8 +77,11 @@ export class ContinuableParent implements SessionPart {
    * never leaves the session refusing work.
    */
   drainCutShort(): string | undefined {
-    if (this.#drainsRunning > 0) return undefined;
+    if (this.#drainsRunning > 0 || this.#knownClear) return undefined;
     const scope = this.#ctx.stores.flags.get("draining");
+    // only a drain of this instance sets the flag from now on, and each one ends by clearing it
+    // or (cut short by a throw) by resetting this, so the drive loop need not read it every pass
+    if (scope === undefined) this.#knownClear = true;
     return scope === "1" ? "self" : scope; // "1": written by versions before the scope was kept
   }
 
@@ -87,6 +92,7 @@ export class ContinuableParent implements SessionPart {
       return await fn();
     } finally {
       this.#drainsRunning--;
+      this.#knownClear = false; // read the flag again: a drain that threw may have left it set
     }
   }
 
