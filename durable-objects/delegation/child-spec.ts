@@ -40,6 +40,19 @@ export interface PlacedChild {
   placement: Placement;
 }
 
+/**
+ * Whether this parent used `childId` already: a child it owns, a one-shot run (also one held for
+ * its caller's retry), or a continuable start whose reservation waits for a retry.
+ */
+function idInUse(ctx: SessionContext, childId: string): boolean {
+  const { children, runs, flags } = ctx.stores;
+  return (
+    children.has(childId) ||
+    runs.byChildId(childId) !== undefined ||
+    flags.get(`start-key:${childId}`) !== undefined
+  );
+}
+
 /** The id a child gets: the caller's (checked against the child's jurisdiction) or a new one. */
 function placedChildId(
   jurisdiction: Jurisdiction | undefined,
@@ -88,7 +101,7 @@ export function placeChild(
   if (!placedId.ok) return placedId;
   const childId = placedId.value;
   if (!reattach) {
-    if (ctx.stores.children.has(childId)) return fail("DUPLICATE_CHILD", `child ${childId} already exists`);
+    if (idInUse(ctx, childId)) return fail("DUPLICATE_CHILD", `child ${childId} already exists`);
     const budget = childBudget(ctx);
     if (!budget.ok) return budget;
   }

@@ -33,8 +33,11 @@ export class LocalRuns implements ChildTransport, SessionPart {
   readonly name = "local transport";
   readonly #ctx: SessionContext;
   readonly #ledger: RunLedger;
-  /** Starts being published by this instance right now (repair must not race them). */
-  readonly #publishing = new Set<string>();
+  /**
+   * Starts being published by this instance right now, with their outcome: repair must not race
+   * them, and a retry of one waits for the same outcome instead of answering before it is known.
+   */
+  readonly #publishing = new Map<string, Promise<Outcome<string>>>();
 
   constructor(ctx: SessionContext, ledger: RunLedger) {
     this.#ctx = ctx;
@@ -120,65 +123,68 @@ export class LocalRuns implements ChildTransport, SessionPart {
       });
     }
     const run = runs.get(prior.runId)!;
-    if (run.state === "starting" && !this.#publishing.has(run.runId)) return this.#publish(run.runId);
+    const publishing = this.#publishing.get(run.runId);
+    if (publishing) return publishing; // the first attempt is still creating the child: its outcome is ours
+    if (run.state === "starting") return this.#publish(run.runId);
     return ok(run.runId);
   }
 
   /** Creates the child (idempotently) and records `subagent/start`; settles at once if the result is in. */
-  async #publish(runId: string): Promise<Outcome<string>> {
+  #publish(runId: string): Promise<Outcome<string>> {
+    const publishing = this.#publishAttempt(runId).finally(() => this.#publishing.delete(runId));
+    this.#publishing.set(runId, publishing);
+    return publishing;
+  }
+
+  async #publishAttempt(runId: string): Promise<Outcome<string>> {
     const ctx = this.#ctx;
     const { runs, children, outbox, log } = ctx.stores;
     const run = runs.get(runId)!;
     const announce = (): void => {
       log.append("subagent/start", { runId, provider: run.provider, id: run.childId, local: run.local });
     };
-    this.#publishing.add(runId);
-    try {
-      if (run.cancelRequested) {
-        // disposed before the child was created: it never will be
-        ctx.stores.transact(() => {
-          if (!runs.markRunning(runId)) return;
-          announce();
-          outbox.withdraw(`cancel:${runId}`);
-          this.#ledger.settle(runs.get(runId)!, abortedBeforeStart());
-        });
-        return ok(runId);
-      }
-      const created = await initChild(() => ctx.session(run.childId, run.spec.locationHint).init(run.spec));
-      if (created === undefined || !created.ok) {
-        // No child to speak of. A refusal forgets the reservation. After an ambiguous failure
-        // (an init may have landed unseen) a caller-reserved id is held for the caller's retry,
-        // which re-attaches or creates the child; any other attempt is forgotten and cancelled.
-        const held = created === undefined && run.requestKey !== null;
-        ctx.stores.transact(() => {
-          children.forget(run.childId);
-          if (held) runs.hold(runId, Date.now() + HELD_START_MS);
-          else runs.delete(runId);
-          if (created === undefined && !held) this.#enqueueCancel(run);
-        });
-        if (created === undefined) ctx.kick();
-        return (
-          created ??
-          fail(
-            "OVERLOADED",
-            held
-              ? "the child could not be created right now; retry the same request with the same childId"
-              : "the child could not be created right now; try again",
-          )
-        );
-      }
+    if (run.cancelRequested) {
+      // disposed before the child was created: it never will be
       ctx.stores.transact(() => {
         if (!runs.markRunning(runId)) return;
         announce();
-        const pending = runs.get(runId)!;
-        if (pending.result) this.#ledger.settle(pending, pending.result);
-        else if (pending.cancelRequested) outbox.retryNow(`cancel:${runId}`); // the child exists now
+        outbox.withdraw(`cancel:${runId}`);
+        this.#ledger.settle(runs.get(runId)!, abortedBeforeStart());
       });
-      if (runs.get(runId)?.cancelRequested) ctx.kick();
       return ok(runId);
-    } finally {
-      this.#publishing.delete(runId);
     }
+    const created = await initChild(() => ctx.session(run.childId, run.spec.locationHint).init(run.spec));
+    if (created === undefined || !created.ok) {
+      // No child to speak of. A refusal forgets the reservation. After an ambiguous failure
+      // (an init may have landed unseen) a caller-reserved id is held for the caller's retry,
+      // which re-attaches or creates the child; any other attempt is forgotten and cancelled.
+      const held = created === undefined && run.requestKey !== null;
+      ctx.stores.transact(() => {
+        children.forget(run.childId);
+        if (held) runs.hold(runId, Date.now() + HELD_START_MS);
+        else runs.delete(runId);
+        if (created === undefined && !held) this.#enqueueCancel(run);
+      });
+      if (created === undefined) ctx.kick();
+      return (
+        created ??
+        fail(
+          "OVERLOADED",
+          held
+            ? "the child could not be created right now; retry the same request with the same childId"
+            : "the child could not be created right now; try again",
+        )
+      );
+    }
+    ctx.stores.transact(() => {
+      if (!runs.markRunning(runId)) return;
+      announce();
+      const pending = runs.get(runId)!;
+      if (pending.result) this.#ledger.settle(pending, pending.result);
+      else if (pending.cancelRequested) outbox.retryNow(`cancel:${runId}`); // the child exists now
+    });
+    if (runs.get(runId)?.cancelRequested) ctx.kick();
+    return ok(runId);
   }
 
   /** Finishes starts that an earlier instance reserved but did not publish (it was evicted). */

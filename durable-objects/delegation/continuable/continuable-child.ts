@@ -32,6 +32,10 @@ export interface OwnRuns {
   requestCancel(run: RunRow): void;
 }
 
+/** Backoff of finishing a cut-short drain whose children cannot be reached: 1 s doubling to 60 s. */
+const DRAIN_RETRY_MS = 1_000;
+const DRAIN_RETRY_MAX_MS = 60_000;
+
 /**
  * Continuable children, child side (semantics.md §6): the activation row is the current epoch;
  * running / waiting / settled are derived from durable state. A settled epoch writes exactly one
@@ -49,6 +53,8 @@ const NOT_RESUMABLE = "has no supported continuation state; do not retry send_me
 
 export class ContinuableChild implements SessionPart {
   readonly name = "continuable child";
+  /** When finishing a cut-short drain may be tried again (memory only: a new instance tries at once). */
+  #drainRetry = { at: 0, failures: 0 };
   readonly #ctx: SessionContext;
   readonly #parent: OwnChildren;
   readonly #runs: OwnRuns;
@@ -215,12 +221,25 @@ export class ContinuableChild implements SessionPart {
   /**
    * In the drive loop, before any model step: finishes a drain that an earlier instance was reset
    * in the middle of (the durable flag says whose drain it was). Resolves true when it finished one.
+   * A child that cannot be reached now never stalls the loop: the drain is tried again later, with
+   * backoff, while the session's steps and outbox go on.
    */
   async step(): Promise<boolean> {
     const scope = this.#parent.drainCutShort();
-    if (scope === undefined) return false;
-    if (scope.startsWith("parent:")) await this.drainFrom(scope.slice("parent:".length));
-    else await this.#parent.drain();
+    if (scope === undefined || Date.now() < this.#drainRetry.at) return false;
+    try {
+      if (scope.startsWith("parent:")) await this.drainFrom(scope.slice("parent:".length));
+      else await this.#parent.drain();
+    } catch (error) {
+      const wait = Math.min(DRAIN_RETRY_MAX_MS, DRAIN_RETRY_MS * 2 ** this.#drainRetry.failures++);
+      this.#drainRetry.at = Date.now() + wait;
+      console.error(
+        "finishing a cut-short drain failed; retrying",
+        error instanceof Error ? error.message : error,
+      );
+      return false;
+    }
+    this.#drainRetry = { at: 0, failures: 0 };
     if (this.#parent.drainCutShort() !== undefined)
       this.#ctx.stores.transact(() => this.#ctx.stores.flags.delete("draining"));
     return true;
@@ -228,7 +247,7 @@ export class ContinuableChild implements SessionPart {
 
   /** Now while a drain cut short by a reset waits to be finished. */
   nextDue(): number | undefined {
-    return this.#parent.drainCutShort() === undefined ? undefined : Date.now();
+    return this.#parent.drainCutShort() === undefined ? undefined : Math.max(Date.now(), this.#drainRetry.at);
   }
 
   /** In the drive loop when no step is owed: a settled epoch ends here (notice in the outbox). */

@@ -56,6 +56,8 @@ export class ContinuableParent implements SessionPart {
   readonly #ctx: SessionContext;
   /** Epochs this instance is starting or resuming right now (repair must not race them). */
   readonly #inFlight = new Set<string>();
+  /** Starts creating their child right now, by child id: a retry of one waits for its outcome. */
+  readonly #creating = new Map<string, Promise<Outcome<ContinuableStarted>>>();
   /** Drains this instance runs right now (the durable flag alone cannot tell a live drain from a cut one). */
   #drainsRunning = 0;
   /** The durable `draining` flag was read as clear since the last drain of this instance ended. */
@@ -133,14 +135,21 @@ export class ContinuableParent implements SessionPart {
     const runId = prior?.runId ?? newRunId();
     const init = this.#initOf(spec, record.name, runId, placed.value, info.kind === "fork");
     const start: Reserved = { init, provider: record.name, label: spec.label, callKey, key };
+    // the first attempt is still creating the child: its outcome is this retry's too
+    const creating = this.#creating.get(init.id);
+    if (creating) return creating;
     const priorState = prior === undefined ? undefined : stores.epochs.state(runId);
     if (priorState === "published" || priorState === "ended") {
       // that start went through (its answer was lost): the child's idempotent init gives its message id
-      const again = await ctx.session(init.id, init.locationHint).initContinuable(init);
+      const again = await initChild(() => ctx.session(init.id, init.locationHint).initContinuable(init));
+      if (again === undefined)
+        return fail("OVERLOADED", "the child could not be reached right now; try again");
       return again.ok ? ok({ childId: init.id, messageId: again.value.messageId }) : again;
     }
     this.#reserve(start);
-    return this.#create(start);
+    const created = this.#create(start).finally(() => this.#creating.delete(init.id));
+    this.#creating.set(init.id, created);
+    return created;
   }
 
   /**
@@ -353,6 +362,7 @@ export class ContinuableParent implements SessionPart {
       } catch {
         continue; // unreachable now: the alarm comes back
       }
+      if (this.#inFlight.has(runId)) continue; // a retry took this epoch up meanwhile: it publishes it
       ctx.stores.transact(() => {
         if (known) {
           // the child runs this epoch: it is the child's current one (the call that started it died)
