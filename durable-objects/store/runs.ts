@@ -119,7 +119,7 @@ export class Runs {
     this.sql.exec("UPDATE runs SET held_until = NULL WHERE run_id = ?", runId);
   }
 
-  /** Held starts whose retry window has passed. */
+  /** Held starts whose retry window has passed by `now` (every held start for `Infinity`). */
   heldExpired(now: number): RunRow[] {
     return this.sql
       .exec<RawRun>("SELECT * FROM runs WHERE held_until IS NOT NULL AND held_until <= ?", now)

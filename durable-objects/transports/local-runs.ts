@@ -7,7 +7,7 @@ import { newRunId } from "../../src/contract/ids";
 import { requestKey } from "../../src/core/request-key";
 import { abortedBeforeStart } from "../../src/core/run-result";
 import { initChild } from "../delegation/child-start";
-import { childInit, forkSeed, placeChild, reservedChildId } from "../delegation/child-spec";
+import { childBudget, childInit, forkSeed, placeChild, reservedChildId } from "../delegation/child-spec";
 import type { RunLedger } from "../delegation/one-shot/run-ledger";
 import type { SessionPart } from "../session/part";
 import type { SessionContext } from "../session/session-context";
@@ -116,6 +116,9 @@ export class LocalRuns implements ChildTransport, SessionPart {
     if (prior.requestKey !== key)
       return fail("DUPLICATE_CHILD", `child ${prior.childId} was started with a different request`);
     if (prior.heldUntil !== null) {
+      // the held attempt gave its place in the children budget back: taking it up needs one again
+      const budget = childBudget(this.#ctx);
+      if (!budget.ok) return budget;
       this.#ctx.stores.transact(() => {
         runs.unhold(prior.runId);
         if (!children.has(prior.childId))

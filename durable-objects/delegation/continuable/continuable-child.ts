@@ -205,6 +205,11 @@ export class ContinuableChild implements SessionPart {
       const answer = await this.#parent.drain();
       stores.transact(() => {
         for (const run of stores.runs.unsettled()) this.#runs.requestCancel(run);
+        // a start held for its caller's retry ends with the drain: no retry may start it later
+        for (const run of stores.runs.heldExpired(Number.POSITIVE_INFINITY)) {
+          stores.runs.delete(run.runId);
+          this.#runs.requestCancel(run);
+        }
         stores.inbox.discardPending("drained by parent");
         aborted = ctx.turns.closeForInterrupt("parent");
         stores.inbox.discardPending("drained by parent");

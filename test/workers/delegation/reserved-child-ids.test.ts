@@ -1,7 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { createSession, expectError, startContinuable, startRun, waitForRun } from "../../support/api";
+import { createSession, drain, expectError, startContinuable, startRun, waitForRun } from "../../support/api";
 import { deferred, faults, removeAllFaults } from "../../support/faults";
 import { allEvents, count, sleep } from "../../support/logs";
+import { sqlRows } from "../../support/objects";
+import { LONG_TURN } from "../../support/scripts";
 
 /**
  * A caller-reserved child id belongs to one start (semantics.md §10.4, §10.5): a retry of that
@@ -62,5 +64,29 @@ describe("caller-reserved child ids", () => {
     faults(childId, (point, n) => (point === "in-init" && n <= 3 ? "throw" : undefined));
     expectError(await startRun(parent.id, { prompt: "held", childId }), 503, "OVERLOADED");
     expectError(await startContinuable(parent.id, { prompt: "taker", childId }), 409, "DUPLICATE_CHILD");
+  });
+});
+
+describe("a held start and a drain", () => {
+  afterEach(() => removeAllFaults());
+
+  it("a drained child's held one-shot start is abandoned: its child is told to cancel and no retry can start it", async () => {
+    const parent = await createSession();
+    const child = await startContinuable(parent.id, { prompt: LONG_TURN });
+    expect(child.status).toBe(202);
+    const childId: string = child.body.childId;
+    const grandchild = crypto.randomUUID();
+    faults(grandchild, (point, n) => (point === "in-init" && n <= 3 ? "throw" : undefined));
+    expectError(await startRun(childId, { prompt: "held", childId: grandchild }), 503, "OVERLOADED");
+    expect(await sqlRows(childId, "SELECT held_until IS NOT NULL AS held FROM runs")).toEqual([{ held: 1 }]);
+
+    const drained = await drain(parent.id);
+    expect(drained.status).toBe(200);
+    expect(await sqlRows(childId, "SELECT run_id FROM runs")).toEqual([]);
+    const cancels = await sqlRows<{ kind: string; target: string }>(
+      childId,
+      "SELECT kind, target FROM outbox WHERE kind = 'cancel-run'",
+    );
+    expect(cancels).toEqual([{ kind: "cancel-run", target: grandchild }]);
   });
 });

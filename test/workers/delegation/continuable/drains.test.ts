@@ -177,7 +177,7 @@ describe("drains (semantics.md §6.8)", () => {
     expect(turnReasons(midLog)).toEqual(["aborted", "completed"]);
   });
 
-  it("while a drain of all descendants runs, continuable starts, follow-ups and reports are refused DRAINING; afterwards they are taken", async () => {
+  it("while a drain of all descendants runs, continuable starts and follow-ups are refused DRAINING; afterwards they are taken", async () => {
     const parent = await createSession();
     const { childId } = await startChild(parent.id, { prompt: LONG_TURN });
     const release = deferred();
