@@ -177,7 +177,7 @@ export class SessionObject extends DurableObject<Env> {
 
   async drainChildren(caller: Caller, childIds?: string[]): Promise<Outcome<{ drained: string[] }>> {
     const header = this.#authorize(caller, "act");
-    return header.ok ? this.#parts!.children.drain(childIds) : header;
+    return header.ok ? this.#parts!.drains.drain(childIds) : header;
   }
 
   async listChildren(caller: Caller): Promise<Outcome<{ entries: ChildEntry[] }>> {

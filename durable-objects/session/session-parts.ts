@@ -9,6 +9,7 @@ import { AcpRuns } from "../transports/acp-runs";
 import { CallbackSender } from "../messaging/callback-sender";
 import { ContinuableChild } from "../delegation/continuable/continuable-child";
 import { ContinuableParent } from "../delegation/continuable/continuable-parent";
+import { Drains } from "../delegation/continuable/drains";
 import { Delivery } from "../messaging/delivery";
 import { EventStream } from "./event-stream";
 import { OneShotChild } from "../delegation/one-shot/one-shot-child";
@@ -35,6 +36,7 @@ export interface Parts {
   runs: OneShotRuns;
   oneShot: OneShotChild;
   children: ContinuableParent;
+  drains: Drains;
   self: ContinuableChild;
   delivery: Delivery;
   remote: RemoteRuns;
@@ -66,8 +68,9 @@ export function assembleParts(state: DurableObjectState, env: Env): Parts {
   const acp = new AcpRuns(ctx, (envelope) => delivery.deliver(envelope));
   const runs = new OneShotRuns(ctx, ledger, [local, remote, acp]);
   const oneShot = new OneShotChild(ctx);
-  const children = new ContinuableParent(ctx);
-  const self = new ContinuableChild(ctx, children, runs);
+  const drains = new Drains(ctx);
+  const children = new ContinuableParent(ctx, drains);
+  const self = new ContinuableChild(ctx, drains, runs);
   const model = (): string => header()?.options.model ?? env.DEFAULT_MODEL;
   // filled below, before anything runs, in the order their hooks run: a cut-short drain before
   // any model step, then the step, then the outbox, then repairs and transports
@@ -92,7 +95,7 @@ export function assembleParts(state: DurableObjectState, env: Env): Parts {
   parts.push(self, turnPart(driver), delivery, runs, local, children, oneShot, remote, acp, callbacks);
   delivery.install(envelopeHandlers(parts, DELIVERED_KINDS));
   loop.install(parts);
-  return { stores, ctx, turns, stream, loop, runs, oneShot, children, self, delivery, remote };
+  return { stores, ctx, turns, stream, loop, runs, oneShot, children, drains, self, delivery, remote };
 }
 
 /** The session context: the parts' only way to the stores, the turn, other objects and the registry. */

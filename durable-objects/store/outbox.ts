@@ -15,6 +15,8 @@ const MAX_BACKOFF_MS = 60_000;
 
 export interface OutboxRow {
   id: string;
+  /** The row's place in the outbox (rows of one link go out in this order). */
+  position: number;
   target: string;
   envelope: Envelope;
   attempts: number;
@@ -63,8 +65,15 @@ export class Outbox {
   /** Undelivered, live rows due now, in order, at most one blocked link's worth skipped. */
   due(now: number, limit = 64): OutboxRow[] {
     return this.sql
-      .exec<{ id: string; target: string; payload: string; attempts: number; next_at: number }>(
-        `SELECT id, target, payload, attempts, next_at FROM outbox
+      .exec<{
+        id: string;
+        position: number;
+        target: string;
+        payload: string;
+        attempts: number;
+        next_at: number;
+      }>(
+        `SELECT id, position, target, payload, attempts, next_at FROM outbox
          WHERE delivered_at IS NULL AND dead_at IS NULL ORDER BY position LIMIT ?`,
         limit,
       )
@@ -76,6 +85,7 @@ export class Outbox {
       })
       .map((r) => ({
         id: r.id,
+        position: r.position,
         target: r.target,
         envelope: JSON.parse(r.payload) as Envelope,
         attempts: r.attempts,
@@ -88,9 +98,7 @@ export class Outbox {
    * Sending is in order per link, so every earlier row is delivered, dead or withdrawn by now.
    */
   gapBelow(row: OutboxRow): number | undefined {
-    const position = this.sql
-      .exec<{ position: number }>("SELECT position FROM outbox WHERE id = ?", row.id)
-      .one().position;
+    const { position } = row;
     const gap = this.sql
       .exec(
         `SELECT 1 FROM outbox WHERE target = ? AND position < ?

@@ -57,10 +57,11 @@ export class LocalRuns implements ChildTransport, SessionPart {
     const { runs, children } = ctx.stores;
     const header = ctx.header()!;
     const { request, origin, provider, info } = start;
-    const key = requestKey(request);
+    // only a caller-reserved id makes a start retryable, so only then is its request's key needed
+    const key = request.childId === undefined ? undefined : requestKey(request);
     const reserved = origin === undefined ? reservedChildId(header, request) : undefined;
     const prior = reserved === undefined ? undefined : runs.byChildId(reserved);
-    if (prior) return this.#reattach(prior, key);
+    if (prior && key !== undefined) return this.#reattach(prior, key);
     const placed = placeChild(ctx, header, { ...request, maxDepth: start.maxDepth });
     if (!placed.ok) return placed;
     const runId = newRunId();
@@ -86,7 +87,7 @@ export class LocalRuns implements ChildTransport, SessionPart {
           spec,
           createdAt,
         },
-        request.childId === undefined ? undefined : key,
+        key,
       );
     });
     return this.#publish(runId);

@@ -17,15 +17,8 @@ import {
 import { childHeader, writeSeed } from "../child-spec";
 import type { RunRow } from "../../store/runs";
 import type { SessionPart } from "../../session/part";
+import type { Drains } from "./drains";
 import type { SessionContext } from "../../session/session-context";
-
-/** What the child side needs of this session's own continuable children (continuable-parent.ts). */
-export interface OwnChildren {
-  draining(): boolean;
-  drain(): Promise<Outcome<{ drained: string[] }>>;
-  whileDraining<T>(fn: () => Promise<T>): Promise<T>;
-  drainCutShort(): string | undefined;
-}
 
 /** What it needs of this session's own one-shot runs: cancelling them when it is drained. */
 export interface OwnRuns {
@@ -56,14 +49,14 @@ export class ContinuableChild implements SessionPart {
   /** When finishing a cut-short drain may be tried again (memory only: a new instance tries at once). */
   #drainRetry = { at: 0, failures: 0 };
   readonly #ctx: SessionContext;
-  readonly #parent: OwnChildren;
+  readonly #drains: Drains;
   readonly #runs: OwnRuns;
 
   /** `parent` is this session's own parent-side role (a child drains its children first). */
-  /** `children` and `runs`: this session's own children and one-shot runs, which a drain ends too. */
-  constructor(ctx: SessionContext, children: OwnChildren, runs: OwnRuns) {
+  /** `drains` and `runs`: this session's own drains and one-shot runs, which a drain ends too. */
+  constructor(ctx: SessionContext, drains: Drains, runs: OwnRuns) {
     this.#ctx = ctx;
-    this.#parent = children;
+    this.#drains = drains;
     this.#runs = runs;
   }
 
@@ -132,7 +125,7 @@ export class ContinuableChild implements SessionPart {
     const descriptor = header.mode === "continuable" ? this.#ownDescriptor(header) : undefined;
     if (descriptor?.mode !== "continuable")
       return fail("NOT_RESUMABLE", `subagent ${header.id} ${NOT_RESUMABLE}`);
-    if (this.#parent.draining()) return fail("DRAINING", `subagent ${header.id} is draining`);
+    if (this.#drains.draining()) return fail("DRAINING", `subagent ${header.id} is draining`);
     let messageId: string = newMessageId();
     let resumed = false;
     stores.transact(() => {
@@ -201,8 +194,8 @@ export class ContinuableChild implements SessionPart {
     // the flag records who asked, so a drain cut short by a reset is finished at boot (repairDrain)
     stores.transact(() => stores.flags.set("draining", `parent:${parentId}`));
     let aborted = false;
-    const below = await this.#parent.whileDraining(async () => {
-      const answer = await this.#parent.drain();
+    const below = await this.#drains.whileDraining(async () => {
+      const answer = await this.#drains.drain();
       stores.transact(() => {
         for (const run of stores.runs.unsettled()) this.#runs.requestCancel(run);
         // a start held for its caller's retry ends with the drain: no retry may start it later
@@ -230,11 +223,11 @@ export class ContinuableChild implements SessionPart {
    * backoff, while the session's steps and outbox go on.
    */
   async step(): Promise<boolean> {
-    const scope = this.#parent.drainCutShort();
+    const scope = this.#drains.drainCutShort();
     if (scope === undefined || Date.now() < this.#drainRetry.at) return false;
     try {
       if (scope.startsWith("parent:")) await this.drainFrom(scope.slice("parent:".length));
-      else await this.#parent.drain();
+      else await this.#drains.drain();
     } catch (error) {
       const wait = Math.min(DRAIN_RETRY_MAX_MS, DRAIN_RETRY_MS * 2 ** this.#drainRetry.failures++);
       this.#drainRetry.at = Date.now() + wait;
@@ -245,14 +238,14 @@ export class ContinuableChild implements SessionPart {
       return false;
     }
     this.#drainRetry = { at: 0, failures: 0 };
-    if (this.#parent.drainCutShort() !== undefined)
+    if (this.#drains.drainCutShort() !== undefined)
       this.#ctx.stores.transact(() => this.#ctx.stores.flags.delete("draining"));
     return true;
   }
 
   /** Now while a drain cut short by a reset waits to be finished. */
   nextDue(): number | undefined {
-    return this.#parent.drainCutShort() === undefined ? undefined : Math.max(Date.now(), this.#drainRetry.at);
+    return this.#drains.drainCutShort() === undefined ? undefined : Math.max(Date.now(), this.#drainRetry.at);
   }
 
   /** In the drive loop when no step is owed: a settled epoch ends here (notice in the outbox). */
@@ -276,7 +269,7 @@ export class ContinuableChild implements SessionPart {
     if (header?.mode !== "continuable" || !this.activation()) {
       return fail("UNAUTHORIZED", "only a continuable child can report to its parent");
     }
-    if (this.#parent.draining()) return fail("DRAINING", "this subagent is draining");
+    if (this.#drains.draining()) return fail("DRAINING", "this subagent is draining");
     const messageId = newMessageId();
     const envelope: ReportEnvelope = {
       v: 1,

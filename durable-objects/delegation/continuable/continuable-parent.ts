@@ -11,13 +11,13 @@ import { fail, type Outcome, ok } from "../../../src/contract/errors";
 import type { InboxLane, MessageSource } from "../../../src/contract/events";
 import { newRunId } from "../../../src/contract/ids";
 import { checkMaxDepthForm } from "../../../src/core/depth";
-import { faultPoint } from "../../../src/core/faults";
 import { requestKey } from "../../../src/core/request-key";
 import { DESCRIPTOR_VERSION } from "../../../src/core/descriptor";
 import { describeProvider } from "../../../src/providers/catalog";
 import { initChild } from "../child-start";
 import { childInit, forkSeed, type PlacedChild, placeChild, reservedChildId } from "../child-spec";
 import type { EnvelopeHandlers, SessionPart } from "../../session/part";
+import type { Drains } from "./drains";
 import type { SessionContext } from "../../session/session-context";
 
 export interface ContinuableStarted {
@@ -38,7 +38,7 @@ interface Reserved {
 /**
  * Continuable children, parent side (semantics.md §6): start (answers at the child's inbox
  * acceptance), follow-up (direct parent only; cold-resumes a settled child as a new epoch),
- * interrupt, drain (child-first), and applying what children send: reports and one settlement
+ * interrupt, and applying what children send: reports and one settlement
  * notice per epoch. Ownership is acquired before a child can run and released by its notice.
  */
 export class ContinuableParent implements SessionPart {
@@ -58,44 +58,12 @@ export class ContinuableParent implements SessionPart {
   readonly #inFlight = new Set<string>();
   /** Starts creating their child right now, by child id: a retry of one waits for its outcome. */
   readonly #creating = new Map<string, Promise<Outcome<ContinuableStarted>>>();
-  /** Drains this instance runs right now (the durable flag alone cannot tell a live drain from a cut one). */
-  #drainsRunning = 0;
-  /** The durable `draining` flag was read as clear since the last drain of this instance ended. */
-  #knownClear = false;
+  /** This session's drains: starts and follow-ups are refused while one runs. */
+  readonly #drains: Drains;
 
-  constructor(ctx: SessionContext) {
+  constructor(ctx: SessionContext, drains: Drains) {
     this.#ctx = ctx;
-  }
-
-  draining(): boolean {
-    return this.#ctx.stores.flags.get("draining") !== undefined;
-  }
-
-  /**
-   * The scope of a drain that an earlier instance began and never finished (it was reset between
-   * setting the durable `draining` flag and clearing it): `"self"` for this session's own drain,
-   * `"parent:<id>"` for a drain its parent asked for. Undefined while a drain of this instance
-   * runs, or when none was cut short. The drive loop finishes such a drain, so a reset mid-drain
-   * never leaves the session refusing work.
-   */
-  drainCutShort(): string | undefined {
-    if (this.#drainsRunning > 0 || this.#knownClear) return undefined;
-    const scope = this.#ctx.stores.flags.get("draining");
-    // only a drain of this instance sets the flag from now on, and each one ends by clearing it
-    // or (cut short by a throw) by resetting this, so the drive loop need not read it every pass
-    if (scope === undefined) this.#knownClear = true;
-    return scope === "1" ? "self" : scope; // "1": written by versions before the scope was kept
-  }
-
-  /** Runs `fn` as a drain of this instance (a cut-short repair must not race it). */
-  async whileDraining<T>(fn: () => Promise<T>): Promise<T> {
-    this.#drainsRunning++;
-    try {
-      return await fn();
-    } finally {
-      this.#drainsRunning--;
-      this.#knownClear = false; // read the flag again: a drain that threw may have left it set
-    }
+    this.#drains = drains;
   }
 
   /**
@@ -111,7 +79,7 @@ export class ContinuableParent implements SessionPart {
     const byCall = callKey === undefined ? undefined : stores.flags.get(`call:${callKey}`);
     if (byCall !== undefined)
       return ok({ childId: byCall, messageId: stores.flags.get(`call-message:${callKey}`) ?? "" });
-    if (this.draining()) return fail("DRAINING", "this session is draining its children");
+    if (this.#drains.draining()) return fail("DRAINING", "this session is draining its children");
     const record = await ctx.provider(spec.provider);
     if (!record) return fail("NO_PROVIDER", `no provider named ${spec.provider}`);
     const info = describeProvider(record);
@@ -261,7 +229,7 @@ export class ContinuableParent implements SessionPart {
   ): Promise<Outcome<{ messageId: string }>> {
     const ctx = this.#ctx;
     const { children } = ctx.stores;
-    if (this.draining()) return fail("DRAINING", "this session is draining its children");
+    if (this.#drains.draining()) return fail("DRAINING", "this session is draining its children");
     const row = children.get(childId);
     if (row?.mode === "one-shot") {
       return fail(
@@ -312,37 +280,6 @@ export class ContinuableParent implements SessionPart {
     } catch {
       return ok({ accepted: true }); // an unreachable target has nothing to interrupt
     }
-  }
-
-  /** Drains all descendants (no ids) or selected direct children, child-first. */
-  async drain(childIds?: string[]): Promise<Outcome<{ drained: string[] }>> {
-    const ctx = this.#ctx;
-    const { children, flags } = ctx.stores;
-    const self = ctx.header()!.id;
-    const all = childIds === undefined;
-    const targets = all ? children.ownedContinuable() : [...new Set(childIds)];
-    const stranger = targets.find((id) => !children.has(id));
-    if (stranger) return fail("UNAUTHORIZED", `${stranger} is not a child of this session`);
-    // the whole-subtree drain closes admission; a drain its parent asked for has set the flag already
-    const owns = all && !this.draining();
-    if (owns) ctx.stores.transact(() => flags.set("draining", "self"));
-    const drained: string[] = [];
-    await this.whileDraining(async () => {
-      try {
-        await faultPoint(self, "mid-drain");
-        for (const id of targets) {
-          if (children.get(id)?.mode !== "continuable") continue;
-          const answer = await ctx.session(id).drainFrom(self);
-          if (!answer.ok) continue;
-          drained.push(id, ...answer.value.drained);
-          ctx.stores.transact(() => children.setState(id, "released"));
-        }
-      } finally {
-        if (owns) ctx.stores.transact(() => flags.delete("draining"));
-      }
-    });
-    ctx.kick();
-    return ok({ drained });
   }
 
   /**
@@ -425,7 +362,7 @@ export class ContinuableParent implements SessionPart {
       header?.mode === "continuable" && stores.sql.exec("SELECT 1 FROM activation").toArray().length === 0;
     if (notice.drained && settledSelf) return;
     // Idle parent: one ordinary turn; busy parent: batched into its next step; draining: no wake.
-    const quiet = notice.drained || this.draining();
+    const quiet = notice.drained || this.#drains.draining();
     const busy = stores.loop.get().openTurn !== null;
     const source: MessageSource = {
       kind: "subagent-settled",
