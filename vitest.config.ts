@@ -19,6 +19,8 @@ export default defineConfig({
             TENANT_TOKENS: JSON.stringify({ "tenant-acme-admin-token": "acme" }),
             // remote delegation tests route this host (and remote.test) back into the Worker
             PUBLIC_URL: "https://parent.test",
+            // a hanging model call (the fake server's "hang once") times out quickly
+            MODEL_TIMEOUT_SECONDS: "2",
           },
         },
       };

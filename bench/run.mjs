@@ -17,6 +17,7 @@ import { Client } from "./lib/client.mjs";
 import { pressure } from "./lib/cpu.mjs";
 import * as delegation from "./lib/delegation.mjs";
 import { loadTest, STABLE } from "./lib/load.mjs";
+import { startStreamingModel, streamingRounds } from "./lib/streaming.mjs";
 import { alignTable, grid, table, terminalTable, writeReadme } from "./lib/report.mjs";
 import * as bench from "./lib/scenarios.mjs";
 import { ms, ratio } from "./lib/stats.mjs";
@@ -45,6 +46,7 @@ const PLAN = {
   spawns: QUICK ? 50 : 200,
   toolRounds: QUICK ? 30 : 100,
   fanoutRounds: QUICK ? 2 : 5,
+  streamRounds: QUICK ? 20 : 100,
   loadSessions: 40,
   loadSteps: [100, 200, 300, 400, 600, 800],
   stepSeconds: QUICK ? 2 : 3,
@@ -69,12 +71,15 @@ const log = (line) => console.log(`[${(performance.now() / 1000).toFixed(1)}s] $
 const loadAtStart = loadavg()[0];
 const measured = revision(); // before the build: others may commit or edit while this runs
 const pressureAtStart = pressure();
-const worker = await startWorker();
+// the streaming model the `openai:` route reaches (its first-token rows)
+const model = await startStreamingModel();
+const worker = await startWorker({ bindings: { OPENAI_BASE_URL: model.baseUrl } });
 let stopping = false;
 const stop = async () => {
   if (stopping) return;
   stopping = true;
   await worker.stop();
+  await model.close();
 };
 /** Stops workerd (at most 10 s) and exits with `code`. */
 const bail = (code) => {
@@ -108,6 +113,13 @@ try {
     n: PLAN.toolRounds,
     warmup: 5,
     parents: 4,
+    budgetMs: 30_000,
+  });
+  log(`first streamed token (${PLAN.streamRounds} rounds): through the runtime's stream vs the model's own`);
+  const streaming = await streamingRounds(admin, model, {
+    n: PLAN.streamRounds,
+    warmup: 5,
+    sessions: 4,
     budgetMs: 30_000,
   });
   log("fan-out of 100 children beside the fan-out floor (interleaved rounds)");
@@ -188,6 +200,30 @@ try {
       target: "p50 <= 2.5x",
     },
   ];
+  const ownFloor = { p50: streaming.own.p50, p99: streaming.own.p99 };
+  const streamingRows = [
+    {
+      name: "the model's own first token (request in -> first chunk out)",
+      ...streaming.own,
+      floor: ownFloor,
+    },
+    {
+      name: "first token through the runtime (POST message -> first delta)",
+      ...streaming.through,
+      floor: ownFloor,
+    },
+    { name: "  what the runtime adds (paired per round)", ...streaming.overhead },
+    {
+      name: `whole answer (${streaming.words} words, ${streaming.gapMs} ms apart) -> assistant/message`,
+      ...streaming.answer,
+    },
+  ];
+  const streamingLine =
+    `Streaming: ${streaming.through.n} rounds over 4 sessions on \`openai:bench-model\`, a streaming OpenAI-compatible ` +
+    `server in the benchmark's own process (so both clocks are one) that sends ${streaming.words} words ` +
+    `${streaming.gapMs} ms apart; subscribers on \`?deltas=true\`. The runtime adds ` +
+    `${ms(streaming.overhead.p50)} ms (p50) to the model's first token: the accept, the turn start, the ` +
+    "model call's setup in the object, and the delta's way back over the WebSocket.";
   const verdict = (value, limit) => (value <= limit ? "met" : "MISSED");
   const acceptedRatio = lat.accepted.p50 / floorA.p50;
   const echoRatio = lat.echo.p50 / floorA.p50;
@@ -310,11 +346,14 @@ try {
       "",
       terminalTable(delegationRows, { floorName: "floor" }),
       "",
+      terminalTable(streamingRows, { floorName: "the model's own" }),
+      "",
       alignTable(loadTable),
       "",
       buildLine,
       coldLine,
       ...delegationLines,
+      streamingLine,
       ...loadLines,
       targetsLine,
       "",
@@ -366,6 +405,12 @@ try {
       table(delegationRows, { floorName: "floor" }),
       "",
       ...delegationLines,
+      "",
+      "Streaming (time to the first streamed token, ratio to the model's own in the same rounds):",
+      "",
+      table(streamingRows, { floorName: "the model's own" }),
+      "",
+      streamingLine,
       "",
       `Load (${LOAD_SECONDS} s hold; the same figures are in test-results/load.json):`,
       "",

@@ -7,7 +7,8 @@
 //   * src/core/ depends only on src/contract/ and itself (pure logic);
 //   * durable-objects/ never imports src/http/ (the Worker's HTTP layer sits above the objects);
 //   * src/ never imports durable-objects/ or `cloudflare:*`, except the composition root
-//     src/index.ts and the service-binding entrypoint src/rpc/ (src/ stays runtime-agnostic);
+//     (src/worker/create-subagents.ts, and src/index.ts, this repository's Worker built on it)
+//     and the service-binding entrypoint src/rpc/ (src/ stays runtime-agnostic);
 //   * the product never imports bench/.
 //
 // Prints every violation and exits 1 if there is any.
@@ -16,6 +17,7 @@ import { dirname, join, normalize, resolve } from "node:path";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const DIRS = ["src", "durable-objects", "bench/worker"];
+const COMPOSITION = ["src/worker/create-subagents.ts", "src/index.ts"];
 const SPEC =
   /(?:^|[\s;}])(?:import|export)\s[^"'`;]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/gm;
 
@@ -50,7 +52,7 @@ for (const file of files) {
   for (const match of text.matchAll(SPEC)) {
     const spec = match[1] ?? match[2];
     if (spec.startsWith("cloudflare:")) {
-      if (file.startsWith("src/") && file !== "src/index.ts" && !file.startsWith("src/rpc/"))
+      if (file.startsWith("src/") && !COMPOSITION.includes(file) && !file.startsWith("src/rpc/"))
         violations.push(`${file}: imports ${spec} (src/ stays runtime-agnostic)`);
       continue;
     }
@@ -77,13 +79,8 @@ function layerRule(from, to) {
     return "src/core/ depends only on src/contract/";
   if (from.startsWith("durable-objects/") && to.startsWith("src/http/"))
     return "durable-objects/ never imports src/http/";
-  if (
-    from.startsWith("src/") &&
-    to.startsWith("durable-objects/") &&
-    from !== "src/index.ts" &&
-    !from.startsWith("src/rpc/")
-  )
-    return "only src/index.ts and src/rpc/ reach the Durable Object classes";
+  if (from.startsWith("src/") && to.startsWith("durable-objects/") && !COMPOSITION.includes(from))
+    return "only the composition root reaches the Durable Object classes";
   if (!from.startsWith("bench/") && to.startsWith("bench/")) return "the product never imports bench/";
   return undefined;
 }

@@ -41,6 +41,21 @@ const suites = [
     report: join(reports, "workers.json"),
   },
   {
+    // the runtime inside another Worker (test/embedding/worker.ts): tools, models, mounting
+    name: "embedding",
+    cmd: "npx",
+    args: [
+      "vitest",
+      "run",
+      "-c",
+      "vitest.embedding.config.ts",
+      "--reporter=default",
+      "--reporter=json",
+      `--outputFile.json=${join(reports, "embedding.json")}`,
+    ],
+    report: join(reports, "embedding.json"),
+  },
+  {
     // the seeded fault campaign (200 schedules, about 2 minutes): its summary line and
     // test-results/faults.json come from its own reporter
     name: "fault-campaign",

@@ -1,20 +1,17 @@
 /**
- * The Worker entry (composition root): the public HTTP API, the dashboard's static assets and
- * the Durable Object classes. The
- * only place besides `src/rpc/` that may import `cloudflare:*`.
+ * This repository's own Worker (`npm start`, the tests, `wrangler deploy`): the runtime through
+ * its public entry, exactly as an embedding Worker uses it (docs/embedding.md), with no tools or
+ * models of its own and the API at the root.
  */
-import { buildRouter } from "./http/app";
+import type { RegistryObject as RegistryObjectClass } from "../durable-objects/registry/registry-object";
+import type { SessionObject as SessionObjectClass } from "../durable-objects/session/session-object";
+import { createSubagents } from "./worker";
 
-export { RegistryObject } from "../durable-objects/registry/registry-object";
-export { SessionObject } from "../durable-objects/session/session-object";
-export { RunHandle, SubagentsEntrypoint } from "./rpc/entrypoint";
+const subagents = createSubagents<Env>();
 
-const router = buildRouter();
+export const { SessionObject, RegistryObject, SubagentsEntrypoint } = subagents;
+// The classes' RPC surfaces, for the typed stubs of `Env` (worker-configuration.d.ts names these).
+export type SessionObject = SessionObjectClass;
+export type RegistryObject = RegistryObjectClass;
 
-export default {
-  async fetch(request: Request, env: Env, ctx: ExecutionContext): Promise<Response> {
-    const url = new URL(request.url);
-    if (!url.pathname.startsWith("/v1/") && env.ASSETS) return env.ASSETS.fetch(request);
-    return router.fetch(request, env, ctx);
-  },
-} satisfies ExportedHandler<Env>;
+export default { fetch: subagents.fetch } satisfies ExportedHandler<Env>;

@@ -49,9 +49,9 @@ export class Client {
     return (await this.call("POST", `/v1/sessions/${id}/messages`, body, 202)).body;
   }
 
-  /** Opens the event stream after `after`; resolves once the socket is open. */
-  openStream(id, after = -1) {
-    const wsUrl = `${this.url.replace(/^http/, "ws")}/v1/sessions/${id}/events/stream?after=${after}`;
+  /** Opens the event stream after `after` (with live text deltas if asked); resolves once the socket is open. */
+  openStream(id, after = -1, { deltas = false } = {}) {
+    const wsUrl = `${this.url.replace(/^http/, "ws")}/v1/sessions/${id}/events/stream?after=${after}${deltas ? "&deltas=true" : ""}`;
     return EventStream.open(wsUrl, ["subagents.v1", `bearer.${this.token}`]);
   }
 }

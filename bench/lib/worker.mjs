@@ -38,10 +38,10 @@ async function bundle(main, outdir) {
 }
 
 /**
- * Starts the Worker. Returns { url, adminToken, restart(), stop() }. `restart()` restarts workerd
+ * Starts the Worker (`bindings` add to or override wrangler.toml's vars). Returns { url, adminToken, restart(), stop() }. `restart()` restarts workerd
  * on the same persistence (every Durable Object starts cold and reopens its SQLite from disk).
  */
-export async function startWorker() {
+export async function startWorker({ bindings = {} } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "subagents-bench-"));
   // also on an exit that skips stop() (Miniflare exits on SIGINT by itself)
   const cleanup = () => rmSync(dir, { recursive: true, force: true });
@@ -64,7 +64,7 @@ export async function startWorker() {
       modules: true,
       scriptPath,
       rootPath: dir,
-      bindings: { ...fromToml.bindings, ADMIN_TOKEN: adminToken },
+      bindings: { ...fromToml.bindings, ...bindings, ADMIN_TOKEN: adminToken },
       durableObjects: { ...fromToml.durableObjects, FLOOR: { className: "FloorObject", useSQLite: true } },
       host: "127.0.0.1",
       port: 0,

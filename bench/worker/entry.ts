@@ -6,7 +6,7 @@
 import product from "../../src/index";
 import { type BenchEnv, benchRoute } from "./bench-routes";
 
-export { RegistryObject, RunHandle, SessionObject, SubagentsEntrypoint } from "../../src/index";
+export { RegistryObject, SessionObject, SubagentsEntrypoint } from "../../src/index";
 export { FloorObject } from "./floor-object";
 
 export default {

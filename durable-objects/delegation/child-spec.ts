@@ -28,6 +28,8 @@ export interface ChildRequest {
   maxDepth?: number | undefined;
   toolFilter?: ToolFilter | undefined;
   persona?: string | undefined;
+  temperature?: number | undefined;
+  maxOutputTokens?: number | undefined;
   jurisdiction?: Jurisdiction | undefined;
   locationHint?: LocationHint | undefined;
 }
@@ -105,6 +107,11 @@ export function placeChild(
     const budget = childBudget(ctx);
     if (!budget.ok) return budget;
   }
+  // a token budget is shared down: the child gets what is left of this session's
+  const tokens = header.options.budget?.tokens;
+  const left = tokens === undefined ? undefined : tokens - ctx.stores.usage.budgetUsed();
+  if (left !== undefined && left <= 0 && !reattach)
+    return fail("BUDGET_EXCEEDED", `this session's token budget of ${tokens} is spent`);
   return ok({
     childId,
     depth: depth.value,
@@ -113,6 +120,12 @@ export function placeChild(
       ...compact({ persona: request.persona }),
       ...compact({ toolFilter: request.toolFilter }),
       ...inheritedOptions(header),
+      // sampling parameters: the start request's, else the parent's
+      ...compact({
+        temperature: request.temperature ?? header.options.temperature,
+        maxOutputTokens: request.maxOutputTokens ?? header.options.maxOutputTokens,
+      }),
+      ...(left === undefined ? {} : { budget: { tokens: Math.max(1, left) } }),
     },
     placement: placementOf({ jurisdiction: jurisdiction.value, locationHint: request.locationHint }),
   });

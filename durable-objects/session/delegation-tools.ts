@@ -11,6 +11,7 @@ import {
   taskKillTool,
   taskOutputTool,
 } from "../../src/agent/delegation-tools";
+import { DELEGATION_TOOL_NAMES } from "../../src/agent/builtin-tool-names";
 import type { SessionHost } from "../../src/agent/host";
 import type { OfferedTool, ToolSource } from "../../src/agent/tool-source";
 import { anyTool } from "../../src/agent/tools";
@@ -20,13 +21,6 @@ import { DEFAULT_PROVIDERS, describeProvider } from "../../src/providers/catalog
 
 /** How long the provider list behind the `subagent` tools may be reused (starts always re-check). */
 const PROVIDER_LIST_TTL_MS = 2_000;
-
-/**
- * Tool names that exist per session (one `subagent` tool per provider, the control tools, the
- * answering tools); a tool filter may name them.
- */
-const DELEGATION_TOOL_NAMES =
-  /^(subagent(_[a-z0-9_-]+)?|task_output|task_kill|structured_output|send_message|interrupt_agent|list_agents|report)$/;
 
 const CONTROL_TOOLS = [
   anyTool(sendMessageTool),

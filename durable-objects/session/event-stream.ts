@@ -9,6 +9,21 @@ import type { EventLog } from "../store/event-log";
 
 interface Attachment {
   lastSeq: number;
+  /** The subscriber asked for live text deltas (`?deltas=true`). */
+  deltas?: boolean;
+}
+
+/**
+ * A live text delta of a model step while it streams: sent only to subscribers that asked for
+ * them, never logged and without a `seq` (the step's `assistant/message` is the durable record).
+ * A step retried after a failure starts its text over with the next `attempt`.
+ */
+export interface TextDelta {
+  type: "assistant/delta";
+  turn: number;
+  step: number;
+  attempt: number;
+  text: string;
 }
 
 const REPLAY_PAGE = 500;
@@ -19,8 +34,11 @@ export class EventStream {
     readonly log: EventLog,
   ) {}
 
-  /** Opens a socket replaying from `after`; `protocol` is the subprotocol to answer, if any. */
-  open(after: number, protocol: string | undefined): Response {
+  /**
+   * Opens a socket replaying from `after`; `protocol` is the subprotocol to answer, if any;
+   * `deltas` subscribes it to live text deltas too.
+   */
+  open(after: number, protocol: string | undefined, deltas = false): Response {
     const pair = new WebSocketPair();
     const server = pair[1];
     this.ctx.acceptWebSocket(server);
@@ -31,7 +49,7 @@ export class EventStream {
       if (page.length > 0) lastSeq = page[page.length - 1]!.seq;
       if (page.length < REPLAY_PAGE) break;
     }
-    server.serializeAttachment({ lastSeq } satisfies Attachment);
+    server.serializeAttachment((deltas ? { lastSeq, deltas } : { lastSeq }) satisfies Attachment);
     return new Response(null, {
       status: 101,
       webSocket: pair[0],
@@ -57,9 +75,23 @@ export class EventStream {
           socket.send(JSON.stringify(e));
           lastSeq = e.seq;
         }
-        socket.serializeAttachment({ lastSeq } satisfies Attachment);
+        socket.serializeAttachment({ ...attachment, lastSeq } satisfies Attachment);
       } catch {
         // a closed or broken socket: the client reconnects with `after` and loses nothing
+      }
+    }
+  }
+
+  /** Sends a live text delta to the sockets that asked for them; best effort, nothing is stored. */
+  publishDelta(delta: TextDelta): void {
+    let message: string | undefined;
+    for (const socket of this.ctx.getWebSockets()) {
+      try {
+        if ((socket.deserializeAttachment() as Attachment | null)?.deltas !== true) continue;
+        message ??= JSON.stringify(delta);
+        socket.send(message);
+      } catch {
+        // a closed socket: deltas are not replayed, the logged message follows anyway
       }
     }
   }

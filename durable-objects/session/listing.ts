@@ -1,6 +1,6 @@
 import { compact } from "../../src/core/compact";
 import { foldDescriptor } from "../../src/core/descriptor";
-import { type ChildEntry, type DescendantEntry, preOrder } from "../../src/core/listing";
+import { type ChildEntry, type DescendantEntry, preOrder, withSubtreeUsage } from "../../src/core/listing";
 import { placementOf } from "../../src/core/placement";
 import type { SessionContext } from "./session-context";
 
@@ -50,6 +50,7 @@ export function entryOf(
     provider: identity.provider,
     createdAt,
     ...placementOf(header),
+    ...compact({ usage: ctx.stores.usage.own() }),
   };
 }
 
@@ -76,9 +77,9 @@ export async function childEntriesOf(ctx: SessionContext): Promise<ChildEntry[]>
 }
 
 /** Every session below this one in stable pre-order, with `parentId` and `depth`. */
-export function descendantsOf(ctx: SessionContext): Promise<DescendantEntry[]> {
+export async function descendantsOf(ctx: SessionContext): Promise<DescendantEntry[]> {
   const self = ctx.header()!.id;
-  return preOrder(
+  const rows = await preOrder(
     self,
     // a child that cannot list its own children keeps its row (a diagnostic) and adds nothing
     (id) =>
@@ -90,4 +91,5 @@ export function descendantsOf(ctx: SessionContext): Promise<DescendantEntry[]> {
             .catch(() => []),
     (entry) => entry.kind === "diagnostic" || entry.hasChildren,
   );
+  return withSubtreeUsage(rows);
 }

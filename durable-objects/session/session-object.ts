@@ -25,6 +25,7 @@ import { childEntriesOf, descendantsOf, entryOf } from "./listing";
 import { applyCallback, type CallbackInput } from "../messaging/remote-callbacks";
 import { migrate, schemaExists } from "../store/schema";
 import { assembleParts, type Parts } from "./session-parts";
+import type { Deployment } from "../../src/platform/deployment";
 
 /** After this many platform retries of a failing alarm, the alarm re-arms itself instead of throwing. */
 const ALARM_RETRIES_BEFORE_SELF_REARM = 4;
@@ -39,9 +40,12 @@ const SELF_REARM_MS = 30_000;
  */
 export class SessionObject extends DurableObject<Env> {
   #parts: Parts | undefined;
+  readonly #deployment: Deployment;
 
-  constructor(ctx: DurableObjectState, env: Env) {
+  /** Made by `createSubagents` (src/worker/), which passes the deployment's tools and models. */
+  constructor(ctx: DurableObjectState, env: Env, deployment: Deployment) {
     super(ctx, env);
+    this.#deployment = deployment;
     // An object that was never created stays empty: probing unknown ids stores nothing.
     if (schemaExists(ctx.storage.sql)) {
       void ctx.blockConcurrencyWhile(async () => {
@@ -255,13 +259,14 @@ export class SessionObject extends DurableObject<Env> {
     const caller = JSON.parse(request.headers.get("x-subagents-caller") ?? "null") as Caller | null;
     const header = caller ? this.#authorize(caller, "read") : fail("UNAUTHENTICATED", "no caller");
     if (!header.ok) return failure(header);
-    const after = Number(new URL(request.url).searchParams.get("after") ?? "-1");
+    const query = new URL(request.url).searchParams;
+    const after = Number(query.get("after") ?? "-1");
     const { stream, stores } = this.#parts!;
     // a cursor past the end would silently skip the events that fill the gap
     const protocol = offersStreamProtocol(request.headers.get("sec-websocket-protocol"))
       ? STREAM_PROTOCOL
       : undefined;
-    return stream.open(Math.min(after, stores.log.nextSeq() - 1), protocol);
+    return stream.open(Math.min(after, stores.log.nextSeq() - 1), protocol, query.get("deltas") === "true");
   }
 
   override async alarm(info?: AlarmInvocationInfo): Promise<void> {
@@ -295,7 +300,7 @@ export class SessionObject extends DurableObject<Env> {
   #open(): Parts {
     if (this.#parts) return this.#parts;
     migrate(this.ctx.storage);
-    this.#parts = assembleParts(this.ctx, this.env);
+    this.#parts = assembleParts(this.ctx, this.env, this.#deployment);
     return this.#parts;
   }
 
@@ -319,6 +324,11 @@ export class SessionObject extends DurableObject<Env> {
     if (header.seedLength !== undefined) view.seedLength = header.seedLength;
     if (header.mode !== undefined) view.mode = header.mode;
     if (header.label !== undefined) view.label = header.label;
+    const { usage } = this.#parts!.stores;
+    const own = usage.own();
+    if (own) view.usage = own;
+    if (header.options.budget)
+      view.budget = { tokens: header.options.budget.tokens, used: usage.budgetUsed() };
     return { ...view, ...placementOf(header) };
   }
 

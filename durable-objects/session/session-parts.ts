@@ -3,7 +3,10 @@ import type { SessionHost } from "../../src/agent/host";
 import { ToolCatalog } from "../../src/agent/tool-source";
 import type { TurnControl } from "../../src/agent/turn-control";
 import { MAX_STEPS_PER_TURN, TurnDriver } from "../../src/agent/turn-driver";
-import { modelRoutesOf } from "../../src/platform/models";
+import { DEFAULT_MODEL_CALL_POLICY, type ModelCallPolicy } from "../../src/agent/model-calls";
+import { compact } from "../../src/core/compact";
+import type { Deployment } from "../../src/platform/deployment";
+import { defaultModelOf } from "../../src/platform/models";
 import { registryStub, sessionStub } from "../../src/platform/stubs";
 import { AcpRuns } from "../transports/acp-runs";
 import { CallbackSender } from "../messaging/callback-sender";
@@ -51,13 +54,13 @@ const DELIVERED_KINDS = ["run-result", "cancel-run", "report", "settled"] as con
  * the parts'), and the drive loop over the parts in the order their hooks run. Nothing here
  * decides anything: behaviour lives in the parts.
  */
-export function assembleParts(state: DurableObjectState, env: Env): Parts {
+export function assembleParts(state: DurableObjectState, env: Env, deployment: Deployment): Parts {
   const log = new EventLog(state.storage.sql);
   const stream = new EventStream(state, log);
   const stores = new SessionStores(state.storage, log, (events) => stream.publish(events));
   const loop = new DriveLoop(state.storage, () => stores.header.get()?.id ?? "");
   const turns = new TurnControlRelay();
-  const ctx = sessionContext(env, stores, turns, () => loop.kickSoon());
+  const ctx = sessionContext(env, deployment, stores, turns, () => loop.kickSoon());
   const header = ctx.header;
   const callbacks = new CallbackSender(ctx);
   const delivery = new Delivery(ctx, (envelope) => callbacks.send(envelope));
@@ -71,7 +74,7 @@ export function assembleParts(state: DurableObjectState, env: Env): Parts {
   const drains = new Drains(ctx);
   const children = new ContinuableParent(ctx, drains);
   const self = new ContinuableChild(ctx, drains, runs);
-  const model = (): string => header()?.options.model ?? env.DEFAULT_MODEL;
+  const model = (): string => header()?.options.model ?? defaultModelOf(env);
   // filled below, before anything runs, in the order their hooks run: a cut-short drain before
   // any model step, then the step, then the outbox, then repairs and transports
   const parts: SessionPart[] = [];
@@ -83,6 +86,18 @@ export function assembleParts(state: DurableObjectState, env: Env): Parts {
     maxSteps: positiveInt(env.MAX_STEPS_PER_TURN, MAX_STEPS_PER_TURN),
     modelRoute: model,
     model: () => ctx.models.client(model()),
+    modelPolicy: modelPolicyOf(env),
+    params: () => {
+      const options = header()?.options;
+      if (options?.temperature === undefined && options?.maxOutputTokens === undefined) return undefined;
+      return compact({ temperature: options.temperature, maxOutputTokens: options.maxOutputTokens });
+    },
+    onTextDelta: (delta) => stream.publishDelta({ type: "assistant/delta", ...delta }),
+    onStepUsage: (usage) => stores.usage.addOwn(usage),
+    budget: () => {
+      const budget = header()?.options.budget;
+      return budget && { tokens: budget.tokens, used: stores.usage.budgetUsed() };
+    },
     system: () => header()?.options.persona,
     tools: () => ctx.tools.visible(header()),
     host: sessionHost(ctx, runs, children, self),
@@ -101,6 +116,7 @@ export function assembleParts(state: DurableObjectState, env: Env): Parts {
 /** The session context: the parts' only way to the stores, the turn, other objects and the registry. */
 function sessionContext(
   env: Env,
+  deployment: Deployment,
   stores: SessionStores,
   turns: TurnControl,
   kick: () => void,
@@ -112,12 +128,13 @@ function sessionContext(
     // where the model's tools come from, in the order it sees them
     tools: new ToolCatalog<SessionHost>([
       builtinTools(),
+      ...deployment.toolSources(env),
       new DelegationTools(() => registryStub(env).list()),
     ]),
     session: (id, locationHint) => sessionStub(env, id, locationHint),
     provider: (name) => registryStub(env).resolve(name),
     // the model routes this deployment serves (checked when a session or child is created)
-    models: modelRoutesOf(env),
+    models: deployment.models(env),
     limits: { depthCap: env.MAX_DEPTH_CAP, childCap: env.MAX_CHILDREN_PER_SESSION },
     remoteSettings: remoteSettings(env),
     kick,
@@ -130,6 +147,17 @@ function turnPart(driver: TurnDriver<SessionHost>): SessionPart {
     name: "turn driver",
     step: () => driver.step(),
     nextDue: () => (driver.owesStep() ? Date.now() : undefined),
+  };
+}
+
+/** Model call timeout and attempts per step from the Worker's vars (MODEL_TIMEOUT_SECONDS, MODEL_ATTEMPTS_PER_STEP). */
+function modelPolicyOf(env: Env): ModelCallPolicy {
+  // optional: an embedding Worker's wrangler.toml need not set them
+  const vars = env as Partial<Pick<Env, "MODEL_TIMEOUT_SECONDS" | "MODEL_ATTEMPTS_PER_STEP">>;
+  return {
+    ...DEFAULT_MODEL_CALL_POLICY,
+    timeoutMs: positiveInt(vars.MODEL_TIMEOUT_SECONDS, DEFAULT_MODEL_CALL_POLICY.timeoutMs / 1000) * 1000,
+    attemptsPerStep: positiveInt(vars.MODEL_ATTEMPTS_PER_STEP, DEFAULT_MODEL_CALL_POLICY.attemptsPerStep),
   };
 }
 

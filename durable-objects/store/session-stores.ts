@@ -4,6 +4,7 @@ import type { SessionHeader } from "../../src/contract/session";
 import { INITIAL_LOOP, type LoopState } from "../../src/core/turn-plan";
 import { Epochs } from "./epochs";
 import type { EventLog } from "./event-log";
+import { UsageTotals } from "./usage-totals";
 import { Flags } from "./flags";
 import { Inbox } from "./inbox";
 import { Outbox } from "./outbox";
@@ -26,6 +27,7 @@ export class SessionStores implements DriverStores {
   readonly outbox: Outbox;
   readonly epochs: Epochs;
   readonly flags: Flags;
+  readonly usage: UsageTotals;
   readonly remoteRuns: RemoteStore;
   readonly #loopRow: SingleRow<LoopState>;
   readonly loop = {
@@ -49,6 +51,7 @@ export class SessionStores implements DriverStores {
     this.outbox = new Outbox(this.sql, this.log);
     this.epochs = new Epochs(this.sql);
     this.flags = new Flags(this.sql);
+    this.usage = new UsageTotals(this.flags);
     this.remoteRuns = new RemoteStore(this.sql);
     this.#loopRow = new SingleRow<LoopState>(this.sql, "loop");
   }

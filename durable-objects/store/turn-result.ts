@@ -1,5 +1,6 @@
 import type { SubagentResult } from "../../src/contract/run";
 import { oneShotResult } from "../../src/core/run-result";
+import { sumUsage } from "../../src/core/usage";
 import type { EventLog } from "./event-log";
 
 /**
@@ -17,8 +18,11 @@ export function turnResult(log: EventLog, fromSeq: number, schemaRequested: bool
         .filter((value) => value !== undefined)
         .pop()
     : undefined;
+  const assistant = log.ofTypes(["assistant/message"], fromSeq);
+  const usage = sumUsage(assistant.map((e) => e.data.usage));
   return oneShotResult({
-    assistant: log.ofTypes(["assistant/message"], fromSeq).map((e) => e.data.content),
+    assistant: assistant.map((e) => e.data.content),
+    ...(usage ? { usage } : {}),
     ...(turnEnd === undefined
       ? {}
       : {

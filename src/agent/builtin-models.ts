@@ -1,25 +1,28 @@
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import { createWorkersAI } from "workers-ai-provider";
+import { aiSdkModel } from "./ai-sdk-model";
 import type { ModelClient } from "./model";
 import type { ModelProvider } from "./model-provider";
-import { OpenAiModel } from "./openai-model";
 import { ScriptedModel } from "./scripted-model";
-import { type AiBinding, WorkersAiModel } from "./workers-ai-model";
 
 /** Deployment settings that configure the built-in model providers (`wrangler.toml` vars and secrets). */
-export interface ModelSettings {
+export interface BuiltinModelSettings {
   defaultModel: string;
   openAiBaseUrl?: string;
   openAiApiKey?: string;
-  ai?: AiBinding;
+  /** The Workers AI binding (`[ai] binding = "AI"`), where the Worker has one. */
+  ai?: unknown;
 }
 
 const scripted = new ScriptedModel();
 
 /**
  * The built-in model routes: `scripted` (deterministic, offline; api.md), `openai:<model>` (any
- * OpenAI-compatible server at OPENAI_BASE_URL) and `workers-ai:<model>` (the AI binding, only
- * where it is bound).
+ * OpenAI-compatible server at OPENAI_BASE_URL, through `@ai-sdk/openai-compatible`) and
+ * `workers-ai:<model>` (the AI binding through `workers-ai-provider`, only where it is bound).
+ * Both network routes stream, and both are AI SDK models behind `aiSdkModel`, as a user's are.
  */
-export function builtinModels(settings: ModelSettings): ModelProvider[] {
+export function builtinModels(settings: BuiltinModelSettings): ModelProvider[] {
   return [
     { prefix: "scripted", namesModel: false, problem: () => undefined, client: () => scripted },
     {
@@ -27,8 +30,13 @@ export function builtinModels(settings: ModelSettings): ModelProvider[] {
       namesModel: true,
       problem: () => (settings.openAiBaseUrl ? undefined : "OPENAI_BASE_URL is not configured"),
       client: (model): ModelClient => {
-        const config = { baseUrl: settings.openAiBaseUrl ?? "", model };
-        return new OpenAiModel(settings.openAiApiKey ? { ...config, apiKey: settings.openAiApiKey } : config);
+        const provider = createOpenAICompatible({
+          name: "openai",
+          baseURL: (settings.openAiBaseUrl ?? "").replace(/\/+$/, ""),
+          ...(settings.openAiApiKey ? { apiKey: settings.openAiApiKey } : {}),
+          includeUsage: true,
+        });
+        return aiSdkModel(provider.chatModel(model));
       },
     },
     {
@@ -38,7 +46,8 @@ export function builtinModels(settings: ModelSettings): ModelProvider[] {
         settings.ai ? undefined : "the AI binding is not configured (use the `ai` environment)",
       client: (model): ModelClient => {
         if (!settings.ai) throw new Error("the AI binding is not configured");
-        return new WorkersAiModel(settings.ai, model);
+        const provider = createWorkersAI({ binding: settings.ai as Ai });
+        return aiSdkModel(provider(model as Parameters<typeof provider>[0]));
       },
     },
   ];

@@ -7,8 +7,11 @@ import type { ModelClient } from "./model";
  */
 export interface ModelProvider {
   readonly prefix: string;
-  /** Whether its routes name a model after the prefix (`openai:<model>`) or are the prefix alone (`scripted`). */
-  readonly namesModel: boolean;
+  /**
+   * Whether its routes name a model after the prefix (`openai:<model>`), are the prefix alone
+   * (`scripted`), or may be either (a user's prefix: `custom` and `custom:<anything>`).
+   */
+  readonly namesModel: boolean | "optional";
   /** Why this deployment cannot serve `prefix:rest` (a missing key or binding), or undefined. */
   problem(rest: string): string | undefined;
   /** The client for `rest`; called only for a route whose `problem` is undefined. */
@@ -33,7 +36,11 @@ export class ModelRoutes {
     const found = this.#resolve(route);
     if (!found) {
       const known = [...this.#providers.values()].map((p) =>
-        p.namesModel ? `${p.prefix}:<model>` : p.prefix,
+        p.namesModel === "optional"
+          ? `${p.prefix}[:<model>]`
+          : p.namesModel
+            ? `${p.prefix}:<model>`
+            : p.prefix,
       );
       const listed =
         known.length > 1 ? `${known.slice(0, -1).join(", ")} or ${known.at(-1)}` : known.join("");
@@ -54,7 +61,8 @@ export class ModelRoutes {
     const prefix = colon < 0 ? route : route.slice(0, colon);
     const provider = this.#providers.get(prefix);
     const rest = colon < 0 ? "" : route.slice(colon + 1);
-    if (!provider || provider.namesModel !== (colon >= 0 && rest.length > 0)) return undefined;
+    if (!provider || (colon >= 0 && rest.length === 0)) return undefined;
+    if (provider.namesModel !== "optional" && provider.namesModel !== colon >= 0) return undefined;
     return { provider, rest };
   }
 }

@@ -14,6 +14,12 @@ export interface ToolSpec {
   parameters: Record<string, unknown>;
 }
 
+/** Sampling parameters of a session (its create or start request; children inherit them). */
+export interface ModelParams {
+  temperature?: number;
+  maxOutputTokens?: number;
+}
+
 export interface ModelRequest {
   /** The route the session was configured with, e.g. `scripted` or `openai:gpt-4o-mini`. */
   model: string;
@@ -23,7 +29,18 @@ export interface ModelRequest {
   /** The whole conversation including the current turn; read lazily because it can be long. */
   history(): ConversationMessage[];
   tools: ToolSpec[];
+  /** The session's sampling parameters; a client passes on the ones its model supports. */
+  params?: ModelParams;
+  /**
+   * Aborted by an interrupt or when the call times out. A client passes it to its HTTP calls;
+   * one that ignores it is left behind (its late answer is dropped).
+   */
   signal: AbortSignal;
+  /**
+   * Live text of this step while it is generated, for the session's stream subscribers (never
+   * logged: the reply's content is what the log keeps). A client that streams calls it per chunk.
+   */
+  onTextDelta?(text: string): void;
 }
 
 export type ModelStopReason = "end" | "tool-use" | "max-tokens" | "refusal";
@@ -35,14 +52,48 @@ export interface ModelReply {
   usage?: Usage;
 }
 
-/** The port every model adapter implements. A thrown error ends the turn with reason `error`. */
+/**
+ * The port every model adapter implements: one call is one model step. A thrown `ModelError`
+ * marked retryable (a 429, a 5xx, a network failure) is retried with backoff (model-calls.ts);
+ * any other error, or a step that keeps failing, ends the turn with reason `error`.
+ */
 export interface ModelClient {
   generate(request: ModelRequest): Promise<ModelReply>;
+  /**
+   * This client's own per-call timeout in ms, over MODEL_TIMEOUT_SECONDS (a slow reasoning model
+   * may want more); `Infinity` for none (`scripted`, whose `think` steps wait on purpose).
+   */
+  readonly timeoutMs?: number;
+}
+
+export interface ModelErrorDetails {
+  /** The provider's HTTP status, when it answered. */
+  status?: number;
+  /** The provider's `Retry-After` (seconds or an HTTP date), honoured by the retry policy. */
+  retryAfter?: string;
+  /** Whether another attempt may succeed; default: a 408, 409, 429 or 5xx status. */
+  retryable?: boolean;
 }
 
 /** A model failure whose message is safe to record in the log (no credentials, no payloads). */
 export class ModelError extends Error {
   override readonly name = "ModelError";
+  readonly status: number | undefined;
+  readonly retryAfter: string | undefined;
+  readonly retryable: boolean;
+
+  constructor(message: string, details: ModelErrorDetails = {}) {
+    super(message);
+    this.status = details.status;
+    this.retryAfter = details.retryAfter;
+    this.retryable =
+      details.retryable ??
+      (details.status !== undefined &&
+        (details.status === 408 ||
+          details.status === 409 ||
+          details.status === 429 ||
+          details.status >= 500));
+  }
 }
 
 export function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {

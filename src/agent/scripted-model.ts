@@ -49,6 +49,9 @@ function newestUserText(turn: readonly ConversationMessage[]): string {
 }
 
 export class ScriptedModel implements ModelClient {
+  /** No call timeout: a `think` step waits as long as it says (an interrupt still aborts it). */
+  readonly timeoutMs = Number.POSITIVE_INFINITY;
+
   async generate(request: ModelRequest): Promise<ModelReply> {
     const text = newestUserText(request.turn);
     const script = parseScript(text);

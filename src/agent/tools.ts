@@ -1,3 +1,4 @@
+import { untilAborted } from "../core/abort";
 import type { ToolFilter } from "../contract/tool-filter";
 import { z } from "zod";
 import type { ContentBlock } from "../contract/content";
@@ -27,6 +28,8 @@ export interface Tool<Args = unknown, Host = unknown> {
   schema: z.ZodType<Args>;
   /** JSON schema shown to the model when it is not derived from `schema` (e.g. a caller's output schema). */
   parameters?: Record<string, unknown>;
+  /** How long one call may take before it is an error result (none: as long as it takes). */
+  timeoutMs?: number;
   run(args: Args, context: ToolContext, host: Host): Promise<ToolOutcome> | ToolOutcome;
 }
 
@@ -55,7 +58,11 @@ export function toolSpecs<Host>(tools: readonly Tool<unknown, Host>[]): ToolSpec
   }));
 }
 
-/** Runs one call. Unknown or filtered tools and invalid arguments are error results, not throws. */
+/**
+ * Runs one call. Unknown or filtered tools, invalid arguments, a thrown error, a result that is
+ * not one and a call that outlives its timeout or an interrupt are error results, never throws: a
+ * tool that hangs or ignores its signal is left behind, and the turn goes on.
+ */
 export async function executeTool<Host>(
   visibleTools: readonly Tool<unknown, Host>[],
   name: string,
@@ -70,9 +77,16 @@ export async function executeTool<Host>(
     const detail = parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
     return text(`Error: invalid arguments for ${name}: ${detail}`, true);
   }
+  const timeout = tool.timeoutMs === undefined ? undefined : AbortSignal.timeout(tool.timeoutMs);
+  const signal = timeout ? AbortSignal.any([context.signal, timeout]) : context.signal;
   try {
-    return await tool.run(parsed.data, context, host);
+    return await untilAborted(
+      Promise.resolve().then(() => tool.run(parsed.data, { ...context, signal }, host)),
+      signal,
+    );
   } catch (error) {
+    if (timeout?.aborted && !context.signal.aborted)
+      return text(`Error: ${name} timed out after ${tool.timeoutMs} ms`, true);
     return text(`Error: ${error instanceof Error ? error.message : String(error)}`, true);
   }
 }

@@ -1,10 +1,12 @@
 import type { JsonValue } from "../contract/json";
 import { compact } from "../core/compact";
 import type { ContentBlock } from "../contract/content";
-import type { EventData, EventType, ToolCall, TurnEndReason } from "../contract/events";
+import type { EventData, EventType, ToolCall, TurnEndReason, Usage } from "../contract/events";
+import { addUsage } from "../core/usage";
 import { faultPoint } from "../core/faults";
 import { type LoopState, type PendingItem, type Plan, planStep } from "../core/turn-plan";
-import type { ConversationMessage, ModelClient, ModelReply } from "./model";
+import type { ConversationMessage, ModelClient, ModelParams, ModelReply } from "./model";
+import { callModel, DEFAULT_MODEL_CALL_POLICY, type AttemptClaim, type ModelCallPolicy } from "./model-calls";
 import { executeTool, type Tool, type ToolOutcome, toolSpecs } from "./tools";
 import type { TurnControl } from "./turn-control";
 
@@ -44,6 +46,16 @@ export interface SessionAgent<Host> {
   maxSteps?: number;
   modelRoute(): string;
   model(): ModelClient;
+  /** Timeout, retries and the per-step attempt budget of model calls (default DEFAULT_MODEL_CALL_POLICY). */
+  modelPolicy?: ModelCallPolicy;
+  /** The session's sampling parameters. */
+  params?(): ModelParams | undefined;
+  /** Inside the transaction that appends a step's `assistant/message`: the usage it reported. */
+  onStepUsage?(usage: Usage): void;
+  /** The session's token budget and what it used so far, when it has one (semantics.md §8). */
+  budget?(): { tokens: number; used: number } | undefined;
+  /** Live text of a step while its model call streams it (not durable; attempt numbers restart a step's text). */
+  onTextDelta?(delta: { turn: number; step: number; attempt: number; text: string }): void;
   system(): string | undefined;
   tools(): Promise<Tool<unknown, Host>[]>;
   host: Host;
@@ -57,6 +69,10 @@ interface Fence {
   epoch: number;
   turn: number;
   step: number;
+}
+
+function attemptsSpent(attempts: number, lastError: string | undefined): string {
+  return `the model step failed ${attempts} times${lastError ? `; last: ${lastError}` : " (the object restarted during each call)"}`;
 }
 
 export function callKey(turn: number, toolCallId: string): string {
@@ -177,6 +193,26 @@ export class TurnDriver<Host> implements TurnControl {
         stores.loop.set(this.#endTurn(loop, "error", { error: `step budget of ${budget} exhausted` }));
         return { plan: { kind: "idle" }, fence: { epoch: -1, turn: -1, step: -1 } };
       }
+      // a spent token budget ends the turn before another model call (never mid-append)
+      const tokens = this.#agent.budget?.();
+      if (tokens && tokens.used >= tokens.tokens) {
+        stores.loop.set(
+          this.#endTurn(loop, "error", {
+            error: `BUDGET_EXCEEDED: the session's token budget of ${tokens.tokens} is spent (${tokens.used} used)`,
+            code: "BUDGET_EXCEEDED",
+          }),
+        );
+        return { plan: { kind: "idle" }, fence: { epoch: -1, turn: -1, step: -1 } };
+      }
+      // a step whose attempts were spent by restarts (a crash during each call) ends here, before
+      // another model call: an object that restarts in a loop never calls the model without bound
+      const attempts = this.#policy().attemptsPerStep;
+      if ((loop.attempts ?? 0) >= attempts) {
+        stores.loop.set(
+          this.#endTurn(loop, "error", { error: attemptsSpent(attempts, loop.lastModelError) }),
+        );
+        return { plan: { kind: "idle" }, fence: { epoch: -1, turn: -1, step: -1 } };
+      }
     }
     return { plan, fence: { epoch: loop.epoch, turn: loop.openTurn!, step: loop.step } };
   }
@@ -197,15 +233,35 @@ export class TurnDriver<Host> implements TurnControl {
   #endTurn(
     loop: LoopState,
     reason: TurnEndReason,
-    extra: { cause?: string; error?: string } = {},
+    extra: { cause?: string; error?: string; code?: "BUDGET_EXCEEDED" } = {},
   ): LoopState {
     const { stores } = this.#agent;
     const turn = loop.openTurn!;
-    stores.log.append("turn/end", { turn, reason, ...extra });
+    stores.log.append("turn/end", { turn, reason, ...extra, ...(loop.usage ? { usage: loop.usage } : {}) });
     this.#agent.onTurnEnd(turn, reason, loop.turnStartSeq!);
-    const closed = { ...loop, openTurn: null, turnStartSeq: null, step: 0 };
+    const { attempts: _attempts, lastModelError: _last, usage: _usage, ...rest } = loop;
+    const closed = { ...rest, openTurn: null, turnStartSeq: null, step: 0 };
     stores.loop.set(closed);
     return closed;
+  }
+
+  #policy(): ModelCallPolicy {
+    return this.#agent.modelPolicy ?? DEFAULT_MODEL_CALL_POLICY;
+  }
+
+  /** Claims one model call of the fenced step from its durable budget (one transaction per attempt). */
+  #claimAttempt(fence: Fence, lastError: string | undefined): AttemptClaim {
+    const { stores } = this.#agent;
+    return stores.transact((): AttemptClaim => {
+      if (!this.#current(fence)) return { ok: false, reason: "the step was superseded" };
+      const loop = stores.loop.get();
+      const used = loop.attempts ?? 0;
+      const attempts = this.#policy().attemptsPerStep;
+      const last = lastError ?? loop.lastModelError;
+      if (used >= attempts) return { ok: false, reason: attemptsSpent(attempts, last) };
+      stores.loop.set({ ...loop, attempts: used + 1, ...compact({ lastModelError: last?.slice(0, 1000) }) });
+      return { ok: true, attempt: used + 1, remaining: attempts - used - 1 };
+    });
   }
 
   async #modelStep(fence: Fence): Promise<void> {
@@ -221,15 +277,38 @@ export class TurnDriver<Host> implements TurnControl {
       const tools = await agent.tools();
       const system = agent.system();
       const turn = stores.log.conversation(turnStartSeq);
-      await faultPoint(agent.sessionId, "before-model");
-      reply = await agent.model().generate({
-        model: agent.modelRoute(),
-        ...compact({ system }),
-        turn,
-        history: () => stores.log.conversation(0),
-        tools: toolSpecs(tools),
-        signal: controller.signal,
-      });
+      const params = agent.params?.();
+      let attempt = 0;
+      const onTextDelta = agent.onTextDelta;
+      reply = await callModel(
+        agent.model(),
+        {
+          model: agent.modelRoute(),
+          ...compact({ system }),
+          turn,
+          history: () => stores.log.conversation(0),
+          tools: toolSpecs(tools),
+          ...(params ? { params } : {}),
+          signal: controller.signal,
+          ...(onTextDelta
+            ? {
+                onTextDelta: (text: string) =>
+                  onTextDelta({ turn: fence.turn, step: fence.step, attempt, text }),
+              }
+            : {}),
+        },
+        this.#policy(),
+        {
+          // The claimed attempt needs no explicit flush: a Durable Object's output gate holds the
+          // model's request until every earlier write is durable, so a call that left is counted.
+          beforeCall: () => faultPoint(agent.sessionId, "before-model"),
+          claimAttempt: (lastError) => {
+            const claim = this.#claimAttempt(fence, lastError);
+            if (claim.ok) attempt = claim.attempt;
+            return claim;
+          },
+        },
+      );
       await faultPoint(agent.sessionId, "after-model");
     } catch (error) {
       failure = error instanceof Error ? error.message : String(error);
@@ -251,8 +330,11 @@ export class TurnDriver<Host> implements TurnControl {
         ...(reply.usage ? { usage: reply.usage } : {}),
         model: agent.modelRoute(),
       });
-      const next = { ...loop, step: loop.step + 1 };
+      const { attempts: _attempts, lastModelError: _last, ...rest } = loop;
+      const usage = addUsage(loop.usage, reply.usage);
+      const next = { ...rest, step: loop.step + 1, ...(usage ? { usage } : {}) };
       stores.loop.set(next);
+      if (reply.usage) agent.onStepUsage?.(reply.usage);
       // A final answer ends the turn, unless waking next-step work (a steer, a report, a notice)
       // arrived meanwhile: a busy session takes it at its nearest step, not in a new turn.
       const steered = stores.inbox.pending().some((p) => p.lane === "next-step" && p.waking);

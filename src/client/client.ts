@@ -178,7 +178,8 @@ export class SubagentsClient {
     const wsBase = this.#http.baseUrl.replace(/^http/i, "ws");
     return new EventStream(
       {
-        socketUrl: (after) => `${wsBase}/v1/sessions/${id(sessionId)}/events/stream?after=${after}`,
+        socketUrl: (after) =>
+          `${wsBase}/v1/sessions/${id(sessionId)}/events/stream?after=${after}${options.onDelta ? "&deltas=true" : ""}`,
         token: this.#http.token,
         socket: this.#webSocket,
         page: (after, limit) => this.events(sessionId, { after, limit }),

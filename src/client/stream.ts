@@ -1,6 +1,6 @@
 import { STREAM_PROTOCOL } from "../contract/stream";
 import { SubagentError } from "./errors";
-import type { EventPage, SessionEvent } from "./types";
+import type { EventPage, SessionEvent, TextDelta } from "./types";
 
 /**
  * A session's live event stream as an async iterator that survives disconnects. It opens the
@@ -45,6 +45,11 @@ export interface StreamOptions {
   maxAttempts?: number | undefined;
   /** Called on every state change, with the error that caused a reconnect if any. */
   onState?: ((state: StreamState, error?: unknown) => void) | undefined;
+  /**
+   * Live text of streaming model steps, as it is generated (subscribes with `?deltas=true`).
+   * Deltas are not logged and not replayed after a reconnect; the `assistant/message` follows.
+   */
+  onDelta?: ((delta: TextDelta) => void) | undefined;
 }
 
 /** What the stream needs from the client: where to connect, and HTTP reads for gaps and probes. */
@@ -191,7 +196,16 @@ export class EventStream implements AsyncIterableIterator<SessionEvent> {
 
   async #receive(data: unknown): Promise<void> {
     const text = await textOf(data);
-    const event = JSON.parse(text) as SessionEvent;
+    const message = JSON.parse(text) as SessionEvent | TextDelta;
+    if (message?.type === "assistant/delta" && !("seq" in message)) {
+      try {
+        this.#options.onDelta?.(message as TextDelta);
+      } catch {
+        // a consumer's callback never breaks the stream
+      }
+      return;
+    }
+    const event = message as SessionEvent;
     if (typeof event?.seq !== "number")
       throw new SubagentError(0, "BAD_RESPONSE", "a stream message has no seq");
     if (event.seq <= this.#lastSeq) return; // already yielded (a replay after a reconnect)

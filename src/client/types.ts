@@ -30,6 +30,28 @@ export interface ToolCall {
   args: unknown;
 }
 
+/** Tokens one model step (or a sum of steps) used, as the provider reported them. */
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  /** Input tokens read from the provider's prompt cache (part of `inputTokens`). */
+  cachedInputTokens?: number;
+  /** Output tokens spent on reasoning (part of `outputTokens`). */
+  reasoningTokens?: number;
+}
+
+/**
+ * A live text delta of a streaming model step (`events/stream?deltas=true` only): no `seq`, never
+ * logged; the step's `assistant/message` follows. A retried step starts over with the next `attempt`.
+ */
+export interface TextDelta {
+  type: "assistant/delta";
+  turn: number;
+  step: number;
+  attempt: number;
+  text: string;
+}
+
 /** The data of each known log event type. */
 export interface EventData {
   "agent/inbox/inserted": {
@@ -41,13 +63,22 @@ export interface EventData {
   "agent/inbox/claimed": { messageId: string; turn: number };
   "agent/inbox/discarded": { messageId: string; reason: string };
   "turn/start": { turn: number };
-  "turn/end": { turn: number; reason: TurnEndReason; cause?: string; error?: string };
+  "turn/end": {
+    turn: number;
+    reason: TurnEndReason;
+    cause?: string;
+    error?: string;
+    /** `BUDGET_EXCEEDED` when the session's token budget ended the turn. */
+    code?: "BUDGET_EXCEEDED";
+    /** The turn's model usage, summed. */
+    usage?: Usage;
+  };
   "user/message": { messageId: string; content: ContentBlock[]; source: MessageSource };
   "assistant/message": {
     content: ContentBlock[];
     toolCalls?: ToolCall[];
     stopReason: "end" | "tool-use" | "max-tokens" | "refusal";
-    usage?: { inputTokens: number; outputTokens: number };
+    usage?: Usage;
     model: string;
   };
   "tool/result": {
@@ -67,6 +98,7 @@ export interface EventData {
     local: boolean;
     stopReason: string;
     lastAssistantMessage?: ContentBlock[];
+    usage?: Usage;
   };
   "outbox/dead-letter": { outboxId: string; target: string; kind: string; attempts: number; error: string };
 }
@@ -112,8 +144,18 @@ export interface Placement {
   locationHint?: LocationHint;
 }
 
-export interface CreateSessionRequest extends Placement {
+/** Sampling parameters of a session's model calls (children inherit them). */
+export interface ModelParams {
+  /** 0 to 2. */
+  temperature?: number;
+  /** 1 to 1,000,000 output tokens per model step. */
+  maxOutputTokens?: number;
+}
+
+export interface CreateSessionRequest extends Placement, ModelParams {
   model?: string;
+  /** Tokens (input plus output) the session and the one-shot runs it starts may use; children get what is left. */
+  budget?: { tokens: number };
   persona?: string;
   toolFilter?: ToolFilter;
   label?: string;
@@ -140,6 +182,10 @@ export interface SessionView extends Placement {
   label?: string;
   model: string;
   lastSeq: number;
+  /** The tokens this session's own model steps used. */
+  usage?: Usage;
+  /** Its token budget and what counts against it so far. */
+  budget?: { tokens: number; used: number };
 }
 
 /**
@@ -199,7 +245,7 @@ export interface ProviderEventPage {
 
 // ---- delegation ---------------------------------------------------------------------------
 
-interface StartCommon extends Placement {
+interface StartCommon extends Placement, ModelParams {
   provider: string;
   prompt: Content;
   childId?: string;
@@ -236,6 +282,8 @@ export interface SubagentResult {
   structured?: unknown;
   stopReason: SubagentStopReason;
   diagnostic?: string;
+  /** The tokens the child's model steps used for this run. */
+  usage?: Usage;
 }
 
 export interface RunView {
@@ -262,11 +310,16 @@ export type ChildEntry =
       createdAt: number;
       jurisdiction?: Jurisdiction;
       locationHint?: LocationHint;
+      /** The tokens this session's own model steps used. */
+      usage?: Usage;
     }
   | { kind: "diagnostic"; id: string; reason: "corrupt" | "unavailable" | "unsupported"; createdAt: number };
 
-/** A descendant row in stable pre-order, with its parent and its depth below the listed session. */
-export type DescendantEntry = ChildEntry & { parentId: string; depth: number };
+/**
+ * A descendant row in stable pre-order, with its parent and its depth below the listed session;
+ * `subtreeUsage` sums its own usage and that of the rows below it.
+ */
+export type DescendantEntry = ChildEntry & { parentId: string; depth: number; subtreeUsage?: Usage };
 
 /** A message this session sent or is sending to another session (dead letters included). */
 export interface OutboxEntry {

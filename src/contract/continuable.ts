@@ -3,7 +3,7 @@ import type { ChildInit } from "./child-init";
 import { WireContent } from "./content";
 import type { MessageSource } from "./events";
 import { JurisdictionSchema, LocationHintSchema } from "./placement";
-import { ModelRoute, ToolFilterSchema } from "./wire";
+import { ModelParamsFields, ModelRoute, ToolFilterSchema } from "./wire";
 
 /** A continuable start (HTTP body with mode "continuable", RPC argument, tool call). */
 export const ContinuableStartSchema = z.strictObject({
@@ -12,6 +12,7 @@ export const ContinuableStartSchema = z.strictObject({
   label: z.string().min(1).max(200),
   childId: z.string().min(1).max(128).optional(),
   model: ModelRoute.optional(),
+  ...ModelParamsFields,
   maxDepth: z.unknown().optional(),
   toolFilter: ToolFilterSchema.optional(),
   persona: z.string().max(32_768).optional(),

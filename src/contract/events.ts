@@ -24,9 +24,14 @@ export interface ToolCall {
   args: unknown;
 }
 
+/** Tokens one model step (or a sum of steps) used, as the provider reported them. */
 export interface Usage {
   inputTokens: number;
   outputTokens: number;
+  /** Input tokens read from the provider's prompt cache (part of `inputTokens`). */
+  cachedInputTokens?: number;
+  /** Output tokens spent on reasoning (part of `outputTokens`). */
+  reasoningTokens?: number;
 }
 
 export interface EventData {
@@ -34,7 +39,16 @@ export interface EventData {
   "agent/inbox/claimed": { messageId: string; turn: number };
   "agent/inbox/discarded": { messageId: string; reason: string };
   "turn/start": { turn: number };
-  "turn/end": { turn: number; reason: TurnEndReason; cause?: string; error?: string };
+  "turn/end": {
+    turn: number;
+    reason: TurnEndReason;
+    cause?: string;
+    error?: string;
+    /** `BUDGET_EXCEEDED` when the session's token budget ended the turn. */
+    code?: "BUDGET_EXCEEDED";
+    /** The turn's model steps' usage, summed (when the model reported any). */
+    usage?: Usage;
+  };
   "user/message": { messageId: string; content: ContentBlock[]; source: MessageSource };
   "assistant/message": {
     content: ContentBlock[];
@@ -60,6 +74,8 @@ export interface EventData {
     local: boolean;
     stopReason: string;
     lastAssistantMessage?: ContentBlock[];
+    /** The child's usage for this run or epoch, as its result reported it. */
+    usage?: Usage;
   };
   "outbox/dead-letter": { outboxId: string; target: string; kind: string; attempts: number; error: string };
 }

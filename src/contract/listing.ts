@@ -1,3 +1,4 @@
+import type { Usage } from "./events";
 import type { Jurisdiction, LocationHint } from "./placement";
 
 /** Discovery rows: a parent's children and its descendants (pre-order, with `parentId` and `depth`). */
@@ -15,6 +16,8 @@ export type ChildEntry =
       createdAt: number;
       jurisdiction?: Jurisdiction;
       locationHint?: LocationHint;
+      /** The tokens this session's own model steps used (when its model reported any). */
+      usage?: Usage;
     }
   | {
       kind: "diagnostic";
@@ -25,4 +28,8 @@ export type ChildEntry =
       foreign?: true;
     };
 
-export type DescendantEntry = ChildEntry & { parentId: string; depth: number };
+/**
+ * A descendant row; `subtreeUsage` sums the session's own usage and that of every session listed
+ * below it (rows that could not be read add nothing).
+ */
+export type DescendantEntry = ChildEntry & { parentId: string; depth: number; subtreeUsage?: Usage };

@@ -1,9 +1,10 @@
 import type { JsonValue } from "./json";
 import { z } from "zod";
 import type { ContentBlock } from "./content";
+import type { Usage } from "./events";
 import { WireContent } from "./content";
 import { JurisdictionSchema, LocationHintSchema } from "./placement";
-import { ModelRoute, ToolFilterSchema } from "./wire";
+import { ModelParamsFields, ModelRoute, ToolFilterSchema } from "./wire";
 
 /** Known stop reasons; consumers treat any other value as a failure. */
 export type SubagentStopReason = "completed" | "aborted" | "error" | "max-tokens" | "refusal";
@@ -14,6 +15,8 @@ export interface SubagentResult {
   structured?: JsonValue;
   stopReason: SubagentStopReason;
   diagnostic?: string;
+  /** The tokens the child's model steps used for this run (when its model reported them). */
+  usage?: Usage;
 }
 
 /** `GET /v1/sessions/:id/runs/:runId`. */
@@ -34,6 +37,7 @@ export const StartRequestSchema = z.strictObject({
   label: z.string().min(1).max(200).optional(),
   childId: z.string().min(1).max(128).optional(),
   model: ModelRoute.optional(),
+  ...ModelParamsFields,
   // Form and subset are checked by the start sequence itself, in the contract's order.
   outputSchema: z.unknown().optional(),
   maxDepth: z.unknown().optional(),

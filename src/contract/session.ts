@@ -1,3 +1,4 @@
+import type { Usage } from "./events";
 import type { ToolFilter } from "./tool-filter";
 import type { Jurisdiction, LocationHint } from "./placement";
 
@@ -42,6 +43,15 @@ export interface AgentOptions {
   backgroundMode?: "one-shot" | "continuable";
   /** How this session's `report` tool delivers (default `next-step`). */
   reportDelivery?: "quiet" | "next-step" | "wakeup";
+  /** Sampling temperature for every model step (children inherit it unless their start says otherwise). */
+  temperature?: number;
+  /** Output token cap of one model step (inherited like `temperature`). */
+  maxOutputTokens?: number;
+  /**
+   * Tokens (input plus output) this session's model steps and the one-shot runs it starts may use;
+   * a child gets what is left of its parent's when it starts (semantics.md §8).
+   */
+  budget?: { tokens: number };
 }
 
 export type SessionStatus = "running" | "waiting" | "idle";
@@ -61,6 +71,10 @@ export interface SessionView {
   lastSeq: number;
   jurisdiction?: Jurisdiction;
   locationHint?: LocationHint;
+  /** The tokens this session's own model steps used (when its model reported any). */
+  usage?: Usage;
+  /** Its token budget and what counts against it so far (its own steps and its runs). */
+  budget?: { tokens: number; used: number };
 }
 
 /**

@@ -15,6 +15,12 @@ export const ToolFilterSchema = z
 
 export const ModelRoute = z.string().min(1).max(200);
 
+/** A session's sampling parameters, on session creation and on start requests (children inherit them). */
+export const ModelParamsFields = {
+  temperature: z.number().min(0).max(2).optional(),
+  maxOutputTokens: z.number().int().min(1).max(1_000_000).optional(),
+};
+
 const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
 
 /**
@@ -39,6 +45,9 @@ export const CallbackSpec = z.strictObject({
 
 export const CreateSessionBody = z.strictObject({
   model: ModelRoute.optional(),
+  ...ModelParamsFields,
+  /** A token budget (input plus output) for the session, shared down to its children. */
+  budget: z.strictObject({ tokens: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER) }).optional(),
   persona: z.string().max(32_768).optional(),
   toolFilter: ToolFilterSchema.optional(),
   label: z.string().min(1).max(200).optional(),
@@ -76,4 +85,11 @@ export const DirectoryQuery = z.strictObject({
   cursor: z.string().min(3).max(100).optional(),
 });
 
-export const StreamQuery = z.strictObject({ after: IntParam(-1, Number.MAX_SAFE_INTEGER).default(-1) });
+export const StreamQuery = z.strictObject({
+  after: IntParam(-1, Number.MAX_SAFE_INTEGER).default(-1),
+  /** `true`: also send live text deltas of streaming model steps (`assistant/delta`, no seq). */
+  deltas: z
+    .enum(["true", "false"])
+    .transform((v) => v === "true")
+    .optional(),
+});

@@ -1,4 +1,6 @@
+import type { Usage } from "../contract/events";
 import type { ChildEntry, DescendantEntry } from "../contract/listing";
+import { addUsage } from "./usage";
 
 /**
  * Discovery rows (semantics.md §9): children ordered by `createdAt` then id; descendants in a stable
@@ -12,6 +14,28 @@ export function publicEntry<T extends ChildEntry>(entry: T): T {
   if (entry.kind !== "diagnostic" || !entry.foreign) return entry;
   const { foreign: _foreign, ...row } = entry;
   return row as T;
+}
+
+/**
+ * Each row's `subtreeUsage`: its own usage plus that of the rows below it (pre-order: a row's
+ * subtree is the rows after it that are deeper, up to the next row at its depth or above).
+ */
+export function withSubtreeUsage(rows: readonly DescendantEntry[]): DescendantEntry[] {
+  const totals: (Usage | undefined)[] = rows.map((row) => (row.kind === "child" ? row.usage : undefined));
+  const out = rows.map((row) => ({ ...row }));
+  const open: number[] = [];
+  const close = (index: number): void => {
+    const total = totals[index];
+    if (total) out[index]!.subtreeUsage = total;
+    const parent = open.at(-1);
+    if (parent !== undefined) totals[parent] = addUsage(totals[parent], total);
+  };
+  for (const [i, row] of rows.entries()) {
+    while (open.length > 0 && rows[open.at(-1)!]!.depth >= row.depth) close(open.pop()!);
+    open.push(i);
+  }
+  while (open.length > 0) close(open.pop()!);
+  return out;
 }
 
 /**

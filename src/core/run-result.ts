@@ -1,6 +1,6 @@
 import type { ContentBlock } from "../contract/content";
 import { isEmptyContent } from "../contract/content";
-import type { TurnEndReason } from "../contract/events";
+import type { TurnEndReason, Usage } from "../contract/events";
 import type { JsonValue } from "../contract/json";
 import type { SubagentResult, SubagentStopReason } from "../contract/run";
 
@@ -54,6 +54,8 @@ export interface OneShotFacts {
   /** Whether an output schema was requested, and the committed capture if one was made. */
   schemaRequested: boolean;
   capture?: { value: JsonValue };
+  /** The child's model usage over those messages, summed. */
+  usage?: Usage;
 }
 
 export function oneShotResult(facts: OneShotFacts): SubagentResult {
@@ -69,6 +71,7 @@ export function oneShotResult(facts: OneShotFacts): SubagentResult {
   const result: SubagentResult = { output: selectOutput(facts.assistant), stopReason };
   if (stopReason === "completed" && facts.capture !== undefined) result.structured = facts.capture.value;
   if (diagnostic !== undefined && stopReason !== "completed") result.diagnostic = capDiagnostic(diagnostic);
+  if (facts.usage) result.usage = facts.usage;
   return result;
 }
 

@@ -1,4 +1,4 @@
-import type { InboxLane, ToolCall } from "../contract/events";
+import type { InboxLane, ToolCall, Usage } from "../contract/events";
 
 /**
  * What the turn driver does next, derived only from durable state (so a re-run after a crash
@@ -15,6 +15,14 @@ export interface LoopState {
   turnStartSeq: number | null;
   /** Model calls completed in the open turn. */
   step: number;
+  /**
+   * Model calls begun for the current step (retries and re-runs after a restart included), and
+   * the last one's failure: a step that keeps failing ends its turn once they are spent.
+   */
+  attempts?: number;
+  lastModelError?: string;
+  /** The open turn's model usage so far (summed into its `turn/end`). */
+  usage?: Usage;
   /** Set by an interrupt: pending work waits for the next waking delivery. */
   parked: boolean;
 }

@@ -18,6 +18,7 @@ import { type Caller, DEFAULT_TENANT, tenantOf } from "../contract/session";
 import { isSessionId } from "../contract/ids";
 import { offersStreamProtocol, STREAM_PROTOCOL } from "../contract/stream";
 import { compact } from "../core/compact";
+import type { Deployment } from "../platform/deployment";
 
 /**
  * The public HTTP API (docs/api.md): auth -> validate -> route to the session's object. Every error
@@ -31,8 +32,10 @@ function sessionParam(request: IRequest): string | Failure {
   return isSessionId(id) ? id : fail("NOT_FOUND", "session not found");
 }
 
-export function buildRouter() {
+/** The API's routes under `base` (`""`: `/v1/...`), for the deployment's tools and models. */
+export function buildRouter(deployment: Deployment, base = "") {
   const router = Router<IRequest, [Env, ExecutionContext]>({
+    base,
     catch: (error: unknown) => {
       if (error instanceof SubagentError) return failure(error.toFailure());
       console.error("unhandled error", error instanceof Error ? error.stack : error);
@@ -47,7 +50,7 @@ export function buildRouter() {
     authed(async (request, env, caller) => {
       const body = await readBody(request, CreateSessionBody);
       if (!body.ok) return failure(body);
-      const created = await createTopLevelSession(env, body.value, adminTenant(caller));
+      const created = await createTopLevelSession(env, deployment, body.value, adminTenant(caller));
       // 201 with the token when created; 200 without one for an idempotent replay
       return reply(created, created.ok && created.value.token === undefined ? 200 : 201);
     }, "admin"),
@@ -113,7 +116,10 @@ export function buildRouter() {
       };
       if (offersStreamProtocol(request.headers.get("sec-websocket-protocol")))
         headers["sec-websocket-protocol"] = STREAM_PROTOCOL;
-      const forwarded = new Request(`https://session/stream?after=${query.value.after}`, { headers });
+      const deltas = query.value.deltas ? "&deltas=true" : "";
+      const forwarded = new Request(`https://session/stream?after=${query.value.after}${deltas}`, {
+        headers,
+      });
       return sessionStub(env, id).fetch(forwarded);
     }),
   );

@@ -1,4 +1,5 @@
-import { modelRoutesOf } from "../platform/models";
+import type { Deployment } from "../platform/deployment";
+import { defaultModelOf } from "../platform/models";
 import { fail, type Outcome } from "../contract/errors";
 import { DEFAULT_TENANT, type SessionView } from "../contract/session";
 import type { CreateSessionBody } from "../contract/wire";
@@ -17,12 +18,16 @@ import type { z } from "zod";
  */
 export async function createTopLevelSession(
   env: Env,
+  deployment: Deployment,
   body: z.infer<typeof CreateSessionBody>,
   tenant: string = DEFAULT_TENANT,
 ): Promise<Outcome<SessionView & { token?: string }>> {
-  const model = body.model ?? env.DEFAULT_MODEL;
-  const problem = modelRoutesOf(env).problem(model);
+  const model = body.model ?? defaultModelOf(env);
+  const problem = deployment.models(env).problem(model);
   if (problem) return fail("INVALID_REQUEST", `model: ${problem}`);
+  const unknownTools = body.toolFilter ? deployment.unknownTools(body.toolFilter) : [];
+  if (unknownTools.length > 0)
+    return fail("INVALID_REQUEST", `toolFilter names unknown tools: ${unknownTools.join(", ")}`);
   const {
     model: _model,
     label,

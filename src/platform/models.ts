@@ -1,22 +1,27 @@
-import { builtinModels, type ModelSettings } from "../agent/builtin-models";
-import { ModelRoutes } from "../agent/model-provider";
+import { type BuiltinModelSettings, builtinModels } from "../agent/builtin-models";
+import type { ModelProvider } from "../agent/model-provider";
 
-/** The model routes a deployment serves: the built-in providers, configured from its env. */
-export function modelRoutesOf(env: Env): ModelRoutes {
-  return new ModelRoutes(builtinModels(modelSettingsOf(env)));
+/** The built-in model providers, configured from the Worker's env. */
+export function builtinModelsOf(env: Env): ModelProvider[] {
+  return builtinModels(modelSettingsOf(env));
 }
 
-/** The built-in model providers' settings from the Worker's vars, secrets and bindings. */
-function modelSettingsOf(env: Env): ModelSettings {
-  const vars = env as Env & { OPENAI_API_KEY?: string };
-  const settings: ModelSettings = { defaultModel: vars.DEFAULT_MODEL, openAiBaseUrl: vars.OPENAI_BASE_URL };
+/** The model of a session that names none: DEFAULT_MODEL, else `scripted` (deterministic, offline). */
+export function defaultModelOf(env: Env): string {
+  return (env as Partial<Env>).DEFAULT_MODEL || "scripted";
+}
+
+/**
+ * The built-in model providers' settings from the Worker's vars, secrets and bindings; an
+ * embedding Worker may set none of them (OPENAI_BASE_URL defaults to OpenAI's API).
+ */
+function modelSettingsOf(env: Env): BuiltinModelSettings {
+  const vars = env as Partial<Env> & { OPENAI_API_KEY?: string };
+  const settings: BuiltinModelSettings = {
+    defaultModel: defaultModelOf(env),
+    openAiBaseUrl: vars.OPENAI_BASE_URL || "https://api.openai.com/v1",
+  };
   if (vars.OPENAI_API_KEY) settings.openAiApiKey = vars.OPENAI_API_KEY;
-  const ai = vars.AI;
-  if (ai) {
-    // The binding's overloads are keyed by literal model names; a model route names its model at
-    // run time (the service checks it), so the adapter calls the untyped form.
-    const run = ai.run.bind(ai) as NonNullable<ModelSettings["ai"]>["run"];
-    settings.ai = { run };
-  }
+  if (vars.AI) settings.ai = vars.AI;
   return settings;
 }

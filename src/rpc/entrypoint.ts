@@ -9,6 +9,7 @@ import type { ChildEntry, DescendantEntry } from "../core/listing";
 import { compact } from "../core/compact";
 import { validate } from "../http/body";
 import { createTopLevelSession } from "../http/session-create";
+import type { Deployment } from "../platform/deployment";
 import { registryStub, sessionStub } from "../platform/stubs";
 import type { ProviderInfo } from "../providers/catalog";
 import { z } from "zod";
@@ -78,13 +79,21 @@ export class RunHandle extends RpcTarget {
 }
 
 export class SubagentsEntrypoint extends WorkerEntrypoint<Env> {
+  readonly #deployment: Deployment;
+
+  /** Made by `createSubagents` (src/worker/), which passes the deployment's tools and models. */
+  constructor(ctx: ExecutionContext, env: Env, deployment: Deployment) {
+    super(ctx, env);
+    this.#deployment = deployment;
+  }
+
   async providers(): Promise<ProviderInfo[]> {
     return registryStub(this.env).list();
   }
 
   /** A new top-level session and its token; an idempotent replay (same key) answers no token. */
   async createSession(options: unknown = {}): Promise<SessionView & { token?: string }> {
-    return unwrap(await createTopLevelSession(this.env, arg(options, CreateSessionBody)));
+    return unwrap(await createTopLevelSession(this.env, this.#deployment, arg(options, CreateSessionBody)));
   }
 
   async send(sessionId: string, message: unknown): Promise<{ messageId: string }> {

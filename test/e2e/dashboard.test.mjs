@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { bundle } from "../../ui/build.mjs";
+import { assetsModule, bundle } from "../../ui/build.mjs";
 import { allEvents, api } from "./lib/api.mjs";
 import { launchBrowser } from "./lib/browser.mjs";
 import { REPO_ROOT, removeDir, startDevServer, tempDir } from "./lib/dev-server.mjs";
@@ -87,12 +87,16 @@ describe("the dashboard in a real browser", { timeout: 300_000 }, () => {
     if (profile) removeDir(profile);
   });
 
-  it("serves the committed bundle, which matches its sources, and not the sources themselves", async () => {
-    assert.equal(
-      readFileSync(join(REPO_ROOT, "ui/app.js"), "utf8"),
-      await bundle(),
-      "run `node ui/build.mjs`",
+  it("serves the embedded dashboard, which matches its sources, and not the sources themselves", async () => {
+    const committed = readFileSync(join(REPO_ROOT, "src/worker/dashboard-assets.ts"), "utf8");
+    assert.ok(
+      committed === (await assetsModule()),
+      "src/worker/dashboard-assets.ts is stale: run `npm run build:ui`",
     );
+    const app = await fetch(`${server.url}/app.js`);
+    assert.equal(app.status, 200);
+    assert.match(app.headers.get("content-type") ?? "", /^text\/javascript/);
+    assert.ok((await app.text()) === (await bundle()), "the served app.js is the bundle of ui/src");
     for (const path of ["/src/main.ts", "/build.mjs", "/tsconfig.json"]) {
       const res = await fetch(`${server.url}${path}`);
       assert.equal(res.status, 404, path);

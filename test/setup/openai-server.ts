@@ -11,9 +11,16 @@
  *   user "be long"       -> a partial text, finish "length"
  *   user "fail please"   -> HTTP 500 whose body echoes the Authorization header back (as some
  *                           gateways do), so tests can prove the adapter keeps the key out of the log
+ *   user "flaky <x>"     -> the first request with this text: HTTP 503 (`Retry-After: 0`); later ones answer
+ *   user "rate limited <x>" -> the first request with this text: HTTP 429 with `Retry-After: 1`
+ *   user "hang once <x>" -> the first request with this text is never answered (a call timeout)
+ *   user "hang always <x>" -> never answered
+ *   user "stream slowly <x>" -> the normal answer, streamed one word per 150 ms
  *   any other user text  -> "hello from fake: <text>", finish "stop"
  *   a tool message       -> "tool said: <tool content>", finish "stop"
  * When started with an `apiKey`, a request whose Authorization is not `Bearer <apiKey>` gets 401.
+ * A request with `"stream": true` is answered as server-sent events (`chat.completion.chunk`s, the
+ * usage in a last chunk when `stream_options.include_usage` is set, then `data: [DONE]`).
  *
  * The project has no `@types/node` (the Worker code must not see Node types), so `node:http` is
  * loaded dynamically and typed with the few structural shapes used here.
@@ -29,6 +36,8 @@ export interface RecordedRequest {
   auth: "ok" | "missing" | "wrong" | "none";
   status: number;
   body: unknown;
+  /** When the request arrived (epoch ms). */
+  at: number;
 }
 
 export interface FakeOpenAiServer {
@@ -48,7 +57,8 @@ interface IncomingMessage {
 }
 interface ServerResponse {
   writeHead(status: number, headers: Record<string, string>): void;
-  end(body: string): void;
+  write(chunk: string): boolean;
+  end(body?: string): void;
 }
 interface HttpServer {
   listen(port: number, host: string, callback: () => void): void;
@@ -72,9 +82,29 @@ class HttpError extends Error {
     readonly status: number,
     message: string,
     readonly extra: Record<string, unknown> = {},
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
   }
+}
+
+/** Texts whose first request already failed ("flaky", "rate limited", "hang once"). */
+const failedOnce = new Set<string>();
+
+/** How an answer is sent: at once, slowly (streamed words apart), or never. */
+type Delivery = "normal" | "slow" | "never";
+
+function deliveryOf(body: unknown): Delivery {
+  const messages = (body as { messages?: ChatMessage[] } | null)?.messages;
+  const last = Array.isArray(messages) ? messages[messages.length - 1] : undefined;
+  const said = last?.role === "user" ? contentText(last.content) : "";
+  if (said.startsWith("stream slowly")) return "slow";
+  if (said.startsWith("hang always")) return "never";
+  if (said.startsWith("hang once") && !failedOnce.has(said)) {
+    failedOnce.add(said);
+    return "never";
+  }
+  return "normal";
 }
 
 function contentText(content: unknown): string {
@@ -163,15 +193,69 @@ function answer(index: number, body: unknown, authorization: string): unknown {
       return completion(index, model, messages, { content: "this answer is cut" }, "length");
     case "fail please":
       throw new HttpError(500, "fake failure", { received_authorization: authorization });
+  }
+  if (said.startsWith("flaky") && !failedOnce.has(said)) {
+    failedOnce.add(said);
+    throw new HttpError(503, "fake overload", {}, { "retry-after": "0" });
+  }
+  if (said.startsWith("rate limited") && !failedOnce.has(said)) {
+    failedOnce.add(said);
+    throw new HttpError(429, "fake rate limit", {}, { "retry-after": "1" });
+  }
+  switch (said) {
     default:
       return completion(index, model, messages, { content: `hello from fake: ${said}` }, "stop");
   }
 }
 
-function send(res: ServerResponse, status: number, value: unknown): number {
-  res.writeHead(status, { "content-type": "application/json" });
+function send(
+  res: ServerResponse,
+  status: number,
+  value: unknown,
+  headers: Record<string, string> = {},
+): number {
+  res.writeHead(status, { "content-type": "application/json", ...headers });
   res.end(JSON.stringify(value));
   return status;
+}
+
+interface Completion {
+  id: string;
+  created: number;
+  model: string;
+  choices: { message: { content?: unknown; tool_calls?: unknown[] }; finish_reason: string }[];
+  usage: unknown;
+}
+
+/** A completion as the server-sent events of a streaming answer, words `delayMs` apart. */
+async function sendStream(
+  res: ServerResponse,
+  completion: Completion,
+  includeUsage: boolean,
+  delayMs: number,
+): Promise<number> {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  const base = {
+    id: completion.id,
+    object: "chat.completion.chunk",
+    created: completion.created,
+    model: completion.model,
+  };
+  const event = (choices: unknown[], extra: Record<string, unknown> = {}) =>
+    res.write(`data: ${JSON.stringify({ ...base, choices, ...extra })}\n\n`);
+  const choice = completion.choices[0]!;
+  event([{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }]);
+  const text = typeof choice.message.content === "string" ? choice.message.content : "";
+  for (const word of text.match(/\S+\s*/g) ?? []) {
+    if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+    event([{ index: 0, delta: { content: word }, finish_reason: null }]);
+  }
+  for (const [index, call] of (choice.message.tool_calls ?? []).entries())
+    event([{ index: 0, delta: { tool_calls: [{ index, ...(call as object) }] }, finish_reason: null }]);
+  event([{ index: 0, delta: {}, finish_reason: choice.finish_reason }]);
+  if (includeUsage) event([], { usage: completion.usage });
+  res.end("data: [DONE]\n\n");
+  return 200;
 }
 
 export async function startOpenAiServer(
@@ -221,6 +305,7 @@ export async function startOpenAiServer(
         auth,
         status: 0,
         body,
+        at: Date.now(),
       };
       requests.push(record);
       if (auth === "missing" || auth === "wrong") {
@@ -239,12 +324,39 @@ export async function startOpenAiServer(
         });
         return;
       }
+      const delivery = deliveryOf(body);
+      if (delivery === "never") {
+        record.status = -1; // left hanging: the caller's timeout ends it
+        return;
+      }
+      let completion: unknown;
       try {
-        record.status = send(res, 200, answer(index, body, authorization));
+        completion = answer(index, body, authorization);
       } catch (error) {
         if (!(error instanceof HttpError)) throw error;
         const type = error.status >= 500 ? "server_error" : "invalid_request_error";
-        record.status = send(res, error.status, { error: { ...error.extra, message: error.message, type } });
+        record.status = send(
+          res,
+          error.status,
+          { error: { ...error.extra, message: error.message, type } },
+          error.headers,
+        );
+        return;
+      }
+      const { stream, stream_options } = body as {
+        stream?: unknown;
+        stream_options?: { include_usage?: unknown };
+      };
+      if (stream === true) {
+        record.status = 200;
+        void sendStream(
+          res,
+          completion as Completion,
+          stream_options?.include_usage === true,
+          delivery === "slow" ? 150 : 0,
+        );
+      } else {
+        record.status = send(res, 200, completion);
       }
     });
   });

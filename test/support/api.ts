@@ -84,13 +84,16 @@ export function api(method: string, path: string, options: CallOptions = {}): Pr
 /** Opens the event stream of a session over a WebSocket; returns the raw upgrade response. */
 export function openStream(
   id: string,
-  options: { after?: number; token?: string | null; protocols?: string[] } = {},
+  options: { after?: number; token?: string | null; protocols?: string[]; deltas?: boolean } = {},
 ): Promise<Response> {
   const headers = new Headers({ upgrade: "websocket" });
   const token = options.token === undefined ? ADMIN : options.token;
   if (options.protocols) headers.set("sec-websocket-protocol", options.protocols.join(", "));
   else if (token !== null) headers.set("authorization", `Bearer ${token}`);
-  const query = options.after === undefined ? "" : `?after=${options.after}`;
+  const params = new URLSearchParams();
+  if (options.after !== undefined) params.set("after", String(options.after));
+  if (options.deltas !== undefined) params.set("deltas", String(options.deltas));
+  const query = params.size === 0 ? "" : `?${params}`;
   return workerFetch(new Request(`http://example.com/v1/sessions/${id}/events/stream${query}`, { headers }));
 }
 

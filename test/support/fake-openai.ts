@@ -14,10 +14,15 @@ export interface FakeRequest {
   /** Whether the Authorization header carried the expected key ("ok", "missing", "wrong"). */
   auth: string;
   status: number;
+  /** When the request arrived (epoch ms). */
+  at: number;
   body: {
     model: string;
     messages: { role: string; content: unknown; [key: string]: unknown }[];
     tools?: { type: string; function: { name: string; description: string; parameters: unknown } }[];
+    stream?: boolean;
+    temperature?: number;
+    max_tokens?: number;
   };
 }
 

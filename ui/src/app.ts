@@ -67,7 +67,11 @@ export class Dashboard {
 
   /** Checks the token against the API; on success keeps it (this tab only) and opens the dashboard. */
   async signIn(token: string): Promise<boolean> {
-    const client = new SubagentsClient({ baseUrl: location.origin, token });
+    // the API lives next to the dashboard: under the same base path
+    const client = new SubagentsClient({
+      baseUrl: new URL(".", location.href).href.replace(/\/$/, ""),
+      token,
+    });
     const own = client.tokenSession;
     try {
       if (own) await client.getSession(own);

@@ -17,6 +17,8 @@ export interface TreeNode {
   label?: string;
   provider?: string;
   reason?: string;
+  /** Tokens (input plus output) of this session and everything below it. */
+  tokens?: number;
 }
 
 export class TreeView {
@@ -86,6 +88,10 @@ export class TreeView {
     if (!rootId) return;
     const [root, entries] = await Promise.all([client.getSession(rootId), client.descendants(rootId)]);
     if (rootId !== this.#rootId) return;
+    // the root's subtree: its own usage and its children's subtrees (depth 1 rows)
+    const rootTokens =
+      tokensOf(root.usage) +
+      entries.reduce((sum, e) => sum + (e.depth === 1 ? tokensOf(e.subtreeUsage) : 0), 0);
     const nodes: TreeNode[] = [
       {
         id: root.id,
@@ -93,6 +99,7 @@ export class TreeView {
         depth: 0,
         status: root.status,
         ...(root.label === undefined ? {} : { label: root.label }),
+        ...(rootTokens > 0 ? { tokens: rootTokens } : {}),
       },
     ];
     for (const e of entries) {
@@ -114,6 +121,7 @@ export class TreeView {
         mode: e.mode,
         provider: e.provider,
         ...(e.label === undefined ? {} : { label: e.label }),
+        ...(tokensOf(e.subtreeUsage) > 0 ? { tokens: tokensOf(e.subtreeUsage) } : {}),
       });
     }
     this.#nodes = new Map(nodes.map((n) => [n.id, n]));
@@ -139,6 +147,7 @@ export class TreeView {
             "data-mode": n.mode ?? "top-level",
             "data-provider": n.provider,
             "data-parent-id": n.parentId ?? undefined,
+            "data-tokens": n.tokens,
             style: `--depth: ${n.depth}`,
           },
           h(
@@ -155,9 +164,20 @@ export class TreeView {
                 ? "top-level"
                 : [n.mode ?? n.reason ?? "?", n.provider ? ` · ${n.provider}` : "", ` · depth ${n.depth}`],
             ),
+            n.tokens === undefined
+              ? null
+              : h(
+                  "span",
+                  { class: "badge tokens", title: "tokens used by this session and its subtree" },
+                  `${n.tokens} tok`,
+                ),
           ),
         ),
       ),
     );
   }
+}
+
+function tokensOf(usage: { inputTokens: number; outputTokens: number } | undefined): number {
+  return usage ? usage.inputTokens + usage.outputTokens : 0;
 }

@@ -82,7 +82,10 @@ export class RunLedger {
       local: run.local,
       stopReason: result.stopReason,
       ...(isEmptyContent(result.output) ? {} : { lastAssistantMessage: result.output }),
+      ...(result.usage ? { usage: result.usage } : {}),
     });
+    // what the child used counts against this session's token budget (semantics.md §8)
+    if (result.usage) ctx.stores.usage.addRuns(result.usage);
     if (run.callKey && !run.taskId) {
       const split = run.callKey.indexOf(":");
       const rendered = renderForeground(result);

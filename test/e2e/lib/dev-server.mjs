@@ -1,6 +1,6 @@
 // Starts and stops a real `wrangler dev` for the end-to-end suites.
 //
-// Each server runs in its own process group (npx -> wrangler -> workerd), listens on a free
+// Each server runs in its own process group (wrangler -> workerd), listens on a free
 // loopback port, persists to the directory it is given (a temp dir by default) and gets a random
 // admin token. `stop()` signals the whole group and waits until no process of it is left, so no
 // workerd outlives a test. Every wait is bounded.
@@ -118,20 +118,24 @@ export function randomToken() {
 }
 
 /**
- * Starts `wrangler dev` and resolves once GET /v1/health answers `{ok: true}`. `port` pins the
- * port (a restart on the same port keeps the server's URL, e.g. for a registered remote
- * provider); `vars` are further `--var`s (e.g. PUBLIC_URL, REMOTE_DEADLINE_SECONDS).
- * @param {{persistTo?: string, token?: string, timeoutMs?: number, port?: number, vars?: Record<string, string>}} [options]
+ * Starts `wrangler dev` and resolves once GET `<basePath>/v1/health` answers `{ok: true}`. `port`
+ * pins the port (a restart on the same port keeps the server's URL, e.g. for a registered remote
+ * provider); `vars` are further `--var`s (e.g. PUBLIC_URL, REMOTE_DEADLINE_SECONDS). `cwd` runs
+ * another project (its own wrangler.toml) with this repository's wrangler; `basePath` is where
+ * that project mounts the API.
+ * @param {{persistTo?: string, token?: string, timeoutMs?: number, port?: number, vars?: Record<string, string>, cwd?: string, basePath?: string}} [options]
  */
 export async function startDevServer(options = {}) {
   const persistTo = options.persistTo ?? tempDir();
   const token = options.token ?? randomToken();
   const timeoutMs = options.timeoutMs ?? START_TIMEOUT_MS;
   const vars = options.vars ?? {};
+  const cwd = options.cwd ?? REPO_ROOT;
+  const basePath = options.basePath ?? "";
   let lastError;
   // A free port can be taken between probing and binding: retry once with new ports.
   for (let attempt = 0; attempt < 2; attempt++) {
-    const server = await launch({ persistTo, token, timeoutMs, port: options.port, vars });
+    const server = await launch({ persistTo, token, timeoutMs, port: options.port, vars, cwd, basePath });
     try {
       await server.ready;
       return server;
@@ -144,11 +148,11 @@ export async function startDevServer(options = {}) {
   throw lastError;
 }
 
-async function launch({ persistTo, token, timeoutMs, port: pinned, vars }) {
+async function launch({ persistTo, token, timeoutMs, port: pinned, vars, cwd, basePath }) {
   const port = pinned ?? (await freePort());
   const inspectorPort = await freePort();
   const args = [
-    "wrangler",
+    join(REPO_ROOT, "node_modules", "wrangler", "bin", "wrangler.js"),
     "dev",
     "--ip",
     "127.0.0.1",
@@ -163,9 +167,10 @@ async function launch({ persistTo, token, timeoutMs, port: pinned, vars }) {
     ...Object.entries(vars).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
     "--show-interactive-dev-session=false",
   ];
-  const child = spawn("npx", args, {
-    cwd: REPO_ROOT,
-    detached: true, // its own process group: stop() signals npx, wrangler and workerd together
+  // this repository's wrangler on the Node that runs the tests (Node 22), in the project's folder
+  const child = spawn(process.execPath, args, {
+    cwd,
+    detached: true, // its own process group: stop() signals wrangler and workerd together
     stdio: ["ignore", "pipe", "pipe"],
     env: {
       ...process.env,
@@ -176,7 +181,7 @@ async function launch({ persistTo, token, timeoutMs, port: pinned, vars }) {
     },
   });
   const pgid = child.pid;
-  if (pgid === undefined) throw new Error("could not spawn npx wrangler dev");
+  if (pgid === undefined) throw new Error("could not spawn wrangler dev");
   liveGroups.add(pgid);
 
   let output = "";
@@ -232,14 +237,16 @@ async function launch({ persistTo, token, timeoutMs, port: pinned, vars }) {
         throw new Error(`wrangler dev exited before it was ready (${JSON.stringify(exited)}):\n${output}`);
       }
       try {
-        const response = await fetch(`${url}/v1/health`, { signal: AbortSignal.timeout(2_000) });
+        const response = await fetch(`${url}${basePath}/v1/health`, { signal: AbortSignal.timeout(2_000) });
         const body = await response.json().catch(() => null);
         if (response.status === 200 && body?.ok === true) return;
       } catch {
         // not listening yet
       }
       if (Date.now() > deadline) {
-        throw new Error(`wrangler dev did not answer GET /v1/health within ${timeoutMs} ms:\n${output}`);
+        throw new Error(
+          `wrangler dev did not answer GET ${basePath}/v1/health within ${timeoutMs} ms:\n${output}`,
+        );
       }
       await sleep(200);
     }

@@ -291,7 +291,11 @@ const directory: HttpCase[] = [
       "INVALID_REQUEST",
       createWith({ toolFilter: { deny: Array.from({ length: 257 }, (_, i) => `tool${i}`) } }),
     ],
-    ["an unknown field", "INVALID_REQUEST", createWith({ label: "x", temperature: 0.2 })],
+    ["an unknown field", "INVALID_REQUEST", createWith({ label: "x", priority: "high" })],
+    ["a temperature over 2", "INVALID_REQUEST", createWith({ temperature: 2.5 })],
+    ["a temperature as a string", "INVALID_REQUEST", createWith({ temperature: "0.5" })],
+    ["a maxOutputTokens of 0", "INVALID_REQUEST", createWith({ maxOutputTokens: 0 })],
+    ["a fractional maxOutputTokens", "INVALID_REQUEST", createWith({ maxOutputTokens: 10.5 })],
     [
       "a __proto__ key",
       "INVALID_REQUEST",
@@ -332,6 +336,8 @@ const delegation: HttpCase[] = [
     ["a numeric prompt", "INVALID_REQUEST", sub({ ...ONE_SHOT, prompt: 7 })],
     ["a label over 200 characters", "INVALID_REQUEST", sub({ ...ONE_SHOT, label: "l".repeat(201) })],
     ["an unknown field", "INVALID_REQUEST", sub({ ...ONE_SHOT, priority: "high" })],
+    ["a negative temperature", "INVALID_REQUEST", sub({ ...ONE_SHOT, temperature: -0.1 })],
+    ["a maxOutputTokens over a million", "INVALID_REQUEST", sub({ ...ONE_SHOT, maxOutputTokens: 1_000_001 })],
     ["an empty body", "INVALID_REQUEST", (w) => api("POST", P.subagents(w.a.id))],
     [
       "malformed JSON",

@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import { builtinModels } from "../../../src/agent/builtin-models";
 import type { ModelClient } from "../../../src/agent/model";
 import { type ModelProvider, ModelRoutes } from "../../../src/agent/model-provider";
-import { OpenAiModel } from "../../../src/agent/openai-model";
 import { ScriptedModel } from "../../../src/agent/scripted-model";
 
 const custom = (seen: string[]): ModelProvider => ({
@@ -27,7 +26,9 @@ describe("model routes: a provider per prefix", () => {
       builtinModels({ defaultModel: "scripted", openAiBaseUrl: "https://x.test/v1" }),
     );
     expect(online.problem("openai:gpt-4o")).toBeUndefined();
-    expect(online.client("openai:gpt-4o")).toBeInstanceOf(OpenAiModel);
+    const openai = online.client("openai:gpt-4o");
+    expect(openai).not.toBeInstanceOf(ScriptedModel);
+    expect(typeof openai.generate).toBe("function");
   });
 
   it("refuses routes no provider serves, a bare prefix that needs a model, and a model after scripted", () => {
@@ -52,6 +53,20 @@ describe("model routes: a provider per prefix", () => {
     expect(routes.problem("nope")).toBe(
       'unknown model route "nope" (use scripted, openai:<model>, workers-ai:<model> or custom:<model>)',
     );
+  });
+
+  it("serves a provider whose routes may name a model or not (a user's prefix) both ways", () => {
+    const seen: string[] = [];
+    const either: ModelProvider = { ...custom(seen), namesModel: "optional" };
+    const routes = new ModelRoutes([...builtinModels({ defaultModel: "scripted" }), either]);
+    expect(routes.problem("custom")).toBeUndefined();
+    expect(routes.problem("custom:small")).toBeUndefined();
+    expect(routes.problem("custom:")).toMatch(
+      /^unknown model route "custom:" \(use .* or custom\[:<model>\]\)$/,
+    );
+    routes.client("custom");
+    routes.client("custom:small");
+    expect(seen).toEqual(["", "small"]);
   });
 
   it("refuses two providers for one prefix", () => {

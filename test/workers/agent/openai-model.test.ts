@@ -73,7 +73,11 @@ describe("openai:<model> sessions talk to an OpenAI-compatible server", () => {
       usage: { inputTokens: 1, outputTokens: 4 },
       model: "openai:fake-model",
     });
-    expect(since(events, "turn/end")[0]!.data).toEqual({ turn: 1, reason: "completed" });
+    expect(since(events, "turn/end")[0]!.data).toEqual({
+      turn: 1,
+      reason: "completed",
+      usage: { inputTokens: 1, outputTokens: 4 },
+    });
 
     expect(requests).toHaveLength(1);
     const [request] = requests;
@@ -134,7 +138,11 @@ describe("openai:<model> sessions talk to an OpenAI-compatible server", () => {
     });
     expect(final.data.content).toEqual([{ type: "text", text: "tool said: ping" }]);
     expect(final.data.stopReason).toBe("end");
-    expect(since(events, "turn/end")[0]!.data).toEqual({ turn: 1, reason: "completed" });
+    expect(since(events, "turn/end")[0]!.data).toEqual({
+      turn: 1,
+      reason: "completed",
+      usage: { inputTokens: 4, outputTokens: 3 },
+    });
 
     expect(first.body.messages).toEqual([{ role: "user", content: "use the tool" }]);
     expect(first.body.tools?.map((t) => t.function.name)).toContain("echo");
@@ -161,21 +169,27 @@ describe("openai:<model> sessions talk to an OpenAI-compatible server", () => {
     const assistant = since(events, "assistant/message")[0]!;
     expect(assistant.data.content).toEqual([{ type: "text", text: "this answer is cut" }]);
     expect(assistant.data.stopReason).toBe("max-tokens");
-    expect(since(events, "turn/end")[0]!.data).toEqual({ turn: 1, reason: "max-tokens" });
+    expect(since(events, "turn/end")[0]!.data).toEqual({
+      turn: 1,
+      reason: "max-tokens",
+      usage: { inputTokens: 1, outputTokens: 4 },
+    });
   });
 
-  it("ends the turn with an error naming the status, never the key (even when the server echoes it)", async () => {
+  it("retries a 500 up to the step's attempt budget, then ends the turn with an error naming the status, never the key (even when the server echoes it)", async () => {
     const { id } = await createSession({ model: "openai:fake-model" });
     const { events, requests } = await turn(id, "fail please");
-    expect(requests).toHaveLength(1);
-    expect(requests[0]!.auth).toBe("ok");
-    expect(requests[0]!.status).toBe(500);
+    // MODEL_ATTEMPTS_PER_STEP (4 by default): one call and three retries, then the turn ends
+    expect(requests).toHaveLength(4);
+    expect(requests.every((r) => r.auth === "ok" && r.status === 500)).toBe(true);
     expect(since(events, "assistant/message")).toEqual([]);
     const end = since(events, "turn/end")[0]!;
     expect(end.data.turn).toBe(1);
     expect(end.data.reason).toBe("error");
     expect(end.data.error).toEqual(expect.any(String));
-    expect(end.data.error).toContain("500");
+    expect(end.data.error).toMatch(
+      /^the model step failed 4 times; last: openai\.chat answered 500: fake failure$/,
+    );
     expect(end.data.error).toContain("fake failure");
     expect(end.data.error).not.toContain(API_KEY);
     expect(JSON.stringify(events)).not.toContain(API_KEY);
@@ -183,7 +197,11 @@ describe("openai:<model> sessions talk to an OpenAI-compatible server", () => {
     // The session is still usable after a failed model call.
     const next = await turn(id, "still there?");
     expect(assistantTexts(next.events).at(-1)).toBe("hello from fake: still there?");
-    expect(since(next.events, "turn/end")[0]!.data).toEqual({ turn: 2, reason: "completed" });
+    expect(since(next.events, "turn/end")[0]!.data).toEqual({
+      turn: 2,
+      reason: "completed",
+      usage: { inputTokens: 2, outputTokens: 5 },
+    });
   });
 
   it("sends the persona as the system prompt and the earlier turns as history", async () => {

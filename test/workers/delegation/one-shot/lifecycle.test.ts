@@ -107,6 +107,7 @@ describe("a one-shot run from start to result (semantics.md §5.2, §5.3)", () =
     expect((await waitForRun(parent.id, routed.runId)).result).toEqual({
       output: [{ type: "text", text: "hello from fake: routed" }],
       stopReason: "completed",
+      usage: { inputTokens: 1, outputTokens: 4 },
     });
   });
 

@@ -33,6 +33,7 @@ describe("run results (semantics.md §3.2, §3.3)", () => {
     expect((await waitForRun(parent.id, partial.runId)).result).toEqual({
       output: [{ type: "text", text: "this answer is cut" }],
       stopReason: "max-tokens",
+      usage: { inputTokens: 1, outputTokens: 4 },
     });
 
     const caller = await createSession();
@@ -100,6 +101,7 @@ describe("run results (semantics.md §3.2, §3.3)", () => {
     expect((await waitForRun(parent.id, viaTool.runId)).result).toEqual({
       output: [{ type: "text", text: "tool said: ping" }],
       stopReason: "completed",
+      usage: { inputTokens: 4, outputTokens: 3 },
     });
   });
 });

@@ -1,0 +1,85 @@
+#!/usr/bin/env node
+// `npm run bundle-size`: the size of this repository's Worker as `wrangler deploy` would upload
+// it (`wrangler deploy --dry-run`, offline), now and at a baseline commit, written into the
+// README between the bundle-size markers with both commits.
+//   npm run bundle-size                      baseline: the last commit before the runtime became a library
+//   npm run bundle-size -- --baseline=<ref>  another baseline
+//   npm run bundle-size -- --no-readme       print only
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+const ROOT = resolve(import.meta.dirname, "..");
+const args = new Map(
+  process.argv.slice(2).map((a) => {
+    const [key, value] = a.replace(/^--/, "").split("=");
+    return [key, value ?? "true"];
+  }),
+);
+/** The runtime as a closed application: its Worker before `createSubagents`, the AI SDK and the embedded dashboard. */
+const BASELINE = args.get("baseline") ?? "4f49b43";
+const START = "<!-- bundle-size:start -->";
+const END = "<!-- bundle-size:end -->";
+
+const git = (...a) => execFileSync("git", a, { cwd: ROOT, encoding: "utf8" }).trim();
+
+/** `wrangler deploy --dry-run` in `dir`: the upload size and its gzip size as wrangler reports them. */
+function measure(dir) {
+  const out = mkdtempSync(join(tmpdir(), "subagents-size-"));
+  try {
+    const output = execFileSync(
+      process.execPath,
+      [join(ROOT, "node_modules/wrangler/bin/wrangler.js"), "deploy", "--dry-run", "--outdir", out],
+      {
+        cwd: dir,
+        encoding: "utf8",
+        env: { ...process.env, WRANGLER_SEND_METRICS: "false", FORCE_COLOR: "0" },
+      },
+    );
+    const match = /Total Upload: ([\d.]+) KiB \/ gzip: ([\d.]+) KiB/.exec(output);
+    if (!match) throw new Error(`wrangler did not report a size:\n${output}`);
+    return { kib: Number(match[1]), gzipKib: Number(match[2]) };
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+}
+
+/** The same measurement on a clean checkout of `ref` (a worktree sharing this node_modules). */
+function measureAt(ref) {
+  const dir = mkdtempSync(join(tmpdir(), "subagents-baseline-"));
+  rmSync(dir, { recursive: true, force: true });
+  git("worktree", "add", "--detach", dir, ref);
+  try {
+    symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"), "dir");
+    return measure(dir);
+  } finally {
+    git("worktree", "remove", "--force", dir);
+  }
+}
+
+const head = git("rev-parse", "--short", "HEAD");
+const dirty = git("status", "--porcelain", "--", "src", "durable-objects", "package.json") !== "";
+const baselineCommit = git("rev-parse", "--short", BASELINE);
+const before = measureAt(BASELINE);
+const now = measure(ROOT);
+const pct = (a, b) => `${b >= a ? "+" : ""}${(((b - a) / a) * 100).toFixed(0)}%`;
+const lines = [
+  "| Worker (`wrangler deploy --dry-run`) | upload | gzip |",
+  "|---|---|---|",
+  `| before: the runtime as an application, at ${baselineCommit} | ${before.kib.toFixed(0)} KiB | ${before.gzipKib.toFixed(0)} KiB |`,
+  `| now: \`createSubagents\` with the AI SDK providers and the embedded dashboard, at ${head}${dirty ? " (uncommitted changes)" : ""} | ${now.kib.toFixed(0)} KiB | ${now.gzipKib.toFixed(0)} KiB |`,
+  `| change | ${pct(before.kib, now.kib)} | ${pct(before.gzipKib, now.gzipKib)} |`,
+  "",
+  `Written by \`npm run bundle-size\` on ${new Date().toISOString().slice(0, 10)}. Workers accept 3 MiB (free plan) or 10 MiB (paid) after gzip.`,
+];
+console.log(lines.join("\n"));
+if (args.get("no-readme") !== "true") {
+  const path = join(ROOT, "README.md");
+  const readme = readFileSync(path, "utf8");
+  const start = readme.indexOf(START);
+  const end = readme.indexOf(END);
+  if (start < 0 || end < start) throw new Error(`README.md has no ${START} ... ${END} block`);
+  writeFileSync(path, `${readme.slice(0, start + START.length)}\n${lines.join("\n")}\n${readme.slice(end)}`);
+  console.log("wrote README.md");
+}

@@ -1,0 +1,216 @@
+import type { DurableObject, WorkerEntrypoint } from "cloudflare:workers";
+import { RegistryObject as RegistryObjectBase } from "../../durable-objects/registry/registry-object";
+import { SessionObject as SessionObjectBase } from "../../durable-objects/session/session-object";
+import { ModelRoutes } from "../agent/model-provider";
+import type { ToolSource } from "../agent/tool-source";
+import type { SessionHost } from "../agent/host";
+import {
+  MODEL_PREFIX,
+  type ModelFactory,
+  RESERVED_MODEL_PREFIXES,
+  userModelProviders,
+} from "../agent/user-models";
+import { TOOL_NAME, type ToolDefinition, userToolSource } from "../agent/user-tools";
+import { builtinToolNames } from "../agent/builtin-tool-names";
+import { fail } from "../contract/errors";
+import { failure } from "../contract/respond";
+import { buildRouter } from "../http/app";
+import type { Deployment } from "../platform/deployment";
+import { builtinModelsOf } from "../platform/models";
+import { SubagentsEntrypoint as SubagentsEntrypointBase } from "../rpc/entrypoint";
+import { dashboardResponse } from "./dashboard";
+
+/** The options of `createSubagents` (docs/embedding.md). `E` is the Worker's env type. */
+export interface SubagentsOptions<E = Cloudflare.Env> {
+  /** Where the API lives: `"/agents"` serves `/agents/v1/...` and the dashboard at `/agents/`. Default `""`. */
+  basePath?: string;
+  /**
+   * Tools offered to every session's model and its children's, under each session's tool filter.
+   * Each tool states the env it needs (`defineTool`'s `E`, default `Cloudflare.Env`); they run
+   * with this Worker's env.
+   */
+  tools?: readonly ToolDefinition<never>[];
+  /** Model routes `<prefix>` / `<prefix>:<rest>` served by the Worker's own clients. */
+  models?: Readonly<Record<string, ModelFactory<E>>>;
+  /** The names of the two Durable Object bindings in wrangler.toml. */
+  bindings?: { sessions?: string; registry?: string };
+  /** Whether `basePath + "/"` serves the dashboard (default true). */
+  dashboard?: boolean;
+}
+
+/** A Durable Object class, as wrangler.toml binds it. */
+export type SubagentsObjectClass<E> = new (ctx: DurableObjectState, env: E) => DurableObject<E>;
+
+/** What `createSubagents` returns: the HTTP handler and the classes the Worker exports. */
+export interface Subagents<E = Cloudflare.Env> {
+  /** Answers everything under `basePath` (the API, the dashboard) and `404` with the error envelope elsewhere. */
+  fetch(request: Request, env: E, ctx: ExecutionContext): Promise<Response>;
+  /** Export as `SessionObject` (or the class named by the `sessions` binding). */
+  readonly SessionObject: SubagentsObjectClass<E>;
+  /** Export as `RegistryObject` (or the class named by the `registry` binding). */
+  readonly RegistryObject: SubagentsObjectClass<E>;
+  /** The service-binding entrypoint (api.md, "RPC"): export it to call the runtime from another Worker. */
+  readonly SubagentsEntrypoint: new (
+    ctx: ExecutionContext,
+    env: E,
+  ) => WorkerEntrypoint<E>;
+  /** The base path, normalized (`""` or `/segment...` without a trailing slash). */
+  readonly basePath: string;
+}
+
+const BASE_PATH = /^(\/[A-Za-z0-9._~!$&'()*+,;=:@-]+)*$/;
+
+/**
+ * The runtime inside a Worker: its HTTP API (under `basePath`), its Durable Object classes and
+ * its RPC entrypoint, with the Worker's own tools and models. Misconfiguration (a bad base path,
+ * a tool name taken by a built-in tool, a model prefix that shadows `scripted`) throws here, when
+ * the Worker's module loads, never later in a turn.
+ */
+export function createSubagents<E = Cloudflare.Env>(options: SubagentsOptions<E> = {}): Subagents<E> {
+  const basePath = normalizeBasePath(options.basePath ?? "");
+  const tools = checkTools(options.tools ?? []) as readonly ToolDefinition<E>[];
+  const models = checkModels(options.models ?? {});
+  const bindings = {
+    sessions: options.bindings?.sessions ?? "SESSIONS",
+    registry: options.bindings?.registry ?? "REGISTRY",
+  };
+  const deployment = deploymentOf(tools, models);
+  const withBindings = bindingsOf(bindings);
+  const router = buildRouter(deployment, basePath);
+  const dashboard = options.dashboard ?? true;
+
+  class SessionObject extends SessionObjectBase {
+    constructor(ctx: DurableObjectState, env: E) {
+      super(ctx, withBindings(env), deployment);
+    }
+  }
+  class RegistryObject extends RegistryObjectBase {
+    constructor(ctx: DurableObjectState, env: E) {
+      super(ctx, withBindings(env));
+    }
+  }
+  class SubagentsEntrypoint extends SubagentsEntrypointBase {
+    constructor(ctx: ExecutionContext, env: E) {
+      super(ctx, withBindings(env), deployment);
+    }
+  }
+
+  return {
+    basePath,
+    SessionObject: SessionObject as unknown as SubagentsObjectClass<E>,
+    RegistryObject: RegistryObject as unknown as SubagentsObjectClass<E>,
+    SubagentsEntrypoint: SubagentsEntrypoint as unknown as Subagents<E>["SubagentsEntrypoint"],
+    async fetch(request, env, ctx) {
+      const path = new URL(request.url).pathname;
+      if (path !== basePath && !path.startsWith(`${basePath}/`))
+        return failure(fail("NOT_FOUND", "no such route"));
+      if (dashboard && !path.startsWith(`${basePath}/v1/`)) {
+        const page = dashboardResponse(request, path, basePath);
+        if (page) return page;
+      }
+      const bound = withBindings(env);
+      const missing = [bindings.sessions, bindings.registry].find(
+        (name) => (env as Record<string, unknown>)[name] === undefined,
+      );
+      if (missing)
+        return failure(
+          fail(
+            "INTERNAL",
+            `the Durable Object binding ${missing} is missing (see wrangler.toml in the README)`,
+          ),
+        );
+      return router.fetch(request, bound, ctx);
+    },
+  };
+}
+
+function normalizeBasePath(raw: string): string {
+  const base = raw.replace(/\/+$/, "");
+  if (!BASE_PATH.test(base) || base.split("/").some((segment) => segment === "." || segment === ".."))
+    throw new TypeError(
+      `createSubagents: basePath "${raw}" is not a path like "/agents" (or "" for the root)`,
+    );
+  return base;
+}
+
+function checkTools(tools: readonly ToolDefinition<never>[]): readonly ToolDefinition<never>[] {
+  const seen = new Set<string>();
+  for (const tool of tools) {
+    const name = tool?.name;
+    if (typeof name !== "string" || !TOOL_NAME.test(name))
+      throw new TypeError(`createSubagents: tool name ${JSON.stringify(name)} must match ${TOOL_NAME}`);
+    if (builtinToolNames.test(name) || name.startsWith("mcp__"))
+      throw new TypeError(`createSubagents: tool name "${name}" is taken by a built-in tool`);
+    if (seen.has(name)) throw new TypeError(`createSubagents: two tools are named "${name}"`);
+    if (typeof tool.run !== "function" || typeof tool.input?.safeParse !== "function")
+      throw new TypeError(`createSubagents: tool "${name}" is not made by defineTool (input, run)`);
+    seen.add(name);
+  }
+  return tools;
+}
+
+function checkModels<E>(
+  models: Readonly<Record<string, ModelFactory<E>>>,
+): Readonly<Record<string, ModelFactory<E>>> {
+  for (const [prefix, factory] of Object.entries(models)) {
+    if (!MODEL_PREFIX.test(prefix))
+      throw new TypeError(`createSubagents: model prefix "${prefix}" must match ${MODEL_PREFIX}`);
+    if (RESERVED_MODEL_PREFIXES.includes(prefix))
+      throw new TypeError(`createSubagents: the model prefix "${prefix}" is the runtime's own`);
+    if (typeof factory !== "function")
+      throw new TypeError(`createSubagents: models.${prefix} must be a function (env) => ModelClient`);
+  }
+  return models;
+}
+
+/** The deployment's tools and model routes, made once per env object (the factories run once per object). */
+function deploymentOf<E>(
+  tools: readonly ToolDefinition<E>[],
+  models: Readonly<Record<string, ModelFactory<E>>>,
+): Deployment {
+  const made = new WeakMap<object, { tools: ToolSource<SessionHost>[]; models: ModelRoutes }>();
+  const forEnv = (env: Env): { tools: ToolSource<SessionHost>[]; models: ModelRoutes } => {
+    let found = made.get(env);
+    if (!found) {
+      const userEnv = env as unknown as E;
+      const builtin = builtinModelsOf(env).filter((p) => !Object.hasOwn(models, p.prefix));
+      found = {
+        tools: tools.length === 0 ? [] : [userToolSource(tools, userEnv)],
+        models: new ModelRoutes([...builtin, ...userModelProviders(models, userEnv)]),
+      };
+      made.set(env, found);
+    }
+    return found;
+  };
+  const userTools = new Set(tools.map((t) => t.name));
+  return {
+    toolSources: (env) => forEnv(env).tools,
+    models: (env) => forEnv(env).models,
+    unknownTools: (filter) =>
+      [...(filter.allow ?? []), ...(filter.deny ?? [])].filter(
+        (name) => !builtinToolNames.test(name) && !userTools.has(name),
+      ),
+  };
+}
+
+/**
+ * The env the runtime reads: the Worker's, with the two Durable Object namespaces under the names
+ * the runtime uses (`SESSIONS`, `REGISTRY`) when the Worker binds them under other names.
+ */
+function bindingsOf(bindings: { sessions: string; registry: string }): <E>(env: E) => Env {
+  if (bindings.sessions === "SESSIONS" && bindings.registry === "REGISTRY")
+    return (env) => env as unknown as Env;
+  const bound = new WeakMap<object, Env>();
+  return (env) => {
+    const source = env as unknown as Record<string, unknown>;
+    let view = bound.get(source);
+    if (!view) {
+      view = Object.create(source, {
+        SESSIONS: { value: source[bindings.sessions], enumerable: true },
+        REGISTRY: { value: source[bindings.registry], enumerable: true },
+      }) as Env;
+      bound.set(source, view);
+    }
+    return view;
+  };
+}

@@ -1,0 +1,15 @@
+import type { z } from "zod";
+import type { ToolDefinition, ToolDefinitionInput } from "../agent/user-tools";
+
+/**
+ * A tool for your sessions' models: `input` is a zod schema (its JSON schema is what the model
+ * sees; arguments that fail it are an error result the model can read, and `run` never sees
+ * them), `run` gets the parsed input and the call's context (`env`, `sessionId`, `callKey`,
+ * `signal`). A string result is one text block; a thrown error is an error result; the turn goes
+ * on either way. Calls are at-least-once across crashes: make side effects idempotent by `callKey`.
+ */
+export function defineTool<Input extends z.ZodType, E = Cloudflare.Env>(
+  definition: ToolDefinitionInput<Input, E>,
+): ToolDefinition<E> {
+  return Object.freeze({ ...definition }) as ToolDefinition<E>;
+}

@@ -1,0 +1,27 @@
+/**
+ * @module `subagents-edge/worker`: the runtime inside your own Worker (docs/embedding.md).
+ * `createSubagents` returns the HTTP handler, the Durable Object classes and the RPC entrypoint;
+ * `defineTool` makes a tool of yours; `aiSdkModel` serves a model route with any Vercel AI SDK
+ * language model. The model port's types are here for a model client of your own.
+ */
+export {
+  createSubagents,
+  type Subagents,
+  type SubagentsObjectClass,
+  type SubagentsOptions,
+} from "./create-subagents";
+export { defineTool } from "./define-tool";
+export { aiSdkModel, type AiSdkLanguageModel, type AiSdkModelOptions } from "../agent/ai-sdk-model";
+export { ModelError, type ModelErrorDetails, type ModelParams } from "../agent/model";
+export type { ToolDefinition, ToolResult, ToolRunContext } from "../agent/user-tools";
+export type { ModelFactory } from "../agent/user-models";
+export type {
+  ConversationMessage,
+  ModelClient,
+  ModelReply,
+  ModelRequest,
+  ModelStopReason,
+  ToolSpec,
+} from "../agent/model";
+export type { ContentBlock, TextBlock } from "../contract/content";
+export type { MessageSource, ToolCall, Usage } from "../contract/events";

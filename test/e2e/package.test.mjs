@@ -1,0 +1,269 @@
+// The package as users install it: `npm pack` of this repository, the tarball installed into
+// fresh projects, run under `wrangler dev` and driven over HTTP. Two projects:
+//   * examples/notes-agent (copied): a Worker of its own with the runtime under /agents, KV tools
+//     and a model route of its own; also typechecked against the packed declarations;
+//   * the quick start: exactly the README's `wrangler.toml` and `src/worker.ts`.
+// Nothing here reads this repository's sources: the published shape is what is tested.
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { api, createSession, sendMessage, waitForEvents } from "./lib/api.mjs";
+import { REPO_ROOT, removeDir, startDevServer, tempDir } from "./lib/dev-server.mjs";
+
+const NPM_TIMEOUT_MS = 180_000;
+
+function run(command, args, cwd) {
+  return execFileSync(command, args, {
+    cwd,
+    encoding: "utf8",
+    timeout: NPM_TIMEOUT_MS,
+    env: {
+      ...process.env,
+      npm_config_fund: "false",
+      npm_config_audit: "false",
+      npm_config_update_notifier: "false",
+    },
+  });
+}
+
+/** The README's fenced block right after `<!-- quickstart:<name> -->`. */
+function quickstartFile(name) {
+  const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+  const at = readme.indexOf(`<!-- quickstart:${name} -->`);
+  assert.ok(at >= 0, `README.md has no quickstart block for ${name}`);
+  const block = /```[a-z]*\n([\s\S]*?)```/.exec(readme.slice(at));
+  assert.ok(block, `README.md's quickstart block for ${name} is not a fenced block`);
+  return block[1];
+}
+
+/** A session under a base path: the e2e API helpers take the base as part of the server URL. */
+function mounted(server, basePath) {
+  return { ...server, url: `${server.url}${basePath}`, wsUrl: `${server.wsUrl}${basePath}` };
+}
+
+function script(...steps) {
+  return JSON.stringify({ script: steps });
+}
+
+async function turnOf(server, id, content) {
+  await sendMessage(server, id, content);
+  return waitForEvents(server, id, (es) => es.some((e) => e.type === "turn/end"));
+}
+
+describe("the packed package in fresh projects", () => {
+  let work;
+  let tarball;
+  let deps;
+  const servers = [];
+
+  before(async () => {
+    work = tempDir("subagents-package-");
+    // `npm pack` runs `prepack` (the build), whose output comes before the JSON on stdout
+    const output = run("npm", ["pack", "--json", "--pack-destination", work], REPO_ROOT);
+    const packed = JSON.parse(output.slice(output.search(/^\[/m)));
+    tarball = join(work, packed[0].filename);
+    // one install of the tarball (and the zod peer), shared by both projects
+    deps = join(work, "deps");
+    mkdirSync(deps);
+    writeFileSync(
+      join(deps, "package.json"),
+      JSON.stringify({ name: "deps", private: true, type: "module" }),
+    );
+    const zod = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")).devDependencies.zod;
+    run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball, `zod@${zod}`], deps);
+  });
+
+  after(async () => {
+    for (const server of servers) await server.stop();
+    if (work) removeDir(work);
+  });
+
+  /** A project folder: `files` written (or `from` copied), the shared node_modules linked in. */
+  function project(name, { from, files = {} }) {
+    const dir = join(work, name);
+    if (from) cpSync(from, dir, { recursive: true });
+    for (const [path, text] of Object.entries(files)) {
+      mkdirSync(join(dir, path, ".."), { recursive: true });
+      writeFileSync(join(dir, path), text);
+    }
+    symlinkSync(join(deps, "node_modules"), join(dir, "node_modules"), "dir");
+    return dir;
+  }
+
+  it("ships built JavaScript and declarations only, with an exports map Node resolves", () => {
+    const files = run("tar", ["tzf", tarball], work).trim().split("\n");
+    assert.ok(files.includes("package/dist/worker.js"));
+    assert.ok(files.includes("package/dist/client.js"));
+    assert.ok(files.includes("package/dist/types/src/worker/index.d.ts"));
+    const sources = files.filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts"));
+    assert.deepEqual(sources, [], "no TypeScript sources in the tarball");
+    const manifest = JSON.parse(readFileSync(join(deps, "node_modules/subagents-edge/package.json"), "utf8"));
+    assert.equal(manifest.sideEffects, false);
+    assert.ok(manifest.peerDependencies.zod);
+    assert.equal(manifest.private, undefined);
+    // the client runs in Node from the package's own entry
+    const client = run(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        'import("subagents-edge/client").then((m) => console.log(typeof m.SubagentsClient))',
+      ],
+      deps,
+    );
+    assert.equal(client.trim(), "function");
+  });
+
+  describe("examples/notes-agent", () => {
+    let dir;
+    let server;
+    let agents;
+
+    before(async () => {
+      dir = project("notes-agent", { from: join(REPO_ROOT, "examples", "notes-agent") });
+      server = await startDevServer({ cwd: dir, basePath: "/agents" });
+      servers.push(server);
+      agents = mounted(server, "/agents");
+    });
+
+    it("typechecks against the packed declarations with the Env that `wrangler types` makes", () => {
+      run(process.execPath, [join(REPO_ROOT, "node_modules/wrangler/bin/wrangler.js"), "types"], dir);
+      run(
+        process.execPath,
+        [join(REPO_ROOT, "node_modules/typescript/bin/tsc"), "--noEmit", "-p", "tsconfig.json"],
+        dir,
+      );
+    });
+
+    it("answers its own routes, the API under /agents and 404 elsewhere", async () => {
+      const home = await fetch(`${server.url}/`);
+      assert.equal(await home.text(), "notes-agent: the agents live under /agents/\n");
+      const health = await api(agents, "GET", "/v1/health");
+      assert.deepEqual(health.body, { ok: true, version: "0.1.0" });
+      const root = await api(server, "GET", "/v1/health");
+      assert.equal(root.status, 404);
+      assert.equal(root.body.error.code, "NOT_FOUND");
+    });
+
+    it("serves the dashboard under the base path", async () => {
+      const redirect = await fetch(`${server.url}/agents`, { redirect: "manual" });
+      assert.equal(redirect.status, 308);
+      assert.equal(new URL(redirect.headers.get("location")).pathname, "/agents/");
+      const page = await fetch(`${server.url}/agents/`);
+      assert.match(page.headers.get("content-type"), /^text\/html/);
+      assert.match(await page.text(), /<script type="module" src="app.js">/);
+      const app = await fetch(`${server.url}/agents/app.js`);
+      assert.equal(app.status, 200);
+      assert.match(app.headers.get("content-type"), /^text\/javascript/);
+      assert.match(await app.text(), /SubagentsClient|EventStream/);
+    });
+
+    it("runs the Worker's tools from a session and from its child, over its KV namespace", async () => {
+      const { id } = await createSession(agents);
+      const title = `n-${crypto.randomUUID().slice(0, 8)}`;
+      const saved = await turnOf(
+        agents,
+        id,
+        script({ call: [{ tool: "save_note", args: { title, text: "milk and eggs" } }] }, { say: "saved" }),
+      );
+      const result = saved.find((e) => e.type === "tool/result");
+      assert.deepEqual(result.data.content, [{ type: "text", text: `saved "${title}"` }]);
+      assert.equal(result.data.isError, false);
+      const notes = await (await fetch(`${server.url}/notes`)).json();
+      assert.ok(notes.includes(title));
+
+      // a child (spawn, one-shot) reads the note with the same tools
+      const childPrompt = script({ call: [{ tool: "read_note", args: { title } }] }, { say: "read it" });
+      const parent = await createSession(agents);
+      const events = await turnOf(
+        agents,
+        parent.id,
+        script(
+          { call: [{ tool: "subagent", args: { description: "read", prompt: childPrompt } }] },
+          { say: "ok" },
+        ),
+      );
+      const end = events.find((e) => e.type === "subagent/end");
+      assert.equal(end.data.stopReason, "completed");
+      const children = await api(agents, "GET", `/v1/sessions/${parent.id}/children`);
+      const child = children.body.entries[0].id;
+      const childLog = await waitForEvents(agents, child, (es) => es.some((e) => e.type === "turn/end"));
+      const read = childLog.find((e) => e.type === "tool/result");
+      assert.deepEqual(read.data.content, [{ type: "text", text: "milk and eggs" }]);
+    });
+
+    it("gives a tool's bad input and its error result back to the model; the turn goes on", async () => {
+      const { id } = await createSession(agents);
+      const events = await turnOf(
+        agents,
+        id,
+        script(
+          { call: [{ tool: "save_note", args: { title: "" } }] },
+          { call: [{ tool: "read_note", args: { title: "missing-note" } }] },
+          { say: "went on" },
+        ),
+      );
+      const [bad, missing] = events.filter((e) => e.type === "tool/result");
+      assert.equal(bad.data.isError, true);
+      assert.match(bad.data.content[0].text, /invalid arguments for save_note/);
+      assert.deepEqual(missing.data, {
+        toolCallId: missing.data.toolCallId,
+        name: "read_note",
+        content: [{ type: "text", text: 'no note "missing-note"' }],
+        isError: true,
+      });
+      assert.equal(events.at(-1).data.reason, "completed");
+    });
+
+    it("serves its own model route, and refuses a route nobody serves", async () => {
+      const { id } = await createSession(agents, { model: "shout" });
+      const events = await turnOf(agents, id, "quiet please");
+      const message = events.find((e) => e.type === "assistant/message");
+      assert.deepEqual(message.data.content, [{ type: "text", text: "QUIET PLEASE" }]);
+      const wrong = await api(agents, "POST", "/v1/sessions", { body: { model: "whisper" } });
+      assert.equal(wrong.status, 400);
+      assert.match(wrong.body.error.message, /unknown model route "whisper".*shout\[:<model>\]/);
+    });
+  });
+
+  describe("the README's quick start, file for file", () => {
+    let server;
+    let agents;
+
+    before(async () => {
+      const dir = project("quickstart", {
+        files: {
+          "package.json": JSON.stringify({ name: "my-agents", private: true, type: "module" }),
+          "wrangler.toml": quickstartFile("wrangler.toml"),
+          "src/worker.ts": quickstartFile("src/worker.ts"),
+        },
+      });
+      server = await startDevServer({ cwd: dir, basePath: "/agents" });
+      servers.push(server);
+      agents = mounted(server, "/agents");
+    });
+
+    it("answers its own route, the API, the user's tool, the custom model and the dashboard", async () => {
+      assert.equal(await (await fetch(`${server.url}/hello`)).text(), "hello from my worker");
+      const { id } = await createSession(agents);
+      const events = await turnOf(
+        agents,
+        id,
+        script({ call: [{ tool: "weather", args: { city: "Lyon" } }] }, { say: "done" }),
+      );
+      const result = events.find((e) => e.type === "tool/result");
+      assert.deepEqual(result.data.content, [{ type: "text", text: "It is 21 degrees in Lyon" }]);
+
+      const custom = await createSession(agents, { model: "custom" });
+      const answered = await turnOf(agents, custom.id, "hi");
+      const message = answered.find((e) => e.type === "assistant/message");
+      assert.deepEqual(message.data.content, [{ type: "text", text: "custom: hi" }]);
+
+      const page = await fetch(`${server.url}/agents/`);
+      assert.equal(page.status, 200);
+      assert.match(await page.text(), /<title>subagents · dashboard<\/title>/);
+    });
+  });
+});

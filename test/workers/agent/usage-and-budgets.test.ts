@@ -1,0 +1,139 @@
+import { describe, expect, it } from "vitest";
+import { api, createSession } from "../../support/api";
+import { fakeRequestsMentioning } from "../../support/fake-openai";
+import { allEvents, waitForEvents, type WireEvent } from "../../support/logs";
+
+/**
+ * Token usage (semantics.md §8): per assistant message, summed per turn, carried in run results
+ * and `subagent/end`, rolled up per subtree in the descendants listing; and token budgets, shared
+ * down to children, that end a turn with BUDGET_EXCEEDED before another model call. The tests'
+ * OpenAI-compatible server reports `prompt_tokens` = the number of messages and
+ * `completion_tokens` = the words of its answer.
+ */
+
+const MODEL = "openai:fake-model";
+
+async function turn(id: string, content: string, turnNumber = 1): Promise<WireEvent[]> {
+  const sent = await api("POST", `/v1/sessions/${id}/messages`, { body: { content } });
+  expect(sent.status).toBe(202);
+  return waitForEvents(id, (es) => es.some((e) => e.type === "turn/end" && e.data.turn === turnNumber), {
+    what: `turn ${turnNumber}`,
+  });
+}
+
+function ofTurn(events: WireEvent[], type: string, turnNumber: number): WireEvent[] {
+  const start = events.findIndex((e) => e.type === "turn/start" && e.data.turn === turnNumber);
+  const end = events.findIndex((e) => e.type === "turn/end" && e.data.turn === turnNumber);
+  return events.slice(start, end + 1).filter((e) => e.type === type);
+}
+
+async function oneShot(parent: string, prompt: string): Promise<{ runId: string; id: string; result: any }> {
+  const started = await api("POST", `/v1/sessions/${parent}/subagents`, {
+    body: { provider: "spawn", mode: "one-shot", prompt, model: MODEL },
+  });
+  expect(started.status, JSON.stringify(started.body)).toBe(201);
+  const { runId, id } = started.body as { runId: string; id: string };
+  const run = await api("GET", `/v1/sessions/${parent}/runs/${runId}?wait=15000`);
+  expect((run.body as { state: string }).state).toBe("settled");
+  return { runId, id, result: (run.body as { result: unknown }).result };
+}
+
+describe("token usage is summed per turn, per session and per run (semantics.md §8)", () => {
+  it("sums a turn's steps into its turn/end and the session's lifetime total into its view", async () => {
+    const { id } = await createSession({ model: MODEL });
+    const first = await turn(id, "use the tool");
+    const steps = ofTurn(first, "assistant/message", 1).map((e) => e.data.usage);
+    expect(steps).toEqual([
+      { inputTokens: 1, outputTokens: 0 },
+      { inputTokens: 3, outputTokens: 3 },
+    ]);
+    expect(ofTurn(first, "turn/end", 1)[0]!.data.usage).toEqual({ inputTokens: 4, outputTokens: 3 });
+    const second = await turn(id, "and again", 2);
+    const secondUsage = ofTurn(second, "turn/end", 2)[0]!.data.usage;
+    expect(secondUsage.outputTokens).toBe(5); // "hello from fake: and again"
+    const view = await api("GET", `/v1/sessions/${id}`);
+    expect((view.body as { usage: unknown }).usage).toEqual({
+      inputTokens: 4 + secondUsage.inputTokens,
+      outputTokens: 3 + 5,
+    });
+  });
+
+  it("carries a child's usage in its run result and the parent's subagent/end", async () => {
+    const { id } = await createSession({ model: MODEL });
+    const { runId, result } = await oneShot(id, "count my tokens");
+    expect(result.usage).toEqual({ inputTokens: 1, outputTokens: 6 }); // "hello from fake: count my tokens"
+    const end = (await allEvents(id)).find((e) => e.type === "subagent/end" && e.data.runId === runId)!;
+    expect(end.data.usage).toEqual(result.usage);
+  });
+
+  it("rolls usage up per subtree in the descendants listing", async () => {
+    const { id: root } = await createSession({ model: MODEL });
+    const child = await api("POST", `/v1/sessions/${root}/subagents`, {
+      body: { provider: "spawn", mode: "continuable", label: "middle", prompt: "one two", model: MODEL },
+    });
+    expect(child.status).toBe(202);
+    const childId = (child.body as { childId: string }).childId;
+    await waitForEvents(childId, (es) => es.some((e) => e.type === "turn/end"));
+    const grandchild = await oneShot(childId, "three four five");
+    const childOwn = (await api("GET", `/v1/sessions/${childId}`)).body as {
+      usage: { inputTokens: number; outputTokens: number };
+    };
+    const listing = await api("GET", `/v1/sessions/${root}/descendants`);
+    const entries = (listing.body as { entries: any[] }).entries;
+    const middle = entries.find((e) => e.id === childId);
+    const bottom = entries.find((e) => e.id === grandchild.id);
+    expect(middle.usage).toEqual(childOwn.usage);
+    expect(bottom.usage).toEqual(grandchild.result.usage);
+    expect(bottom.subtreeUsage).toEqual(bottom.usage);
+    expect(middle.subtreeUsage).toEqual({
+      inputTokens: childOwn.usage.inputTokens + grandchild.result.usage.inputTokens,
+      outputTokens: childOwn.usage.outputTokens + grandchild.result.usage.outputTokens,
+    });
+  });
+});
+
+describe("token budgets (semantics.md §8)", () => {
+  it("end the next turn with BUDGET_EXCEEDED once spent, without calling the model, and never mid-append", async () => {
+    const { id } = await createSession({ model: MODEL, budget: { tokens: 5 } });
+    // the first turn goes over the budget (1 + 6 tokens of 5): it completes, its answer intact
+    const first = await turn(id, "spend it all");
+    expect(ofTurn(first, "turn/end", 1)[0]!.data).toMatchObject({ reason: "completed" });
+    expect(((await api("GET", `/v1/sessions/${id}`)).body as { budget: unknown }).budget).toEqual({
+      tokens: 5,
+      used: 7,
+    });
+    const marker = `over budget ${crypto.randomUUID()}`;
+    const second = await turn(id, marker, 2);
+    expect(ofTurn(second, "turn/end", 2)[0]!.data).toEqual({
+      turn: 2,
+      reason: "error",
+      code: "BUDGET_EXCEEDED",
+      error: "BUDGET_EXCEEDED: the session's token budget of 5 is spent (7 used)",
+    });
+    expect(ofTurn(second, "assistant/message", 2)).toEqual([]);
+    expect(await fakeRequestsMentioning(marker)).toEqual([]);
+    // and no child can start on a spent budget
+    const refused = await api("POST", `/v1/sessions/${id}/subagents`, {
+      body: { provider: "spawn", mode: "one-shot", prompt: "more" },
+    });
+    expect(refused.status).toBe(422);
+    expect((refused.body as { error: { code: string } }).error.code).toBe("BUDGET_EXCEEDED");
+  });
+
+  it("give a child what is left of its parent's, and count the child's run against the parent", async () => {
+    const { id } = await createSession({ model: MODEL, budget: { tokens: 100 } });
+    await turn(id, "a b c"); // 1 + 6 tokens ("hello from fake: a b c")
+    const { id: childId, result } = await oneShot(id, "d e");
+    const child = (await api("GET", `/v1/sessions/${childId}`)).body as { budget: { tokens: number } };
+    expect(child.budget.tokens).toBe(100 - 7);
+    const parent = (await api("GET", `/v1/sessions/${id}`)).body as { budget: { used: number } };
+    expect(parent.budget.used).toBe(7 + result.usage.inputTokens + result.usage.outputTokens);
+  });
+
+  it("refuses a budget that is not a positive integer", async () => {
+    for (const budget of [{ tokens: 0 }, { tokens: 1.5 }, { tokens: "10" }, {}, { tokens: 10, extra: 1 }]) {
+      const res = await api("POST", "/v1/sessions", { body: { budget } });
+      expect(res.status, JSON.stringify(budget)).toBe(400);
+    }
+  });
+});
