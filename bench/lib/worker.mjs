@@ -55,8 +55,7 @@ export async function startWorker({ bindings = {} } = {}) {
     const adminToken = `bench-${randomBytes(24).toString("hex")}`;
     // Every binding and setting wrangler.toml declares (Durable Objects, vars, rate limits, ...),
     // with the bundle as the script. Left out: module rules (one bundled file), the config's
-    // root, and static assets on purpose: in front of the Worker they would add an asset lookup
-    // to /bench/* but not to /v1/*.
+    // root, and static assets (wrangler.toml declares none: the Worker serves its dashboard).
     const { assets: _assets, modulesRules: _rules, rootPath: _root, ...fromToml } = fromConfig.workerOptions;
     const options = convertV4MiniflareOptions({
       ...fromToml,

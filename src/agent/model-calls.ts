@@ -1,4 +1,6 @@
+import { z } from "zod";
 import { untilAborted } from "../core/abort";
+import { compact } from "../core/compact";
 import { abortableDelay, type ModelClient, ModelError, type ModelReply, type ModelRequest } from "./model";
 
 /**
@@ -64,7 +66,7 @@ export async function callModel(
     let failure: ModelError;
     try {
       await hooks.beforeCall?.();
-      return await untilAborted(client.generate({ ...request, signal }), signal);
+      return checkedReply(await untilAborted(client.generate({ ...request, signal }), signal));
     } catch (error) {
       if (request.signal.aborted) throw error;
       failure = timeout?.aborted
@@ -103,6 +105,46 @@ export function retryAfterMs(value: string | undefined, now = Date.now()): numbe
   if (/^\d+(\.\d+)?$/.test(trimmed)) return Math.round(Number(trimmed) * 1000);
   const at = Date.parse(trimmed);
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+const Count = z.number().int().nonnegative().finite();
+const Reply = z.object({
+  content: z.array(z.object({ type: z.literal("text"), text: z.string() })),
+  toolCalls: z.array(
+    z.object({ id: z.string().min(1).max(256), name: z.string().min(1).max(256), args: z.unknown() }),
+  ),
+  stopReason: z.enum(["end", "tool-use", "max-tokens", "refusal"]),
+  usage: z
+    .object({
+      inputTokens: Count,
+      outputTokens: Count,
+      cachedInputTokens: Count.optional(),
+      reasoningTokens: Count.optional(),
+    })
+    .optional(),
+});
+
+/**
+ * A reply as the log may keep it: a client of the Worker's own that answers something else gets
+ * a final `ModelError` naming what is wrong (its turn ends `error`), never a corrupt log.
+ */
+function checkedReply(reply: ModelReply): ModelReply {
+  const parsed = Reply.safeParse(reply);
+  if (parsed.success) {
+    const { content, toolCalls, stopReason, usage } = parsed.data;
+    const clean: ModelReply = {
+      content: content.map((b) => ({ type: "text", text: b.text })),
+      toolCalls: toolCalls.map((c) => ({ id: c.id, name: c.name, args: c.args ?? {} })),
+      stopReason,
+    };
+    if (usage) clean.usage = compact(usage);
+    return clean;
+  }
+  const issue = parsed.error.issues[0];
+  throw new ModelError(
+    `the model returned an invalid reply (${issue?.path.join(".") || "reply"}: ${issue?.message ?? "invalid"})`,
+    { retryable: false },
+  );
 }
 
 /**

@@ -10,7 +10,8 @@ import {
   RESERVED_MODEL_PREFIXES,
   userModelProviders,
 } from "../agent/user-models";
-import { TOOL_NAME, type ToolDefinition, userToolSource } from "../agent/user-tools";
+import { TOOL_NAME, type ToolDefinition } from "../agent/tool-definition";
+import { userToolSource } from "../agent/user-tools";
 import { builtinToolNames } from "../agent/builtin-tool-names";
 import { fail } from "../contract/errors";
 import { failure } from "../contract/respond";

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import type { ToolDefinition, ToolDefinitionInput } from "../agent/user-tools";
+import type { ToolDefinition, ToolDefinitionInput } from "../agent/tool-definition";
 
 /**
  * A tool for your sessions' models: `input` is a zod schema (its JSON schema is what the model

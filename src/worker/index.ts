@@ -13,7 +13,7 @@ export {
 export { defineTool } from "./define-tool";
 export { aiSdkModel, type AiSdkLanguageModel, type AiSdkModelOptions } from "../agent/ai-sdk-model";
 export { ModelError, type ModelErrorDetails, type ModelParams } from "../agent/model";
-export type { ToolDefinition, ToolResult, ToolRunContext } from "../agent/user-tools";
+export type { ToolDefinition, ToolResult, ToolRunContext } from "../agent/tool-definition";
 export type { ModelFactory } from "../agent/user-models";
 export type {
   ConversationMessage,

@@ -39,11 +39,25 @@ describe("a Worker's model routes", () => {
     const unknown = await agents("POST", "/v1/sessions", { body: { model: "gemini:pro" } });
     expect(unknown.status).toBe(400);
     expect(unknown.body.error.message).toBe(
-      'model: unknown model route "gemini:pro" (use scripted, openai:<model>, workers-ai:<model>, custom[:<model>], broken[:<model>] or fake[:<model>])',
+      'model: unknown model route "gemini:pro" (use scripted, openai:<model>, workers-ai:<model>, custom[:<model>], broken[:<model>], liar[:<model>] or fake[:<model>])',
     );
     const noBinding = await agents("POST", "/v1/sessions", { body: { model: "workers-ai:@cf/x" } });
     expect(noBinding.status).toBe(400);
     expect(noBinding.body.error.message).toMatch(/the AI binding is not configured/);
+  });
+
+  it("end the turn with a clear error when a client answers something that is not a reply; the session goes on", async () => {
+    const { id } = await createSession({ model: "liar" });
+    const log = await turn(id, "hi");
+    expect(log.filter((e) => e.type === "assistant/message")).toEqual([]);
+    expect(log.find((e) => e.type === "turn/end")!.data).toEqual({
+      turn: 1,
+      reason: "error",
+      error: "the model returned an invalid reply (content: Invalid input: expected array, received string)",
+    });
+    // the log stays readable and the next message is taken
+    const next = await turn(id, "again", 2);
+    expect(next.filter((e) => e.type === "turn/end")).toHaveLength(2);
   });
 
   it("serve an AI SDK model through aiSdkModel, streaming, with the Worker's tools offered", async () => {

@@ -112,6 +112,8 @@ export const subagents = createSubagents<EmbeddingEnv>({
     broken: () => {
       throw new Error("no API key for broken");
     },
+    // a client that answers something that is not a reply
+    liar: () => ({ generate: async () => ({ content: "not blocks", toolCalls: [] }) as never }),
     // a user's AI SDK model, against the tests' OpenAI-compatible server
     fake: (env) =>
       aiSdkModel(

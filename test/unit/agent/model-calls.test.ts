@@ -74,7 +74,7 @@ describe("callModel: retries with backoff on failures another attempt may fix", 
       },
       random: () => 0.5,
     });
-    expect(reply).toBe(REPLY);
+    expect(reply).toEqual(REPLY);
     expect(model.calls).toBe(4);
     expect(spent.state.used).toBe(4);
     // Retry-After 2 s, then backoff 100 * 2^1 and 100 * 2^2 with jitter 0.5 (between half and all of it)
@@ -116,7 +116,7 @@ describe("callModel: retries with backoff on failures another attempt may fix", 
         sleep: async () => {},
       },
     );
-    expect(reply).toBe(REPLY);
+    expect(reply).toEqual(REPLY);
     expect(hanging.calls).toBe(2);
 
     const controller = new AbortController();
@@ -125,6 +125,24 @@ describe("callModel: retries with backoff on failures another attempt may fix", 
     controller.abort(new Error("interrupted (user)"));
     await expect(pending).rejects.toThrow("interrupted (user)");
     expect(stuck.calls).toBe(1);
+  });
+
+  it("refuses a reply the log could not keep, at once, and cleans a valid one", async () => {
+    const broken = scripted([
+      { content: [{ type: "image", url: "x" }], toolCalls: [], stopReason: "end" } as never,
+      REPLY,
+    ]);
+    await expect(callModel(broken.client, request(), policy, budget(4))).rejects.toThrow(
+      /^the model returned an invalid reply \(content\.0\.type: /,
+    );
+    expect(broken.calls).toBe(1);
+    const extra = scripted([
+      { ...REPLY, toolCalls: [{ id: "c", name: "echo", args: undefined }], extra: 1 } as never,
+    ]);
+    expect(await callModel(extra.client, request(), policy, budget(4))).toEqual({
+      ...REPLY,
+      toolCalls: [{ id: "c", name: "echo", args: {} }],
+    });
   });
 
   it("gives up at once on a Retry-After longer than two minutes", async () => {
