@@ -69,6 +69,8 @@ interface Fence {
   epoch: number;
   turn: number;
   step: number;
+  /** A model step's first attempt, claimed in the transaction that opened the step. */
+  attempt?: number;
 }
 
 function attemptsSpent(attempts: number, lastError: string | undefined): string {
@@ -214,7 +216,13 @@ export class TurnDriver<Host> implements TurnControl {
         return { plan: { kind: "idle" }, fence: { epoch: -1, turn: -1, step: -1 } };
       }
     }
-    return { plan, fence: { epoch: loop.epoch, turn: loop.openTurn!, step: loop.step } };
+    if (plan.kind === "tools")
+      return { plan, fence: { epoch: loop.epoch, turn: loop.openTurn!, step: loop.step } };
+    // the step's first model call is claimed here, in the transaction that opens the step (a
+    // retry claims its own in a transaction of its own)
+    const attempt = (loop.attempts ?? 0) + 1;
+    stores.loop.set({ ...loop, attempts: attempt });
+    return { plan, fence: { epoch: loop.epoch, turn: loop.openTurn!, step: loop.step, attempt } };
   }
 
   #claim(messageId: string, turn: number): void {
@@ -303,7 +311,14 @@ export class TurnDriver<Host> implements TurnControl {
           // model's request until every earlier write is durable, so a call that left is counted.
           beforeCall: () => faultPoint(agent.sessionId, "before-model"),
           claimAttempt: (lastError) => {
-            const claim = this.#claimAttempt(fence, lastError);
+            const claim: AttemptClaim =
+              attempt === 0 && fence.attempt !== undefined
+                ? {
+                    ok: true,
+                    attempt: fence.attempt,
+                    remaining: this.#policy().attemptsPerStep - fence.attempt,
+                  }
+                : this.#claimAttempt(fence, lastError);
             if (claim.ok) attempt = claim.attempt;
             return claim;
           },
