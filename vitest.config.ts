@@ -21,6 +21,8 @@ export default defineConfig({
             PUBLIC_URL: "https://parent.test",
             // a hanging model call (the fake server's "hang once") times out quickly
             MODEL_TIMEOUT_SECONDS: "2",
+            // browser apps on this origin may call the API (test/workers/http/conventions.test.ts)
+            CORS_ORIGINS: "https://app.example.com, https://other.example.com",
           },
         },
       };

@@ -48,7 +48,7 @@ export function buildRouter(deployment: Deployment, base = "") {
   router.post(
     "/v1/sessions",
     authed(async (request, env, caller) => {
-      const body = await readBody(request, CreateSessionBody);
+      const body = await readBody(request, CreateSessionBody, { idempotencyKeyHeader: true });
       if (!body.ok) return failure(body);
       const created = await createTopLevelSession(env, deployment, body.value, adminTenant(caller));
       // 201 with the token when created; 200 without one for an idempotent replay
@@ -83,7 +83,7 @@ export function buildRouter(deployment: Deployment, base = "") {
     authed(async (request, env, caller) => {
       const id = sessionParam(request);
       if (typeof id !== "string") return failure(id);
-      const body = await readBody(request, SendMessageBody);
+      const body = await readBody(request, SendMessageBody, { idempotencyKeyHeader: true });
       if (!body.ok) return failure(body);
       return reply(await sessionStub(env, id).send(caller, compact(body.value)), 202);
     }),

@@ -5,8 +5,14 @@ import { MAX_BODY_BYTES } from "../contract/wire";
 /**
  * Reads and validates a JSON body. Oversized bodies are refused before anything is read past
  * the limit (413); malformed JSON is its own error before the schema runs; an empty body is `{}`.
+ * With `idempotencyKeyHeader`, an `Idempotency-Key` header is the body's `idempotencyKey` (the
+ * same value in both is fine; two different ones are refused).
  */
-export async function readBody<T>(request: Request, schema: z.ZodType<T>): Promise<Outcome<T>> {
+export async function readBody<T>(
+  request: Request,
+  schema: z.ZodType<T>,
+  { idempotencyKeyHeader = false }: { idempotencyKeyHeader?: boolean } = {},
+): Promise<Outcome<T>> {
   const declared = Number(request.headers.get("content-length") ?? "0");
   if (declared > MAX_BODY_BYTES) return tooLarge();
   const text = await readLimited(request);
@@ -22,6 +28,13 @@ export async function readBody<T>(request: Request, schema: z.ZodType<T>): Promi
     } catch {
       return fail("MALFORMED_JSON", "the body is not valid JSON");
     }
+  }
+  const header = idempotencyKeyHeader ? request.headers.get("idempotency-key") : null;
+  if (header !== null && value !== null && typeof value === "object" && !Array.isArray(value)) {
+    const body = value as Record<string, unknown>;
+    if (body.idempotencyKey !== undefined && body.idempotencyKey !== header)
+      return fail("INVALID_REQUEST", "the Idempotency-Key header and the body's idempotencyKey differ");
+    value = { ...body, idempotencyKey: header };
   }
   return validate(value, schema);
 }

@@ -16,6 +16,7 @@ import { builtinToolNames } from "../agent/builtin-tool-names";
 import { fail } from "../contract/errors";
 import { failure } from "../contract/respond";
 import { buildRouter } from "../http/app";
+import { corsOrigins, preflight, withCors } from "../http/cors";
 import type { Deployment } from "../platform/deployment";
 import { builtinModelsOf } from "../platform/models";
 import { SubagentsEntrypoint as SubagentsEntrypointBase } from "../rpc/entrypoint";
@@ -105,24 +106,38 @@ export function createSubagents<E = Cloudflare.Env>(options: SubagentsOptions<E>
       const path = new URL(request.url).pathname;
       if (path !== basePath && !path.startsWith(`${basePath}/`))
         return failure(fail("NOT_FOUND", "no such route"));
-      if (dashboard && !path.startsWith(`${basePath}/v1/`)) {
-        const page = dashboardResponse(request, path, basePath);
-        if (page) return page;
-      }
-      const bound = withBindings(env);
-      const missing = [bindings.sessions, bindings.registry].find(
-        (name) => (env as Record<string, unknown>)[name] === undefined,
-      );
-      if (missing)
-        return failure(
-          fail(
-            "INTERNAL",
-            `the Durable Object binding ${missing} is missing (see wrangler.toml in the README)`,
-          ),
-        );
-      return router.fetch(request, bound, ctx);
+      const origins = corsOriginsOf(env);
+      if (origins.size === 0) return serve(request, env, ctx, path);
+      return preflight(request, origins) ?? withCors(request, await serve(request, env, ctx, path), origins);
     },
   };
+
+  /** One request under the base path: the dashboard's files, else the API. */
+  async function serve(request: Request, env: E, ctx: ExecutionContext, path: string): Promise<Response> {
+    if (dashboard && !path.startsWith(`${basePath}/v1/`)) {
+      const page = dashboardResponse(request, path, basePath);
+      if (page) return page;
+    }
+    const missing = [bindings.sessions, bindings.registry].find(
+      (name) => (env as Record<string, unknown>)[name] === undefined,
+    );
+    if (missing)
+      return failure(
+        fail(
+          "INTERNAL",
+          `the Durable Object binding ${missing} is missing (see wrangler.toml in the README)`,
+        ),
+      );
+    return router.fetch(request, withBindings(env), ctx);
+  }
+}
+
+/** CORS_ORIGINS, parsed once per value. */
+let corsCache: { raw: string | undefined; origins: ReadonlySet<string> } | undefined;
+function corsOriginsOf(env: unknown): ReadonlySet<string> {
+  const raw = (env as { CORS_ORIGINS?: string }).CORS_ORIGINS;
+  if (corsCache === undefined || corsCache.raw !== raw) corsCache = { raw, origins: corsOrigins(raw) };
+  return corsCache.origins;
 }
 
 function normalizeBasePath(raw: string): string {

@@ -4,7 +4,7 @@ import { api, createSession } from "../../support/api";
 describe("per-token rate limiting (semantics.md §8)", () => {
   it("answers 429 RATE_LIMITED past the per-minute budget of a session token, storing nothing, and never limits the admin", async () => {
     const session = await createSession();
-    let refused: { status: number; body: any } | undefined;
+    let refused: { status: number; headers: Headers; body: any } | undefined;
     let allowed = 0;
     for (let i = 0; i < 700 && !refused; i++) {
       const res = await api("GET", `/v1/sessions/${session.id}`, { token: session.token });
@@ -13,6 +13,8 @@ describe("per-token rate limiting (semantics.md §8)", () => {
     }
     expect(allowed).toBe(600);
     expect(refused?.body.error.code).toBe("RATE_LIMITED");
+    // a 429 always says when to come back: the limit's window is a minute
+    expect(refused?.headers.get("retry-after")).toBe("60");
     const before = await api("GET", `/v1/sessions/${session.id}/events`);
     const send = await api("POST", `/v1/sessions/${session.id}/messages`, {
       token: session.token,

@@ -289,6 +289,7 @@ describe("a retried continuable start with a caller-reserved child id (semantics
     const first = await startContinuable(parent.id, body);
     expect(first.status).toBe(503);
     expect(first.body.error.code).toBe("OVERLOADED");
+    expect(first.headers.get("retry-after")).toBe("1");
     expect(await sqlRows(parent.id, "SELECT child_id FROM children")).toEqual([]);
 
     const other = await startContinuable(parent.id, { ...body, prompt: "another request" });
