@@ -27,12 +27,76 @@ export interface TextDelta {
 }
 
 const REPLAY_PAGE = 500;
+/** A comment line this often keeps proxies from closing an idle SSE stream. */
+const SSE_HEARTBEAT_MS = 25_000;
+
+/** An open Server-Sent Events subscriber: where it is in the log, and how to write to it. */
+interface SseSubscriber {
+  lastSeq: number;
+  deltas: boolean;
+  write(text: string): void;
+  close(): void;
+}
+
+const encoder = new TextEncoder();
+
+/** One log event as an SSE event: its seq as the id (for `Last-Event-ID`), its type as the name. */
+function sseEvent(event: SessionEvent): string {
+  return `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+}
 
 export class EventStream {
+  /** SSE subscribers live in memory only (they keep the object awake while they are open). */
+  readonly #sse = new Set<SseSubscriber>();
+
   constructor(
     readonly ctx: DurableObjectState,
     readonly log: EventLog,
   ) {}
+
+  /**
+   * Opens a Server-Sent Events stream replaying from `after`, then live: each event as
+   * `id: <seq>` / `event: <type>` / `data: <event JSON>`, a comment line every 25 s, and with
+   * `deltas` also `event: assistant/delta` messages (no id). A write that fails (the client went
+   * away) drops the subscriber; it reconnects with `Last-Event-ID` and loses nothing.
+   */
+  openSse(after: number, deltas = false): Response {
+    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+    const writer = writable.getWriter();
+    const subscriber: SseSubscriber = {
+      lastSeq: after,
+      deltas,
+      write: (text) => {
+        writer.write(encoder.encode(text)).catch(() => subscriber.close());
+      },
+      close: () => {
+        if (!this.#sse.delete(subscriber)) return;
+        clearInterval(heartbeat);
+        writer.close().catch(() => {});
+      },
+    };
+    const heartbeat = setInterval(() => subscriber.write(": keepalive\n\n"), SSE_HEARTBEAT_MS);
+    this.#sse.add(subscriber);
+    subscriber.write(": stream open\n\n");
+    this.#catchUp(subscriber, this.log.nextSeq() - 1);
+    return new Response(readable, {
+      headers: {
+        "content-type": "text/event-stream; charset=utf-8",
+        "cache-control": "no-cache, no-transform",
+        "x-accel-buffering": "no",
+      },
+    });
+  }
+
+  /** Sends `subscriber` every event after its `lastSeq` up to `upTo`, from the log, in pages. */
+  #catchUp(subscriber: SseSubscriber, upTo: number): void {
+    while (subscriber.lastSeq < upTo) {
+      const page = this.log.page(subscriber.lastSeq, Math.min(REPLAY_PAGE, upTo - subscriber.lastSeq));
+      if (page.length === 0) return;
+      subscriber.write(page.map(sseEvent).join(""));
+      subscriber.lastSeq = page[page.length - 1]!.seq;
+    }
+  }
 
   /**
    * Opens a socket replaying from `after`; `protocol` is the subprotocol to answer, if any;
@@ -57,9 +121,17 @@ export class EventStream {
     });
   }
 
-  /** Pushes committed events to every open socket. A failing socket never affects the others. */
+  /** Pushes committed events to every open socket and SSE stream. A failing one never affects the others. */
   publish(events: readonly SessionEvent[]): void {
     if (events.length === 0) return;
+    for (const subscriber of this.#sse) {
+      // a subscriber behind the first new event (it opened while they were committing) catches up first
+      this.#catchUp(subscriber, events[0]!.seq - 1);
+      const fresh = events.filter((e) => e.seq > subscriber.lastSeq);
+      if (fresh.length === 0) continue;
+      subscriber.write(fresh.map(sseEvent).join(""));
+      subscriber.lastSeq = fresh[fresh.length - 1]!.seq;
+    }
     for (const socket of this.ctx.getWebSockets()) {
       try {
         const attachment = socket.deserializeAttachment() as Attachment | null;
@@ -82,9 +154,14 @@ export class EventStream {
     }
   }
 
-  /** Sends a live text delta to the sockets that asked for them; best effort, nothing is stored. */
+  /** Sends a live text delta to the subscribers that asked for them; best effort, nothing is stored. */
   publishDelta(delta: TextDelta): void {
     let message: string | undefined;
+    for (const subscriber of this.#sse) {
+      if (!subscriber.deltas) continue;
+      message ??= JSON.stringify(delta);
+      subscriber.write(`event: assistant/delta\ndata: ${message}\n\n`);
+    }
     for (const socket of this.ctx.getWebSockets()) {
       try {
         if ((socket.deserializeAttachment() as Attachment | null)?.deltas !== true) continue;

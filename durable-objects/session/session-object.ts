@@ -261,6 +261,10 @@ export class SessionObject extends DurableObject<Env> {
     if (!header.ok) return failure(header);
     const query = new URL(request.url).searchParams;
     const after = Number(query.get("after") ?? "-1");
+    if (query.get("transport") === "sse") {
+      const { stream, stores } = this.#parts!;
+      return stream.openSse(Math.min(after, stores.log.nextSeq() - 1), query.get("deltas") === "true");
+    }
     const { stream, stores } = this.#parts!;
     // a cursor past the end would silently skip the events that fill the gap
     const protocol = offersStreamProtocol(request.headers.get("sec-websocket-protocol"))

@@ -1,3 +1,4 @@
+import { sseSocket } from "./sse";
 import { SubagentError } from "./errors";
 import { EventStream, type StreamOptions, type WebSocketFactory, type WebSocketLike } from "./stream";
 import { type CallOptions, type FetchLike, Transport } from "./transport";
@@ -175,13 +176,16 @@ export class SubagentsClient {
    * iterator that reconnects and resumes from the last seen seq (no gap, no duplicate).
    */
   stream(sessionId: string, options: StreamOptions = {}): EventStream {
-    const wsBase = this.#http.baseUrl.replace(/^http/i, "ws");
+    const sse = options.transport === "sse";
+    const base = sse ? this.#http.baseUrl : this.#http.baseUrl.replace(/^http/i, "ws");
+    const token = this.#http.token;
     return new EventStream(
       {
         socketUrl: (after) =>
-          `${wsBase}/v1/sessions/${id(sessionId)}/events/stream?after=${after}${options.onDelta ? "&deltas=true" : ""}`,
-        token: this.#http.token,
-        socket: this.#webSocket,
+          `${base}/v1/sessions/${id(sessionId)}/events/stream?after=${after}${options.onDelta ? "&deltas=true" : ""}`,
+        // over SSE the token goes in the Authorization header, not in subprotocols
+        token: sse ? undefined : token,
+        socket: sse ? (url) => sseSocket(this.#http.rawFetch, url, token) : this.#webSocket,
         page: (after, limit) => this.events(sessionId, { after, limit }),
         probe: () => this.getSession(sessionId),
       },

@@ -50,6 +50,11 @@ export interface StreamOptions {
    * Deltas are not logged and not replayed after a reconnect; the `assistant/message` follows.
    */
   onDelta?: ((delta: TextDelta) => void) | undefined;
+  /**
+   * `websocket` (default; the token as a subprotocol) or `sse` (Server-Sent Events over the
+   * client's fetch, the token in the Authorization header): the same events either way.
+   */
+  transport?: "websocket" | "sse" | undefined;
 }
 
 /** What the stream needs from the client: where to connect, and HTTP reads for gaps and probes. */

@@ -41,6 +41,11 @@ export class Transport {
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   }
 
+  /** The fetch this client uses, for a long-lived response (the SSE event stream): no timeout. */
+  get rawFetch(): FetchLike {
+    return this.#fetch;
+  }
+
   url(path: string, query: Query = {}): string {
     const params = new URLSearchParams();
     for (const [key, value] of Object.entries(query)) if (value !== undefined) params.set(key, String(value));

@@ -105,18 +105,33 @@ export function buildRouter(deployment: Deployment, base = "") {
     authed(async (request, env, caller) => {
       const id = sessionParam(request);
       if (typeof id !== "string") return failure(id);
-      if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
-        return failure(fail("INVALID_REQUEST", "this route needs a WebSocket upgrade"));
+      const websocket = request.headers.get("upgrade")?.toLowerCase() === "websocket";
+      const sse = !websocket && /\btext\/event-stream\b/i.test(request.headers.get("accept") ?? "");
+      if (!websocket && !sse) {
+        return failure(
+          fail("INVALID_REQUEST", "this route needs a WebSocket upgrade or Accept: text/event-stream"),
+        );
       }
       const query = validate(queryOf(request), StreamQuery);
       if (!query.ok) return failure(query);
+      const deltas = query.value.deltas ? "&deltas=true" : "";
+      if (sse) {
+        // a reconnecting EventSource says where it was with Last-Event-ID (a seq); it wins over ?after=
+        const lastEventId = request.headers.get("last-event-id");
+        const resume = lastEventId === null ? undefined : validate({ after: lastEventId }, StreamQuery);
+        if (resume && !resume.ok) return failure(fail("INVALID_REQUEST", "Last-Event-ID: not an event seq"));
+        const after = resume?.ok ? resume.value.after : query.value.after;
+        const forwarded = new Request(`https://session/stream?transport=sse&after=${after}${deltas}`, {
+          headers: { "x-subagents-caller": JSON.stringify(caller) },
+        });
+        return sessionStub(env, id).fetch(forwarded);
+      }
       const headers: Record<string, string> = {
         upgrade: "websocket",
         "x-subagents-caller": JSON.stringify(caller),
       };
       if (offersStreamProtocol(request.headers.get("sec-websocket-protocol")))
         headers["sec-websocket-protocol"] = STREAM_PROTOCOL;
-      const deltas = query.value.deltas ? "&deltas=true" : "";
       const forwarded = new Request(`https://session/stream?after=${query.value.after}${deltas}`, {
         headers,
       });
