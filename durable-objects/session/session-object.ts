@@ -259,7 +259,13 @@ export class SessionObject extends DurableObject<Env> {
     const caller = JSON.parse(request.headers.get("x-subagents-caller") ?? "null") as Caller | null;
     const header = caller ? this.#authorize(caller, "read") : fail("UNAUTHENTICATED", "no caller");
     if (!header.ok) return failure(header);
-    const query = new URL(request.url).searchParams;
+    const url = new URL(request.url);
+    if (url.pathname === "/mcp") {
+      // an MCP client acts on the session's tools: the session's (or an admin's) authority
+      const acting = caller ? this.#authorize(caller, "act") : header;
+      return acting.ok ? this.#parts!.mcp.handle(request) : failure(acting);
+    }
+    const query = url.searchParams;
     const after = Number(query.get("after") ?? "-1");
     if (query.get("transport") === "sse") {
       const { stream, stores } = this.#parts!;

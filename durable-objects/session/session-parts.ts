@@ -28,6 +28,7 @@ import { DriveLoop } from "./drive-loop";
 import { envelopeHandlers, type SessionPart } from "./part";
 import { TurnControlRelay } from "./turn-control-relay";
 import { DelegationTools } from "./delegation-tools";
+import { McpFace } from "./mcp-face";
 
 /** A session's parts, built once its schema exists: what the shell's RPC methods reach. */
 export interface Parts {
@@ -43,6 +44,7 @@ export interface Parts {
   self: ContinuableChild;
   delivery: Delivery;
   remote: RemoteRuns;
+  mcp: McpFace;
 }
 
 /** Envelope kinds that reach an object through `deliver` (a callback leaves the deployment instead). */
@@ -75,6 +77,7 @@ export function assembleParts(state: DurableObjectState, env: Env, deployment: D
   const children = new ContinuableParent(ctx, drains);
   const self = new ContinuableChild(ctx, drains, runs);
   const model = (): string => header()?.options.model ?? defaultModelOf(env);
+  const host = sessionHost(ctx, runs, children, self);
   // filled below, before anything runs, in the order their hooks run: a cut-short drain before
   // any model step, then the step, then the outbox, then repairs and transports
   const parts: SessionPart[] = [];
@@ -100,7 +103,7 @@ export function assembleParts(state: DurableObjectState, env: Env, deployment: D
     },
     system: () => header()?.options.persona,
     tools: () => ctx.tools.visible(header()),
-    host: sessionHost(ctx, runs, children, self),
+    host,
     inFlight: (keys) => stores.runs.inFlight(keys),
     onTurnEnd: (turn, reason, turnStartSeq) => {
       for (const part of parts) part.onTurnEnd?.(turn, reason, turnStartSeq);
@@ -110,7 +113,8 @@ export function assembleParts(state: DurableObjectState, env: Env, deployment: D
   parts.push(self, turnPart(driver), delivery, runs, local, children, oneShot, remote, acp, callbacks);
   delivery.install(envelopeHandlers(parts, DELIVERED_KINDS));
   loop.install(parts);
-  return { stores, ctx, turns, stream, loop, runs, oneShot, children, drains, self, delivery, remote };
+  const mcp = new McpFace(ctx, host, runs);
+  return { stores, ctx, turns, stream, loop, runs, oneShot, children, drains, self, delivery, remote, mcp };
 }
 
 /** The session context: the parts' only way to the stores, the turn, other objects and the registry. */

@@ -100,6 +100,10 @@ export interface EventData {
     lastAssistantMessage?: ContentBlock[];
     usage?: Usage;
   };
+  /** A tool call an MCP client made on this session (not the model). */
+  "mcp/call": { callId: string; name: string; args: unknown };
+  /** The result an MCP client's call got. */
+  "mcp/result": { callId: string; name: string; content: ContentBlock[]; isError: boolean };
   "outbox/dead-letter": { outboxId: string; target: string; kind: string; attempts: number; error: string };
 }
 

@@ -77,6 +77,10 @@ export interface EventData {
     /** The child's usage for this run or epoch, as its result reported it. */
     usage?: Usage;
   };
+  /** A tool call an MCP client made on this session (POST /v1/sessions/:id/mcp), not the model. */
+  "mcp/call": { callId: string; name: string; args: JsonValue };
+  /** The result an MCP client's call got. */
+  "mcp/result": { callId: string; name: string; content: ContentBlock[]; isError: boolean };
   "outbox/dead-letter": { outboxId: string; target: string; kind: string; attempts: number; error: string };
 }
 

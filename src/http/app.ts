@@ -139,6 +139,26 @@ export function buildRouter(deployment: Deployment, base = "") {
     }),
   );
 
+  // MCP's Streamable HTTP transport: the session's tools for any MCP client (protocols.md). The
+  // token is checked here and by the session before a byte of MCP is read; the SDK answers GET
+  // and DELETE (2025 session operations) 405, statelessly.
+  router.all(
+    "/v1/sessions/:id/mcp",
+    authed(async (request, env, caller) => {
+      const id = sessionParam(request);
+      if (typeof id !== "string") return failure(id);
+      const headers = new Headers(request.headers);
+      headers.set("x-subagents-caller", JSON.stringify(caller));
+      headers.delete("authorization");
+      const forwarded = new Request("https://session/mcp", {
+        method: request.method,
+        headers,
+        ...(request.method === "GET" || request.method === "HEAD" ? {} : { body: request.body }),
+      });
+      return sessionStub(env, id).fetch(forwarded);
+    }),
+  );
+
   router.post(
     "/v1/sessions/:id/interrupt",
     authed(async (request, env, caller) => {

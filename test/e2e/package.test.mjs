@@ -9,6 +9,7 @@ import { execFileSync } from "node:child_process";
 import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { api, createSession, sendMessage, waitForEvents } from "./lib/api.mjs";
 import { REPO_ROOT, removeDir, startDevServer, tempDir } from "./lib/dev-server.mjs";
 
@@ -215,6 +216,27 @@ describe("the packed package in fresh projects", () => {
         isError: true,
       });
       assert.equal(events.at(-1).data.reason, "completed");
+    });
+
+    it("serves a session's tools, the Worker's own among them, to an MCP client under the base path", async () => {
+      const { id, token } = await createSession(agents);
+      const client = new Client({ name: "e2e", version: "1.0.0" });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${server.url}/agents/v1/sessions/${id}/mcp`), {
+          requestInit: { headers: { authorization: `Bearer ${token}` } },
+        }),
+      );
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      assert.ok(names.includes("save_note") && names.includes("subagent"), names.join(", "));
+      const title = `mcp-${crypto.randomUUID().slice(0, 8)}`;
+      const saved = await client.callTool({
+        name: "save_note",
+        arguments: { title, text: "from an MCP client" },
+      });
+      assert.deepEqual(saved.content, [{ type: "text", text: `saved "${title}"` }]);
+      const read = await client.callTool({ name: "read_note", arguments: { title } });
+      assert.deepEqual(read.content, [{ type: "text", text: "from an MCP client" }]);
+      await client.close();
     });
 
     it("serves its own model route, and refuses a route nobody serves", async () => {

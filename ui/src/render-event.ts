@@ -42,6 +42,18 @@ export function renderEvent(event: SessionEvent, ctx: RenderContext): HTMLElemen
     }
     case "session/end-seed":
       return entry(event, "marker", "context", ["inherited context ends here"]);
+    case "mcp/call": {
+      const d = data as Data<"mcp/call">;
+      return entry(event, "tool mcp", "MCP client", [
+        h("code", {}, `${d.name}(${json(d.args).slice(0, 300)})`),
+      ]);
+    }
+    case "mcp/result": {
+      const d = data as Data<"mcp/result">;
+      return entry(event, d.isError ? "tool mcp error" : "tool mcp", `MCP result: ${d.name}`, [
+        text(d.content),
+      ]);
+    }
     case "outbox/dead-letter": {
       const d = data as Data<"outbox/dead-letter">;
       return entry(event, "warning", "undelivered", [

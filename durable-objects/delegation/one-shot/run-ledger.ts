@@ -86,7 +86,8 @@ export class RunLedger {
     });
     // what the child used counts against this session's token budget (semantics.md §8)
     if (result.usage) ctx.stores.usage.addRuns(result.usage);
-    if (run.callKey && !run.taskId) {
+    // a foreground call of the model's (`<turn>:<toolCallId>`); an MCP client's waits on the run itself
+    if (run.callKey && !run.taskId && !run.callKey.startsWith("mcp:")) {
       const split = run.callKey.indexOf(":");
       const rendered = renderForeground(result);
       ctx.turns.answerDeferred(
