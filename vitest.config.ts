@@ -9,6 +9,8 @@ export default defineConfig({
       const fakeOpenAi = inject("fakeOpenAi");
       if (!fakeOpenAi)
         throw new Error("globalSetup ./test/setup/openai-server.ts did not provide fakeOpenAi");
+      const mcpServer = inject("mcpServer");
+      if (!mcpServer) throw new Error("globalSetup ./test/setup/mcp-server.ts did not provide mcpServer");
       return {
         wrangler: { configPath: "./wrangler.toml" },
         miniflare: {
@@ -23,6 +25,9 @@ export default defineConfig({
             MODEL_TIMEOUT_SECONDS: "2",
             // browser apps on this origin may call the API (test/workers/http/conventions.test.ts)
             CORS_ORIGINS: "https://app.example.com, https://other.example.com",
+            // the tests' real MCP server (test/setup/mcp-server.ts), for sessions' mcpServers
+            TEST_MCP_URL: mcpServer.url,
+            TEST_MCP_TOKEN: mcpServer.token,
           },
         },
       };
@@ -30,7 +35,7 @@ export default defineConfig({
   ],
   test: {
     include: ["test/unit/**/*.test.ts", "test/workers/**/*.test.ts"],
-    globalSetup: ["./test/setup/openai-server.ts"],
+    globalSetup: ["./test/setup/openai-server.ts", "./test/setup/mcp-server.ts"],
     testTimeout: 20_000,
   },
 });

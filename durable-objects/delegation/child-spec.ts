@@ -2,7 +2,7 @@ import { compact } from "../../src/core/compact";
 import type { ChildInit } from "../../src/contract/child-init";
 import { fail, type Outcome, ok } from "../../src/contract/errors";
 import { isSessionId } from "../../src/contract/ids";
-import type { AgentOptions, SessionHeader } from "../../src/contract/session";
+import type { AgentOptions, McpServerSpec, SessionHeader } from "../../src/contract/session";
 import type { ToolFilter } from "../../src/agent/tools";
 import { childDepth, deploymentDepthCap } from "../../src/core/depth";
 import {
@@ -30,6 +30,7 @@ export interface ChildRequest {
   persona?: string | undefined;
   temperature?: number | undefined;
   maxOutputTokens?: number | undefined;
+  mcpServers?: McpServerSpec[] | undefined;
   jurisdiction?: Jurisdiction | undefined;
   locationHint?: LocationHint | undefined;
 }
@@ -126,6 +127,8 @@ export function placeChild(
         maxOutputTokens: request.maxOutputTokens ?? header.options.maxOutputTokens,
       }),
       ...(left === undefined ? {} : { budget: { tokens: Math.max(1, left) } }),
+      // MCP servers: the start request's, else the parent's
+      ...compact({ mcpServers: request.mcpServers ?? header.options.mcpServers }),
     },
     placement: placementOf({ jurisdiction: jurisdiction.value, locationHint: request.locationHint }),
   });

@@ -339,6 +339,9 @@ export class SessionObject extends DurableObject<Env> {
     if (own) view.usage = own;
     if (header.options.budget)
       view.budget = { tokens: header.options.budget.tokens, used: usage.budgetUsed() };
+    // which MCP servers it has, never their tokens
+    if (header.options.mcpServers?.length)
+      view.mcpServers = header.options.mcpServers.map(({ name, url }) => ({ name, url }));
     return { ...view, ...placementOf(header) };
   }
 

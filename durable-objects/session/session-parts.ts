@@ -29,6 +29,7 @@ import { envelopeHandlers, type SessionPart } from "./part";
 import { TurnControlRelay } from "./turn-control-relay";
 import { DelegationTools } from "./delegation-tools";
 import { McpFace } from "./mcp-face";
+import { McpToolSource } from "../../src/agent/mcp-tools";
 
 /** A session's parts, built once its schema exists: what the shell's RPC methods reach. */
 export interface Parts {
@@ -133,6 +134,7 @@ function sessionContext(
     tools: new ToolCatalog<SessionHost>([
       builtinTools(),
       ...deployment.toolSources(env),
+      new McpToolSource(),
       new DelegationTools(() => registryStub(env).list()),
     ]),
     session: (id, locationHint) => sessionStub(env, id, locationHint),

@@ -49,7 +49,9 @@ export function sseSocket(fetchImpl: FetchLike, url: string, token: string | und
   });
   return {
     addEventListener(type, listener) {
-      (listeners[type] ??= []).push(listener);
+      const list = listeners[type] ?? [];
+      list.push(listener);
+      listeners[type] = list;
     },
     close() {
       controller.abort();

@@ -160,6 +160,8 @@ export interface CreateSessionRequest extends Placement, ModelParams {
   model?: string;
   /** Tokens (input plus output) the session and the one-shot runs it starts may use; children get what is left. */
   budget?: { tokens: number };
+  /** MCP servers whose tools the model gets as `mcp__<name>__<tool>` (children inherit them). */
+  mcpServers?: McpServerSpec[];
   persona?: string;
   toolFilter?: ToolFilter;
   label?: string;
@@ -190,6 +192,8 @@ export interface SessionView extends Placement {
   usage?: Usage;
   /** Its token budget and what counts against it so far. */
   budget?: { tokens: number; used: number };
+  /** Its MCP servers (names and urls; tokens are never shown). */
+  mcpServers?: { name: string; url: string }[];
 }
 
 /**
@@ -249,7 +253,15 @@ export interface ProviderEventPage {
 
 // ---- delegation ---------------------------------------------------------------------------
 
+/** An MCP server of a session; its token is write-only. */
+export interface McpServerSpec {
+  name: string;
+  url: string;
+  token?: string;
+}
+
 interface StartCommon extends Placement, ModelParams {
+  mcpServers?: McpServerSpec[];
   provider: string;
   prompt: Content;
   childId?: string;

@@ -4,7 +4,7 @@ import type { ContentBlock } from "./content";
 import type { Usage } from "./events";
 import { WireContent } from "./content";
 import { JurisdictionSchema, LocationHintSchema } from "./placement";
-import { ModelParamsFields, ModelRoute, ToolFilterSchema } from "./wire";
+import { McpServersField, ModelParamsFields, ModelRoute, ToolFilterSchema } from "./wire";
 
 /** Known stop reasons; consumers treat any other value as a failure. */
 export type SubagentStopReason = "completed" | "aborted" | "error" | "max-tokens" | "refusal";
@@ -38,6 +38,7 @@ export const StartRequestSchema = z.strictObject({
   childId: z.string().min(1).max(128).optional(),
   model: ModelRoute.optional(),
   ...ModelParamsFields,
+  mcpServers: McpServersField.optional(),
   // Form and subset are checked by the start sequence itself, in the contract's order.
   outputSchema: z.unknown().optional(),
   maxDepth: z.unknown().optional(),

@@ -52,6 +52,15 @@ export interface AgentOptions {
    * a child gets what is left of its parent's when it starts (semantics.md §8).
    */
   budget?: { tokens: number };
+  /** MCP servers whose tools the model gets as `mcp__<name>__<tool>` (children inherit them). */
+  mcpServers?: McpServerSpec[];
+}
+
+/** A session's MCP server: its token is write-only (no view, event, listing or log shows it). */
+export interface McpServerSpec {
+  name: string;
+  url: string;
+  token?: string | undefined;
 }
 
 export type SessionStatus = "running" | "waiting" | "idle";
@@ -75,6 +84,8 @@ export interface SessionView {
   usage?: Usage;
   /** Its token budget and what counts against it so far (its own steps and its runs). */
   budget?: { tokens: number; used: number };
+  /** Its MCP servers, without their tokens. */
+  mcpServers?: { name: string; url: string }[];
 }
 
 /**

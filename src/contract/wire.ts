@@ -37,6 +37,21 @@ export const ServiceUrl = z
     return url.protocol === "https:" || LOOPBACK.test(url.hostname);
   }, "must be https (plain http only to a loopback host)");
 
+/**
+ * A session's MCP servers (protocols.md, "MCP client"): names are what `mcp__<name>__<tool>`
+ * carries; urls are https (plain http only on loopback); at most 8, names unique.
+ */
+export const McpServersField = z
+  .array(
+    z.strictObject({
+      name: z.string().regex(/^[a-z0-9_-]{1,32}$/, "must match ^[a-z0-9_-]{1,32}$"),
+      url: ServiceUrl,
+      token: z.string().min(1).max(4096).optional(),
+    }),
+  )
+  .max(8)
+  .refine((servers) => new Set(servers.map((s) => s.name)).size === servers.length, "names must be unique");
+
 /** Where a session created for another deployment posts its first turn's result, signed. */
 export const CallbackSpec = z.strictObject({
   url: ServiceUrl,
@@ -46,6 +61,7 @@ export const CallbackSpec = z.strictObject({
 export const CreateSessionBody = z.strictObject({
   model: ModelRoute.optional(),
   ...ModelParamsFields,
+  mcpServers: McpServersField.optional(),
   /** A token budget (input plus output) for the session, shared down to its children. */
   budget: z.strictObject({ tokens: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER) }).optional(),
   persona: z.string().max(32_768).optional(),

@@ -13,6 +13,7 @@ import {
 import { TOOL_NAME, type ToolDefinition } from "../agent/tool-definition";
 import { userToolSource } from "../agent/user-tools";
 import { builtinToolNames } from "../agent/builtin-tool-names";
+import { MCP_TOOL_NAME } from "../agent/mcp-tools";
 import { fail } from "../contract/errors";
 import { failure } from "../contract/respond";
 import { buildRouter } from "../http/app";
@@ -204,7 +205,8 @@ function deploymentOf<E>(
     models: (env) => forEnv(env).models,
     unknownTools: (filter) =>
       [...(filter.allow ?? []), ...(filter.deny ?? [])].filter(
-        (name) => !builtinToolNames.test(name) && !userTools.has(name),
+        // an MCP server's tools are known once listed; any mcp__<server>__<tool> name may be filtered
+        (name) => !builtinToolNames.test(name) && !userTools.has(name) && !MCP_TOOL_NAME.test(name),
       ),
   };
 }

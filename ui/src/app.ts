@@ -253,6 +253,15 @@ export class Dashboard {
       node.provider ? h("span", {}, `provider ${node.provider}`) : null,
       h("span", {}, `depth ${node.depth}`),
       view ? h("span", {}, `model ${view.model}`) : null,
+      // which MCP servers it has (the API never shows their tokens)
+      view?.mcpServers?.length
+        ? h(
+            "span",
+            { "data-mcp-servers": view.mcpServers.map((m) => m.name).join(",") },
+            `MCP ${view.mcpServers.map((m) => m.name).join(", ")}`,
+          )
+        : null,
+      view?.budget ? h("span", {}, `budget ${view.budget.used}/${view.budget.tokens} tok`) : null,
       view ? h("span", {}, `created ${when(view.createdAt)}`) : null,
       parent
         ? h(
