@@ -1,3 +1,4 @@
+import { EXTERNAL_MODEL } from "../../src/agent/turn-driver";
 import { compact } from "../../src/core/compact";
 import type { ChildInit } from "../../src/contract/child-init";
 import { fail, type Outcome, ok } from "../../src/contract/errors";
@@ -95,7 +96,9 @@ export function placeChild(
     if (unknown.length > 0)
       return fail("INVALID_REQUEST", `toolFilter names unknown tools: ${unknown.join(", ")}`);
   }
-  const model = request.model ?? header.options.model;
+  // a child of a session without a model (external) gets the deployment's default, not none
+  const inherited = header.options.model === EXTERNAL_MODEL ? ctx.defaultModel : header.options.model;
+  const model = request.model ?? inherited;
   const problem = ctx.models.problem(model);
   if (problem) return fail("INVALID_REQUEST", `model: ${problem}`);
   const jurisdiction = childJurisdiction(header.jurisdiction, request.jurisdiction);

@@ -24,6 +24,8 @@ export interface SessionContext {
   provider(name: string): Promise<ProviderRecord | undefined>;
   /** The model routes this deployment serves. */
   models: ModelRoutes;
+  /** The model of a session that names none (DEFAULT_MODEL, else `scripted`). */
+  defaultModel: string;
   limits: { depthCap: string | undefined; childCap: string | undefined };
   /** Remote delegation: this deployment's public URL (callbacks; absent: polling only) and deadline. */
   remoteSettings: { publicUrl: string | undefined; deadlineMs: number };

@@ -141,6 +141,7 @@ function sessionContext(
     provider: (name) => registryStub(env).resolve(name),
     // the model routes this deployment serves (checked when a session or child is created)
     models: deployment.models(env),
+    defaultModel: defaultModelOf(env),
     limits: { depthCap: env.MAX_DEPTH_CAP, childCap: env.MAX_CHILDREN_PER_SESSION },
     remoteSettings: remoteSettings(env),
     kick,

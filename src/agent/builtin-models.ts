@@ -26,6 +26,15 @@ export function builtinModels(settings: BuiltinModelSettings): ModelProvider[] {
   return [
     { prefix: "scripted", namesModel: false, problem: () => undefined, client: () => scripted },
     {
+      // a session without a model, for an outside agent to drive (its turn driver runs no turns)
+      prefix: "external",
+      namesModel: false,
+      problem: () => undefined,
+      client: (): ModelClient => ({
+        generate: () => Promise.reject(new Error("an external session has no model")),
+      }),
+    },
+    {
       prefix: "openai",
       namesModel: true,
       problem: () => (settings.openAiBaseUrl ? undefined : "OPENAI_BASE_URL is not configured"),

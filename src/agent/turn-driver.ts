@@ -18,6 +18,9 @@ import type { TurnControl } from "./turn-control";
  * Completed steps are never redone; a crash mid-step re-runs that step.
  */
 
+/** The model route of a session without a model, driven from outside (protocols.md). */
+export const EXTERNAL_MODEL = "external";
+
 /** Model calls one turn may make before it ends as `error` (`MAX_STEPS_PER_TURN` overrides). */
 export const MAX_STEPS_PER_TURN = 64;
 
@@ -93,6 +96,7 @@ export class TurnDriver<Host> implements TurnControl {
   /** Runs one step. Resolves true when it made progress (more work may be owed). */
   async step(): Promise<boolean> {
     const { stores } = this.#agent;
+    if (this.#external()) return stores.transact(() => this.#recordInbox());
     const started = stores.transact(() => this.#begin());
     if (started === undefined) return false;
     if (started.plan.kind === "tools") {
@@ -173,8 +177,34 @@ export class TurnDriver<Host> implements TurnControl {
 
   /** Whether a step is owed now (a turn that waits for long-running tool calls owes nothing). */
   owesStep(): boolean {
+    if (this.#external()) return this.#agent.stores.inbox.pending().length > 0;
     const kind = this.plan().kind;
     return kind !== "idle" && kind !== "await-tools";
+  }
+
+  /** A session driven from outside (`model: "external"`, an MCP client): it runs no turns. */
+  #external(): boolean {
+    return this.#agent.modelRoute() === EXTERNAL_MODEL;
+  }
+
+  /**
+   * An external session's step: what reached its inbox (user messages, reports, settlement
+   * notices) is recorded in its log as `user/message`, in FIFO order, without a turn, so the
+   * outside agent reads it from the log. Inside a transaction; true when it recorded something.
+   */
+  #recordInbox(): boolean {
+    const { stores } = this.#agent;
+    const pending = stores.inbox.pending();
+    for (const item of pending) {
+      const claimed = stores.inbox.claim(item.messageId);
+      if (claimed)
+        stores.log.append("user/message", {
+          messageId: item.messageId,
+          content: claimed.content,
+          source: claimed.source,
+        });
+    }
+    return pending.length > 0;
   }
 
   #begin(): { plan: Plan; fence: Fence } | undefined {

@@ -39,7 +39,7 @@ describe("a Worker's model routes", () => {
     const unknown = await agents("POST", "/v1/sessions", { body: { model: "gemini:pro" } });
     expect(unknown.status).toBe(400);
     expect(unknown.body.error.message).toBe(
-      'model: unknown model route "gemini:pro" (use scripted, openai:<model>, workers-ai:<model>, custom[:<model>], broken[:<model>], liar[:<model>] or fake[:<model>])',
+      'model: unknown model route "gemini:pro" (use scripted, external, openai:<model>, workers-ai:<model>, custom[:<model>], broken[:<model>], liar[:<model>] or fake[:<model>])',
     );
     const noBinding = await agents("POST", "/v1/sessions", { body: { model: "workers-ai:@cf/x" } });
     expect(noBinding.status).toBe(400);

@@ -35,7 +35,8 @@ describe("model routes: a provider per prefix", () => {
     const routes = new ModelRoutes(
       builtinModels({ defaultModel: "scripted", openAiBaseUrl: "https://x.test/v1" }),
     );
-    const unknown = 'unknown model route "gpt-4" (use scripted, openai:<model> or workers-ai:<model>)';
+    const unknown =
+      'unknown model route "gpt-4" (use scripted, external, openai:<model> or workers-ai:<model>)';
     expect(routes.problem("gpt-4")).toBe(unknown);
     expect(routes.problem("openai")).toMatch(/^unknown model route "openai"/);
     expect(routes.problem("openai:")).toMatch(/^unknown model route "openai:"/);
@@ -51,7 +52,7 @@ describe("model routes: a provider per prefix", () => {
     expect(seen).toEqual(["a:b"]);
     expect(routes.problem("custom:broken")).toBe("the custom model is broken");
     expect(routes.problem("nope")).toBe(
-      'unknown model route "nope" (use scripted, openai:<model>, workers-ai:<model> or custom:<model>)',
+      'unknown model route "nope" (use scripted, external, openai:<model>, workers-ai:<model> or custom:<model>)',
     );
   });
 
