@@ -19,6 +19,7 @@ import { isSessionId } from "../contract/ids";
 import { offersStreamProtocol, STREAM_PROTOCOL } from "../contract/stream";
 import { compact } from "../core/compact";
 import type { Deployment } from "../platform/deployment";
+import { openApiDocument } from "./openapi";
 
 /**
  * The public HTTP API (docs/api.md): auth -> validate -> route to the session's object. Every error
@@ -44,6 +45,13 @@ export function buildRouter(deployment: Deployment, base = "") {
   });
 
   router.get("/v1/health", () => json({ ok: true, version: VERSION }));
+
+  // generated once per router, from the zod schemas that validate the requests
+  let openApi: string | undefined;
+  router.get("/v1/openapi.json", () => {
+    openApi ??= JSON.stringify(openApiDocument(base, VERSION));
+    return new Response(openApi, { headers: { "content-type": "application/json; charset=utf-8" } });
+  });
 
   router.post(
     "/v1/sessions",

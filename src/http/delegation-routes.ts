@@ -14,7 +14,7 @@ import { EventsQuery } from "../contract/wire";
 
 /** Provider registry and one-shot delegation routes (docs/api.md). */
 
-const RunQuery = z.strictObject({
+export const RunQuery = z.strictObject({
   wait: z
     .string()
     .regex(/^\d{1,6}$/, "must be a non-negative integer")

@@ -1,0 +1,141 @@
+import { z } from "zod";
+import { ERROR_STATUS } from "./errors";
+
+/**
+ * The shapes of the API's answers, as zod schemas, for the OpenAPI document (`GET
+ * /v1/openapi.json`): what a client may rely on. The runtime's own types (session.ts, run.ts,
+ * listing.ts, ...) are the source; these describe them on the wire and are checked against real
+ * answers in the OpenAPI test.
+ */
+
+const Usage = z.object({
+  inputTokens: z.number().int(),
+  outputTokens: z.number().int(),
+  cachedInputTokens: z.number().int().optional(),
+  reasoningTokens: z.number().int().optional(),
+});
+const Text = z.object({ type: z.literal("text"), text: z.string() });
+
+export const ErrorEnvelope = z
+  .object({
+    error: z.object({
+      code: z.enum(
+        Object.keys(ERROR_STATUS) as [keyof typeof ERROR_STATUS, ...(keyof typeof ERROR_STATUS)[]],
+      ),
+      message: z.string(),
+      issues: z
+        .array(z.object({ path: z.array(z.string()), message: z.string(), code: z.string() }))
+        .optional(),
+    }),
+  })
+  .meta({ id: "ErrorEnvelope" });
+
+export const Health = z.object({ ok: z.literal(true), version: z.string() });
+
+export const SessionView = z
+  .looseObject({
+    id: z.string(),
+    parentSession: z.string().nullable(),
+    origin: z.enum(["subagent"]).nullable(),
+    delegationDepth: z.number().int(),
+    createdAt: z.number().int(),
+    status: z.enum(["running", "waiting", "idle"]),
+    mode: z.enum(["one-shot", "continuable"]).optional(),
+    label: z.string().optional(),
+    model: z.string(),
+    lastSeq: z.number().int(),
+    usage: Usage.optional(),
+    budget: z.object({ tokens: z.number().int(), used: z.number().int() }).optional(),
+    mcpServers: z.array(z.object({ name: z.string(), url: z.string() })).optional(),
+    jurisdiction: z.string().optional(),
+    locationHint: z.string().optional(),
+  })
+  .meta({ id: "SessionView" });
+
+export const CreatedSession = SessionView.extend({ token: z.string().optional() });
+
+export const SessionEvent = z
+  .object({
+    seq: z.number().int(),
+    type: z.string(),
+    at: z.number().int(),
+    data: z.record(z.string(), z.unknown()),
+  })
+  .meta({
+    id: "SessionEvent",
+    description: "One log event; `data` by `type` (docs/semantics.md, the event catalogue).",
+  });
+
+export const EventPage = z.object({ events: z.array(SessionEvent), next: z.number().int().nullable() });
+
+export const Accepted = z.object({ messageId: z.string() });
+export const AcceptedFlag = z.object({ accepted: z.literal(true) });
+
+export const SubagentResult = z.object({
+  output: z.array(Text),
+  structured: z.unknown().optional(),
+  stopReason: z.enum(["completed", "aborted", "error", "max-tokens", "refusal"]),
+  diagnostic: z.string().optional(),
+  usage: Usage.optional(),
+});
+
+export const StartedRun = z.object({ runId: z.string(), id: z.string(), local: z.boolean() });
+export const StartedChild = z.object({ childId: z.string(), messageId: z.string() });
+export const RunView = StartedRun.extend({
+  provider: z.string(),
+  state: z.enum(["running", "settled"]),
+  result: SubagentResult.optional(),
+});
+
+export const ProviderInfo = z.looseObject({
+  name: z.string(),
+  kind: z.enum(["spawn", "fork", "remote", "acp"]),
+  capabilities: z.object({
+    outputSchema: z.boolean(),
+    depthLimit: z.boolean(),
+    toolFilter: z.boolean(),
+    persona: z.boolean(),
+  }),
+  inheritsParentContext: z.boolean(),
+  continuable: z.boolean(),
+  local: z.boolean(),
+  url: z.string().optional(),
+});
+export const ProviderList = z.object({ providers: z.array(ProviderInfo) });
+export const ProviderEventPage = z.object({
+  events: z.array(
+    z.object({ seq: z.number().int(), type: z.string(), at: z.number().int(), data: z.unknown() }),
+  ),
+  next: z.number().int().nullable(),
+});
+
+export const DirectoryPage = z.object({
+  sessions: z.array(
+    z.looseObject({ id: z.string(), createdAt: z.number().int(), label: z.string().optional() }),
+  ),
+  next: z.string().nullable(),
+});
+
+const Entry = z.looseObject({
+  kind: z.enum(["child", "diagnostic"]),
+  id: z.string(),
+  createdAt: z.number().int(),
+  usage: Usage.optional(),
+});
+export const ChildListing = z.object({ entries: z.array(Entry) });
+export const DescendantListing = z.object({
+  entries: z.array(
+    Entry.extend({ parentId: z.string(), depth: z.number().int(), subtreeUsage: Usage.optional() }),
+  ),
+});
+export const OutboxPage = z.object({
+  entries: z.array(
+    z.looseObject({
+      id: z.string(),
+      target: z.string(),
+      kind: z.string(),
+      attempts: z.number().int(),
+      state: z.enum(["pending", "delivered", "dead"]),
+    }),
+  ),
+});
