@@ -149,6 +149,23 @@ describe("a session's tools over MCP (protocols.md, MCP server)", () => {
     await later.close();
   });
 
+  it("sends progress notifications while a foreground child runs, when the client asked for them", async () => {
+    const { id, token } = await createSession();
+    const client = await connect(id, token);
+    const progress: unknown[] = [];
+    const result = await client.callTool(
+      {
+        name: "subagent",
+        arguments: { description: "slow", prompt: script({ think: 6_000 }, { say: "finally" }) },
+      },
+      { onprogress: (p) => progress.push(p), timeout: 30_000 },
+    );
+    expect(textOf(result)).toContain("finally");
+    expect(progress.length).toBeGreaterThanOrEqual(1);
+    expect(progress[0]).toMatchObject({ progress: 1 });
+    await client.close();
+  }, 30_000);
+
   it("serves 2025 clients that begin with initialize, statelessly", async () => {
     const { id } = await createSession();
     const init = await rpc(id, INITIALIZE);
