@@ -5,7 +5,7 @@
 //   * the quick start: exactly the README's `wrangler.toml` and `src/worker.ts`.
 // Nothing here reads this repository's sources: the published shape is what is tested.
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -115,6 +115,10 @@ describe("the packed package in fresh projects", () => {
       deps,
     );
     assert.equal(client.trim(), "function");
+    // the package's command, installed as a bin
+    const usage = spawnSync(join(deps, "node_modules/.bin/subagents-edge"), ["--help"], { encoding: "utf8" });
+    assert.equal(usage.status, 0);
+    assert.match(usage.stderr, /usage: subagents-edge acp-bridge --port <port>/);
   });
 
   describe("examples/notes-agent", () => {

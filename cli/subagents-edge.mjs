@@ -1,0 +1,18 @@
+#!/usr/bin/env node
+// `npx subagents-edge <command>`: the package's command line (Node 22+).
+//   acp-bridge   serve a stdio ACP agent (Claude Code, Codex, Gemini CLI, ...) over WebSockets,
+//                so a Worker's `acp` provider can reach it
+import { acpBridgeMain } from "./acp-bridge.mjs";
+
+const [command, ...rest] = process.argv.slice(2);
+const USAGE = `usage: subagents-edge acp-bridge --port <port> [--host 127.0.0.1] [--token <token>] -- <command> [args...]`;
+
+if (command === "acp-bridge") {
+  acpBridgeMain(rest).catch((error) => {
+    console.error(`acp-bridge: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(1);
+  });
+} else {
+  console.error(command === undefined || command === "--help" ? USAGE : `unknown command "${command}"\n${USAGE}`);
+  process.exit(command === "--help" ? 0 : 2);
+}
