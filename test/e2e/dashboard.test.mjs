@@ -325,6 +325,39 @@ describe("the dashboard in a real browser", { timeout: 300_000 }, () => {
     await page.waitForSelector(`#session-list [data-session-id="${made.body.id}"][data-status="idle"]`);
   });
 
+  it("shows a session's MCP servers and an MCP client's calls, never a server's token", async () => {
+    const secret = `mcp-token-${crypto.randomUUID()}`;
+    const made = await api(server, "POST", "/v1/sessions", {
+      body: {
+        label: "with mcp",
+        mcpServers: [{ name: "docs", url: "https://mcp.example.com/mcp", token: secret }],
+      },
+    });
+    assert.equal(made.status, 201);
+    // an MCP client's call on the session (raw JSON-RPC, a 2025 client)
+    const call = await fetch(`${server.url}/v1/sessions/${made.body.id}/mcp`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${made.body.token}`,
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        "mcp-protocol-version": "2025-06-18",
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "echo", arguments: { text: "from mcp" } },
+      }),
+    });
+    assert.equal(call.status, 200);
+    await page.click(`#session-list [data-session-id="${made.body.id}"] button`);
+    await page.waitForSelector('#session-meta [data-mcp-servers="docs"]');
+    await page.waitForSelector(`[data-transcript-for="${made.body.id}"] [data-event-type="mcp/result"]`);
+    const html = await page.content();
+    assert.ok(!html.includes(secret), "the token is nowhere on the page");
+  });
+
   it("a session token signs in straight to its own session, in a new tab that knows no token", async () => {
     const created = await api(server, "POST", "/v1/sessions", { body: { label: "token user" } });
     assert.equal(created.status, 201);
