@@ -1,23 +1,22 @@
+import { type AnyMessage, client, type ClientContext, methods, type Stream } from "@agentclientprotocol/sdk";
 import type { ContentBlock } from "../contract/content";
 import type { SubagentResult } from "../contract/run";
 import {
-  answerAgentRequest,
   failedResult,
   initializeParams,
   newSessionParams,
-  notification,
   promptParams,
   promptResult,
-  readMessage,
-  request,
   upgradeUrl,
 } from "./acp-protocol";
 import { scrub } from "./remote-protocol";
 
 /**
  * One ACP run over one WebSocket: upgrade (Workers open client WebSockets with `fetch` and an
- * `Upgrade` header), `initialize` -> `session/new` (cwd "/") -> `session/prompt`, accumulating
- * `agent_message_chunk` texts as the output. `result` never rejects: every transport failure is
+ * `Upgrade` header), then the official ACP SDK's client side over the socket (its JSON-RPC
+ * framing, dispatch and message checks): `initialize` -> `session/new` (cwd "/") ->
+ * `session/prompt`, accumulating `agent_message_chunk` texts as the output; the agent's
+ * permission requests are declined and its other requests refused. `result` never rejects: every transport failure is
  * `error` with a bounded diagnostic free of the token; after `cancel` (a `session/cancel`
  * notification, then a bounded grace for the agent's answer) the result is `aborted`.
  */
@@ -48,12 +47,13 @@ export class AcpConnection {
   readonly #timeouts: AcpTimeouts;
   #resolve!: (result: SubagentResult) => void;
   #socket: WebSocket | null = null;
+  #context: ClientContext | null = null;
   #sessionId: string | null = null;
   #output = "";
-  #nextId = 1;
   #cancelled = false;
   #finished = false;
-  readonly #pending = new Map<number, { ok: (value: unknown) => void; fail: (error: string) => void }>();
+  /** Settles every request in flight when the run ends (the SDK's promises may never settle then). */
+  readonly #ended = new AbortController();
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
 
   constructor(target: AcpTarget, prompt: readonly ContentBlock[], timeouts: AcpTimeouts = ACP_TIMEOUTS) {
@@ -76,7 +76,7 @@ export class AcpConnection {
       this.#finish(failedResult(CANCELLED, this.#output, this.#target.secrets, "aborted"));
       return;
     }
-    this.#send(notification("session/cancel", { sessionId: this.#sessionId }));
+    void this.#context?.notify(methods.agent.session.cancel, { sessionId: this.#sessionId }).catch(() => {});
     this.#timer(this.#timeouts.cancelGraceMs, () =>
       this.#finish(failedResult(CANCELLED, this.#output, this.#target.secrets, "aborted")),
     );
@@ -104,85 +104,110 @@ export class AcpConnection {
     if (this.#finished) return void socket.close(1000, "cancelled");
     socket.accept();
     this.#socket = socket;
-    socket.addEventListener("message", (event) => this.#onMessage(event.data));
     socket.addEventListener("close", (event) => this.#fail(`the connection closed (code ${event.code})`));
     socket.addEventListener("error", () => this.#fail("the connection failed"));
 
-    const init = await this.#call("initialize", initializeParams(), this.#timeouts.setupMs);
-    if (init === undefined) return;
-    const created = await this.#call("session/new", newSessionParams(), this.#timeouts.setupMs);
-    if (created === undefined) return;
-    const sessionId = (created as { sessionId?: unknown } | null)?.sessionId;
-    if (typeof sessionId !== "string" || sessionId.length === 0)
-      return this.#fail("session/new answered no sessionId");
-    this.#sessionId = sessionId;
-    if (this.#cancelled) return this.#finish(failedResult(CANCELLED, "", this.#target.secrets, "aborted"));
-    const answer = await this.#call(
-      "session/prompt",
-      promptParams(sessionId, prompt),
-      this.#timeouts.promptMs,
-    );
-    if (answer === undefined) return;
-    this.#finish(promptResult(answer, this.#output, this.#target.secrets));
-  }
-
-  /** One request; `undefined` when it failed (the run is then finished already). */
-  #call(method: string, params: unknown, timeoutMs: number): Promise<unknown> {
-    if (this.#finished) return Promise.resolve(undefined);
-    const id = this.#nextId++;
-    return new Promise((resolve) => {
-      const timer = this.#timer(timeoutMs, () => {
-        this.#pending.delete(id);
-        this.#fail(`${method} got no answer within ${Math.round(timeoutMs / 1000)} s`);
-        resolve(undefined);
-      });
-      this.#pending.set(id, {
-        ok: (value) => {
-          this.#clear(timer);
-          resolve(value ?? null);
-        },
-        fail: (error) => {
-          this.#clear(timer);
-          this.#fail(`${method} failed: ${error}`);
-          resolve(undefined);
-        },
-      });
-      this.#send(request(id, method, params));
+    const app = client({ name: "subagents-edge" })
+      .onNotification(methods.client.session.update, ({ params }) => {
+        const update = params.update as {
+          sessionUpdate?: string;
+          content?: { type?: string; text?: string };
+        };
+        if (update.sessionUpdate === "agent_message_chunk" && update.content?.type === "text")
+          this.#output += update.content.text ?? "";
+      })
+      .onRequest(methods.client.session.requestPermission, () => ({ outcome: { outcome: "cancelled" } }));
+    await app.connectWith(this.#stream(socket), async (context) => {
+      this.#context = context;
+      const init = await this.#call(
+        context,
+        methods.agent.initialize,
+        initializeParams(),
+        this.#timeouts.setupMs,
+      );
+      if (init === undefined) return;
+      const created = await this.#call(
+        context,
+        methods.agent.session.new,
+        newSessionParams(),
+        this.#timeouts.setupMs,
+      );
+      if (created === undefined) return;
+      const sessionId = (created as { sessionId?: unknown } | null)?.sessionId;
+      if (typeof sessionId !== "string" || sessionId.length === 0)
+        return this.#fail("session/new answered no sessionId");
+      this.#sessionId = sessionId;
+      if (this.#cancelled) return this.#finish(failedResult(CANCELLED, "", this.#target.secrets, "aborted"));
+      const answer = await this.#call(
+        context,
+        methods.agent.session.prompt,
+        promptParams(sessionId, prompt),
+        this.#timeouts.promptMs,
+      );
+      if (answer === undefined) return;
+      this.#finish(promptResult(answer, this.#output, this.#target.secrets));
     });
   }
 
-  #onMessage(data: unknown): void {
-    if (this.#finished) return;
-    const message = typeof data === "string" ? readMessage(data) : undefined;
-    if (message === undefined) {
-      this.#fail("the agent sent a frame that is not JSON-RPC 2.0");
-      return;
-    }
-    switch (message.kind) {
-      case "chunk":
-        this.#output += message.text;
-        return;
-      case "request":
-        this.#send(answerAgentRequest(message.id, message.method));
-        return;
-      case "answer":
-      case "failure": {
-        const waiter = this.#pending.get(message.id);
-        this.#pending.delete(message.id);
-        if (message.kind === "answer") waiter?.ok(message.result);
-        else waiter?.fail(message.error);
-        return;
-      }
-      case "other":
-        return;
-    }
+  /** The socket as the SDK's message stream: one JSON-RPC message per text frame. */
+  #stream(socket: WebSocket): Stream {
+    const readable = new ReadableStream<AnyMessage>({
+      start: (controller) => {
+        socket.addEventListener("message", (event) => {
+          let message: unknown;
+          try {
+            message = typeof event.data === "string" ? JSON.parse(event.data) : undefined;
+          } catch {
+            message = undefined;
+          }
+          if (message === null || typeof message !== "object") {
+            this.#fail("the agent sent a frame that is not JSON-RPC 2.0");
+            return;
+          }
+          controller.enqueue(message as AnyMessage);
+        });
+        const end = (): void => {
+          try {
+            controller.close();
+          } catch {
+            // already closed
+          }
+        };
+        socket.addEventListener("close", end);
+        this.#ended.signal.addEventListener("abort", end);
+      },
+    });
+    const writable = new WritableStream<AnyMessage>({
+      write: (message) => {
+        try {
+          socket.send(JSON.stringify(message));
+        } catch (error) {
+          this.#fail(`could not send (${error instanceof Error ? error.message : String(error)})`);
+        }
+      },
+    });
+    return { readable, writable };
   }
 
-  #send(frame: string): void {
+  /** One request with its deadline; `undefined` when it failed (the run is then finished already). */
+  async #call(context: ClientContext, method: string, params: unknown, timeoutMs: number): Promise<unknown> {
+    if (this.#finished) return undefined;
+    const deadline = new AbortController();
+    const timer = this.#timer(timeoutMs, () => deadline.abort());
+    const stop = AbortSignal.any([deadline.signal, this.#ended.signal]);
     try {
-      this.#socket?.send(frame);
+      const answer = await new Promise<unknown>((resolve, reject) => {
+        stop.addEventListener("abort", () => reject(new Error("stopped")), { once: true });
+        context.request(method, params).then(resolve, reject);
+      });
+      return answer ?? null;
     } catch (error) {
-      this.#fail(`could not send (${error instanceof Error ? error.message : String(error)})`);
+      if (deadline.signal.aborted)
+        this.#fail(`${method} got no answer within ${Math.round(timeoutMs / 1000)} s`);
+      else if (!this.#finished) this.#fail(`${method} failed: ${errorText(error)}`);
+      return undefined;
+    } finally {
+      this.#clear(timer);
     }
   }
 
@@ -199,8 +224,7 @@ export class AcpConnection {
     this.#finished = true;
     for (const timer of this.#timers) clearTimeout(timer);
     this.#timers.clear();
-    for (const waiter of this.#pending.values()) waiter.fail("the run ended");
-    this.#pending.clear();
+    this.#ended.abort();
     try {
       this.#socket?.close(1000, "done");
     } catch {
@@ -232,4 +256,11 @@ export class AcpConnection {
     clearTimeout(timer);
     this.#timers.delete(timer);
   }
+}
+
+/** A JSON-RPC failure as the agent stated it (`JSON-RPC error <code>: <message>`), or the error's message. */
+function errorText(error: unknown): string {
+  const e = error as { code?: unknown; message?: unknown } | undefined;
+  if (typeof e?.code === "number") return `JSON-RPC error ${e.code}: ${String(e.message ?? "no message")}`;
+  return error instanceof Error ? error.message : String(error);
 }

@@ -5,10 +5,10 @@ import { capDiagnostic } from "../core/run-result";
 import { scrub } from "./remote-protocol";
 
 /**
- * @module The Agent Client Protocol (ACP, protocol version 1) as the client side speaks it, pure:
- * JSON-RPC 2.0 messages for `initialize`, `session/new`, `session/prompt` and the `session/cancel`
- * notification; reading the agent's `session/update` notifications (only `agent_message_chunk`
- * text becomes output) and answers; mapping the prompt's `stopReason` (semantics.md §12.4). No I/O here.
+ * @module What this runtime asks of an ACP agent (protocol version 1), pure: the params of
+ * `initialize`, `session/new` and `session/prompt`, the provider URL's rules, and mapping the
+ * prompt's `stopReason` to a run result (semantics.md §12.4). The JSON-RPC framing and dispatch
+ * are the official ACP SDK's (acp-client.ts). No I/O here.
  */
 
 export const ACP_PROTOCOL_VERSION = 1;
@@ -31,14 +31,6 @@ export function upgradeUrl(url: string): string {
   return url.replace(/^ws(s?):/i, "http$1:");
 }
 
-export function request(id: number, method: string, params: unknown): string {
-  return JSON.stringify({ jsonrpc: "2.0", id, method, params });
-}
-
-export function notification(method: string, params: unknown): string {
-  return JSON.stringify({ jsonrpc: "2.0", method, params });
-}
-
 export function initializeParams(): unknown {
   return {
     protocolVersion: ACP_PROTOCOL_VERSION,
@@ -56,62 +48,6 @@ export function promptParams(sessionId: string, prompt: readonly ContentBlock[])
     .map((b) => b.text)
     .join("\n");
   return { sessionId, prompt: [{ type: "text", text }] };
-}
-
-/** One incoming message, classified. */
-export type Incoming =
-  | { kind: "answer"; id: number; result: unknown }
-  | { kind: "failure"; id: number; error: string }
-  | { kind: "chunk"; text: string }
-  | { kind: "request"; id: string | number; method: string }
-  | { kind: "other" };
-
-const Message = z.looseObject({
-  jsonrpc: z.literal("2.0"),
-  id: z.union([z.string(), z.number()]).nullish(),
-  method: z.string().optional(),
-  params: z.unknown().optional(),
-  result: z.unknown().optional(),
-  error: z.looseObject({ code: z.number().optional(), message: z.string().optional() }).optional(),
-});
-
-const ChunkParams = z.looseObject({
-  update: z.looseObject({
-    sessionUpdate: z.literal("agent_message_chunk"),
-    content: z.looseObject({ type: z.literal("text"), text: z.string() }),
-  }),
-});
-
-/** Classifies one frame; `undefined` for a frame that is not JSON-RPC 2.0 at all. */
-export function readMessage(raw: string): Incoming | undefined {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(raw);
-  } catch {
-    return undefined;
-  }
-  const message = Message.safeParse(parsed);
-  if (!message.success) return undefined;
-  const { id, method, params, result, error } = message.data;
-  if (method !== undefined) {
-    if (id !== undefined && id !== null) return { kind: "request", id, method };
-    if (method !== "session/update") return { kind: "other" };
-    const chunk = ChunkParams.safeParse(params);
-    return chunk.success ? { kind: "chunk", text: chunk.data.update.content.text } : { kind: "other" };
-  }
-  if (typeof id !== "number") return { kind: "other" };
-  if (error !== undefined) {
-    const code = error.code === undefined ? "" : ` ${error.code}`;
-    return { kind: "failure", id, error: `JSON-RPC error${code}: ${error.message ?? "no message"}` };
-  }
-  return { kind: "answer", id, result };
-}
-
-/** The client's answer to a request from the agent: permissions are refused, nothing else exists. */
-export function answerAgentRequest(id: string | number, method: string): string {
-  if (method === "session/request_permission")
-    return JSON.stringify({ jsonrpc: "2.0", id, result: { outcome: { outcome: "cancelled" } } });
-  return JSON.stringify({ jsonrpc: "2.0", id, error: { code: -32601, message: `${method} is not offered` } });
 }
 
 const STOP: Record<string, SubagentStopReason> = {
