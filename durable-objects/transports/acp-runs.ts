@@ -105,7 +105,13 @@ export class AcpRuns implements ChildTransport, SessionPart {
   #connect(runId: string, provider: ProviderRecord, prompt: ContentBlock[]): void {
     const token = provider.token ?? null;
     const target = { url: provider.url!, token, secrets: token === null ? [] : [token] };
-    const connection = new AcpConnection(target, prompt, this.#timeouts);
+    const connection = new AcpConnection(target, prompt, this.#timeouts, (sessionId) => {
+      const { stores } = this.#ctx;
+      stores.transact(() => {
+        if (stores.runs.get(runId)?.state === "settled") return;
+        stores.log.append("subagent/remote", { runId, kind: "acp", remoteId: sessionId.slice(0, 256) });
+      });
+    });
     this.#live.set(runId, connection);
     void connection.result.then((result) => {
       this.#live.delete(runId);

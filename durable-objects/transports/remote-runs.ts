@@ -244,6 +244,11 @@ export class RemoteRuns implements ChildTransport, SessionPart {
     this.#ctx.stores.transact(() => {
       if (remote.get(run.runId)?.phase !== "create") return;
       remote.advance(run.runId, { phase: "prompt", nextAt: now, now, remoteId: created.data.id });
+      this.#ctx.stores.log.append("subagent/remote", {
+        runId: run.runId,
+        kind: "remote",
+        remoteId: created.data.id,
+      });
     });
   }
 

@@ -100,6 +100,8 @@ export interface EventData {
     lastAssistantMessage?: ContentBlock[];
     usage?: Usage;
   };
+  /** An out-of-process run's counterpart: the remote deployment's session or the ACP agent's session. */
+  "subagent/remote": { runId: string; kind: "remote" | "acp"; remoteId: string };
   /** A tool call an MCP client made on this session (not the model). */
   "mcp/call": { callId: string; name: string; args: unknown };
   /** The result an MCP client's call got. */

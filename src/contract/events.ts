@@ -77,6 +77,11 @@ export interface EventData {
     /** The child's usage for this run or epoch, as its result reported it. */
     usage?: Usage;
   };
+  /**
+   * An out-of-process run's counterpart: the session the remote deployment made for it, or the
+   * ACP agent's session (recorded once it exists; the dashboard and listings show it).
+   */
+  "subagent/remote": { runId: string; kind: "remote" | "acp"; remoteId: string };
   /** A tool call an MCP client made on this session (POST /v1/sessions/:id/mcp), not the model. */
   "mcp/call": { callId: string; name: string; args: JsonValue };
   /** The result an MCP client's call got. */

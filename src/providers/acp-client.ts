@@ -56,9 +56,18 @@ export class AcpConnection {
   readonly #ended = new AbortController();
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
 
-  constructor(target: AcpTarget, prompt: readonly ContentBlock[], timeouts: AcpTimeouts = ACP_TIMEOUTS) {
+  readonly #onSession: ((sessionId: string) => void) | undefined;
+
+  /** `onSession` hears the agent's session id once `session/new` answered (before the prompt). */
+  constructor(
+    target: AcpTarget,
+    prompt: readonly ContentBlock[],
+    timeouts: AcpTimeouts = ACP_TIMEOUTS,
+    onSession?: (sessionId: string) => void,
+  ) {
     this.#target = target;
     this.#timeouts = timeouts;
+    this.#onSession = onSession;
     this.result = new Promise((resolve) => {
       this.#resolve = resolve;
     });
@@ -137,6 +146,11 @@ export class AcpConnection {
       if (typeof sessionId !== "string" || sessionId.length === 0)
         return this.#fail("session/new answered no sessionId");
       this.#sessionId = sessionId;
+      try {
+        this.#onSession?.(sessionId);
+      } catch {
+        // recording it is best effort; the run goes on
+      }
       if (this.#cancelled) return this.#finish(failedResult(CANCELLED, "", this.#target.secrets, "aborted"));
       const answer = await this.#call(
         context,

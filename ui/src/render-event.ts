@@ -34,6 +34,18 @@ export function renderEvent(event: SessionEvent, ctx: RenderContext): HTMLElemen
       return subagentStart(event, data as Data<"subagent/start">, ctx);
     case "subagent/end":
       return subagentEnd(event, data as Data<"subagent/end">, ctx);
+    case "subagent/remote": {
+      const d = data as Data<"subagent/remote">;
+      const where = d.kind === "acp" ? "the ACP agent's session" : "the remote deployment's session";
+      return entry(event, "lifecycle remote", "Subagent's counterpart", [
+        h(
+          "p",
+          {},
+          `run ${shortId(d.runId)} is ${where} `,
+          h("code", { "data-remote-id": d.remoteId }, d.remoteId),
+        ),
+      ]);
+    }
     case "turn/end":
       return turnEnd(event, data as Data<"turn/end">);
     case "agent/inbox/discarded": {

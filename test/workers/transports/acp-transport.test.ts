@@ -95,6 +95,12 @@ describe("the ACP transport (semantics.md §12.4)", () => {
       id: `acp:${runId}`,
     });
     expect(ofType(events, "subagent/end")[0]!.data).toMatchObject({ runId, stopReason: "completed" });
+    // the agent's session id, recorded between the start and the end for transcripts and listings
+    const counterpart = ofType(events, "subagent/remote");
+    expect(counterpart.map((e) => e.data)).toEqual([{ runId, kind: "acp", remoteId: "sess-1" }]);
+    const seqOf = (type: string) => events.find((e) => e.type === type)!.seq;
+    expect(seqOf("subagent/start")).toBeLessThan(counterpart[0]!.seq);
+    expect(counterpart[0]!.seq).toBeLessThan(seqOf("subagent/end"));
     expect((await api("GET", `/v1/sessions/${parent.id}`)).body).toMatchObject({ status: "idle" });
     expect(JSON.stringify(await dumpTables(parent.id))).not.toContain(TOKEN);
   });

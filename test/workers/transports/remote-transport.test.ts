@@ -68,7 +68,11 @@ describe("the remote transport (semantics.md §12.2, §10.6)", () => {
       output: [{ type: "text", text: "echo: patience" }],
       stopReason: "completed",
     });
-    expect(await transport(parent.id, runId)).toMatchObject({ phase: "done", attempts: 0, last_error: null });
+    const done = await transport(parent.id, runId);
+    expect(done).toMatchObject({ phase: "done", attempts: 0, last_error: null });
+    // the remote session, recorded once, for transcripts and listings
+    const counterpart = (await allEvents(parent.id)).filter((e) => e.type === "subagent/remote");
+    expect(counterpart.map((e) => e.data)).toEqual([{ runId, kind: "remote", remoteId: done.remote_id }]);
     expect((await api("GET", `/v1/sessions/${parent.id}`)).body).toMatchObject({ status: "idle" });
   });
 
