@@ -158,9 +158,12 @@ describe("remote delegation between two wrangler dev deployments", { timeout: 90
       lifecycle(events, runId).map((e) => [e.type, e.data.local, e.data.stopReason]),
       [
         ["subagent/start", false, undefined],
+        ["subagent/remote", undefined, undefined],
         ["subagent/end", false, "completed"],
       ],
     );
+    // A recorded which session on B is its counterpart
+    assert.deepEqual(lifecycle(events, runId)[1].data, { runId, kind: "remote", remoteId });
     const callbacks = proxy.recorded.filter((r) => r.path === `/v1/callbacks/${parent.id}/${runId}`);
     assert.deepEqual(
       callbacks.map((r) => r.status),
@@ -249,7 +252,7 @@ describe("remote delegation between two wrangler dev deployments", { timeout: 90
     const events = await allEvents(a, parent.id);
     assert.deepEqual(
       lifecycle(events, runId).map((e) => e.type),
-      ["subagent/start", "subagent/end"],
+      ["subagent/start", "subagent/remote", "subagent/end"],
       "exactly one result",
     );
     const remoteLog = await allEvents(b, remoteId);
