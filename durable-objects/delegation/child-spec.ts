@@ -1,4 +1,4 @@
-import { EXTERNAL_MODEL } from "../../src/agent/turn-driver";
+import { EXTERNAL_MODEL } from "../../src/agent/external-session";
 import { compact } from "../../src/core/compact";
 import type { ChildInit } from "../../src/contract/child-init";
 import { fail, type Outcome, ok } from "../../src/contract/errors";

@@ -1,4 +1,4 @@
-import type { DriverStores } from "../../src/agent/turn-driver";
+import type { DriverStores } from "../../src/agent/driver-stores";
 import type { SessionEvent } from "../../src/contract/events";
 import type { SessionHeader } from "../../src/contract/session";
 import { INITIAL_LOOP, type LoopState } from "../../src/core/turn-plan";

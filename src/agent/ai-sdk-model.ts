@@ -49,6 +49,9 @@ interface StreamingModel {
 }
 
 export function aiSdkModel(model: AiSdkLanguageModel, options: AiSdkModelOptions = {}): ModelClient {
+  // Checked at run time below. The three specification versions type their call options apart,
+  // so their union has no signature TypeScript can call; each accepts the subset StepCall sends
+  // (tested against v2 and v4 models and the real openai-compatible and workers-ai providers).
   const streaming = model as unknown as StreamingModel;
   if (typeof streaming?.doStream !== "function")
     throw new TypeError("aiSdkModel: not an AI SDK language model (it has no doStream)");

@@ -1,6 +1,7 @@
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { createWorkersAI } from "workers-ai-provider";
 import { aiSdkModel } from "./ai-sdk-model";
+import { EXTERNAL_MODEL } from "./external-session";
 import type { ModelClient } from "./model";
 import type { ModelProvider } from "./model-provider";
 import { ScriptedModel } from "./scripted-model";
@@ -27,7 +28,7 @@ export function builtinModels(settings: BuiltinModelSettings): ModelProvider[] {
     { prefix: "scripted", namesModel: false, problem: () => undefined, client: () => scripted },
     {
       // a session without a model, for an outside agent to drive (its turn driver runs no turns)
-      prefix: "external",
+      prefix: EXTERNAL_MODEL,
       namesModel: false,
       problem: () => undefined,
       client: (): ModelClient => ({

@@ -1,12 +1,16 @@
 import type { JsonValue } from "../contract/json";
 import { compact } from "../core/compact";
 import type { ContentBlock } from "../contract/content";
-import type { EventData, EventType, ToolCall, TurnEndReason, Usage } from "../contract/events";
+import type { ToolCall, TurnEndReason, Usage } from "../contract/events";
 import { addUsage } from "../core/usage";
 import { faultPoint } from "../core/faults";
-import { type LoopState, type PendingItem, type Plan, planStep } from "../core/turn-plan";
-import type { ConversationMessage, ModelClient, ModelParams, ModelReply } from "./model";
+import { type LoopState, type Plan, planStep } from "../core/turn-plan";
+import type { ModelClient, ModelParams, ModelReply } from "./model";
+import { callKey } from "./call-keys";
+import type { DriverStores } from "./driver-stores";
 import { callModel, DEFAULT_MODEL_CALL_POLICY, type AttemptClaim, type ModelCallPolicy } from "./model-calls";
+import { EXTERNAL_MODEL, recordInbox } from "./external-session";
+import { claimAttempt, stepRefusal, withoutAttempts } from "./step-limits";
 import { executeTool, type Tool, type ToolOutcome, toolSpecs } from "./tools";
 import type { TurnControl } from "./turn-control";
 
@@ -18,29 +22,8 @@ import type { TurnControl } from "./turn-control";
  * Completed steps are never redone; a crash mid-step re-runs that step.
  */
 
-/** The model route of a session without a model, driven from outside (protocols.md). */
-export const EXTERNAL_MODEL = "external";
-
 /** Model calls one turn may make before it ends as `error` (`MAX_STEPS_PER_TURN` overrides). */
 export const MAX_STEPS_PER_TURN = 64;
-
-export interface DriverStores {
-  transact<T>(fn: () => T): T;
-  loop: { get(): LoopState; set(state: LoopState): void };
-  inbox: {
-    pending(): PendingItem[];
-    /** Marks a pending item claimed and returns what the user message needs. */
-    claim(
-      messageId: string,
-    ): { content: ContentBlock[]; source: EventData["user/message"]["source"] } | undefined;
-  };
-  log: {
-    append<T extends EventType>(type: T, data: EventData[T]): number;
-    conversation(fromSeq: number): ConversationMessage[];
-    /** Tool calls of the last assistant message at or after `fromSeq` that have no result yet. */
-    unansweredToolCalls(fromSeq: number): ToolCall[];
-  };
-}
 
 export interface SessionAgent<Host> {
   stores: DriverStores;
@@ -76,14 +59,6 @@ interface Fence {
   attempt?: number;
 }
 
-function attemptsSpent(attempts: number, lastError: string | undefined): string {
-  return `the model step failed ${attempts} times${lastError ? `; last: ${lastError}` : " (the object restarted during each call)"}`;
-}
-
-export function callKey(turn: number, toolCallId: string): string {
-  return `${turn}:${toolCallId}`;
-}
-
 export class TurnDriver<Host> implements TurnControl {
   readonly #agent: SessionAgent<Host>;
   /** In-flight external calls; aborted by an interrupt. Memory only: eviction drops them anyway. */
@@ -96,7 +71,7 @@ export class TurnDriver<Host> implements TurnControl {
   /** Runs one step. Resolves true when it made progress (more work may be owed). */
   async step(): Promise<boolean> {
     const { stores } = this.#agent;
-    if (this.#external()) return stores.transact(() => this.#recordInbox());
+    if (this.#external()) return stores.transact(() => recordInbox(stores));
     const started = stores.transact(() => this.#begin());
     if (started === undefined) return false;
     if (started.plan.kind === "tools") {
@@ -187,26 +162,6 @@ export class TurnDriver<Host> implements TurnControl {
     return this.#agent.modelRoute() === EXTERNAL_MODEL;
   }
 
-  /**
-   * An external session's step: what reached its inbox (user messages, reports, settlement
-   * notices) is recorded in its log as `user/message`, in FIFO order, without a turn, so the
-   * outside agent reads it from the log. Inside a transaction; true when it recorded something.
-   */
-  #recordInbox(): boolean {
-    const { stores } = this.#agent;
-    const pending = stores.inbox.pending();
-    for (const item of pending) {
-      const claimed = stores.inbox.claim(item.messageId);
-      if (claimed)
-        stores.log.append("user/message", {
-          messageId: item.messageId,
-          content: claimed.content,
-          source: claimed.source,
-        });
-    }
-    return pending.length > 0;
-  }
-
   #begin(): { plan: Plan; fence: Fence } | undefined {
     const { stores } = this.#agent;
     let loop = stores.loop.get();
@@ -220,29 +175,13 @@ export class TurnDriver<Host> implements TurnControl {
     }
     if (plan.kind !== "tools") {
       for (const messageId of plan.claim) this.#claim(messageId, loop.openTurn!);
-      const budget = this.#agent.maxSteps ?? MAX_STEPS_PER_TURN;
-      if (loop.step >= budget) {
-        stores.loop.set(this.#endTurn(loop, "error", { error: `step budget of ${budget} exhausted` }));
-        return { plan: { kind: "idle" }, fence: { epoch: -1, turn: -1, step: -1 } };
-      }
-      // a spent token budget ends the turn before another model call (never mid-append)
-      const tokens = this.#agent.budget?.();
-      if (tokens && tokens.used >= tokens.tokens) {
-        stores.loop.set(
-          this.#endTurn(loop, "error", {
-            error: `BUDGET_EXCEEDED: the session's token budget of ${tokens.tokens} is spent (${tokens.used} used)`,
-            code: "BUDGET_EXCEEDED",
-          }),
-        );
-        return { plan: { kind: "idle" }, fence: { epoch: -1, turn: -1, step: -1 } };
-      }
-      // a step whose attempts were spent by restarts (a crash during each call) ends here, before
-      // another model call: an object that restarts in a loop never calls the model without bound
-      const attempts = this.#policy().attemptsPerStep;
-      if ((loop.attempts ?? 0) >= attempts) {
-        stores.loop.set(
-          this.#endTurn(loop, "error", { error: attemptsSpent(attempts, loop.lastModelError) }),
-        );
+      const refused = stepRefusal(loop, {
+        maxSteps: this.#agent.maxSteps ?? MAX_STEPS_PER_TURN,
+        attemptsPerStep: this.#policy().attemptsPerStep,
+        tokens: this.#agent.budget?.(),
+      });
+      if (refused) {
+        stores.loop.set(this.#endTurn(loop, "error", refused));
         return { plan: { kind: "idle" }, fence: { epoch: -1, turn: -1, step: -1 } };
       }
     }
@@ -277,7 +216,7 @@ export class TurnDriver<Host> implements TurnControl {
     const turn = loop.openTurn!;
     stores.log.append("turn/end", { turn, reason, ...extra, ...(loop.usage ? { usage: loop.usage } : {}) });
     this.#agent.onTurnEnd(turn, reason, loop.turnStartSeq!);
-    const { attempts: _attempts, lastModelError: _last, usage: _usage, ...rest } = loop;
+    const { usage: _usage, ...rest } = withoutAttempts(loop);
     const closed = { ...rest, openTurn: null, turnStartSeq: null, step: 0 };
     stores.loop.set(closed);
     return closed;
@@ -292,13 +231,9 @@ export class TurnDriver<Host> implements TurnControl {
     const { stores } = this.#agent;
     return stores.transact((): AttemptClaim => {
       if (!this.#current(fence)) return { ok: false, reason: "the step was superseded" };
-      const loop = stores.loop.get();
-      const used = loop.attempts ?? 0;
-      const attempts = this.#policy().attemptsPerStep;
-      const last = lastError ?? loop.lastModelError;
-      if (used >= attempts) return { ok: false, reason: attemptsSpent(attempts, last) };
-      stores.loop.set({ ...loop, attempts: used + 1, ...compact({ lastModelError: last?.slice(0, 1000) }) });
-      return { ok: true, attempt: used + 1, remaining: attempts - used - 1 };
+      const { claim, next } = claimAttempt(stores.loop.get(), this.#policy().attemptsPerStep, lastError);
+      if (next) stores.loop.set(next);
+      return claim;
     });
   }
 
@@ -375,9 +310,8 @@ export class TurnDriver<Host> implements TurnControl {
         ...(reply.usage ? { usage: reply.usage } : {}),
         model: agent.modelRoute(),
       });
-      const { attempts: _attempts, lastModelError: _last, ...rest } = loop;
       const usage = addUsage(loop.usage, reply.usage);
-      const next = { ...rest, step: loop.step + 1, ...(usage ? { usage } : {}) };
+      const next = { ...withoutAttempts(loop), step: loop.step + 1, ...(usage ? { usage } : {}) };
       stores.loop.set(next);
       if (reply.usage) agent.onStepUsage?.(reply.usage);
       // A final answer ends the turn, unless waking next-step work (a steer, a report, a notice)

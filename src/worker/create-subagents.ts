@@ -1,4 +1,3 @@
-import type { DurableObject, WorkerEntrypoint } from "cloudflare:workers";
 import { RegistryObject as RegistryObjectBase } from "../../durable-objects/registry/registry-object";
 import { SessionObject as SessionObjectBase } from "../../durable-objects/session/session-object";
 import { ModelRoutes } from "../agent/model-provider";
@@ -41,8 +40,11 @@ export interface SubagentsOptions<E = Cloudflare.Env> {
   dashboard?: boolean;
 }
 
-/** A Durable Object class, as wrangler.toml binds it. */
-export type SubagentsObjectClass<E> = new (ctx: DurableObjectState, env: E) => DurableObject<E>;
+/**
+ * A Durable Object class, as wrangler.toml binds it. Its instances are branded Durable Objects,
+ * so `DurableObjectNamespace<InstanceType<...>>` (what `wrangler types` writes) accepts them.
+ */
+export type SubagentsObjectClass<E> = new (ctx: DurableObjectState, env: E) => Rpc.DurableObjectBranded;
 
 /** What `createSubagents` returns: the HTTP handler and the classes the Worker exports. */
 export interface Subagents<E = Cloudflare.Env> {
@@ -56,7 +58,7 @@ export interface Subagents<E = Cloudflare.Env> {
   readonly SubagentsEntrypoint: new (
     ctx: ExecutionContext,
     env: E,
-  ) => WorkerEntrypoint<E>;
+  ) => Rpc.WorkerEntrypointBranded;
   /** The base path, normalized (`""` or `/segment...` without a trailing slash). */
   readonly basePath: string;
 }
@@ -100,9 +102,9 @@ export function createSubagents<E = Cloudflare.Env>(options: SubagentsOptions<E>
 
   return {
     basePath,
-    SessionObject: SessionObject as unknown as SubagentsObjectClass<E>,
-    RegistryObject: RegistryObject as unknown as SubagentsObjectClass<E>,
-    SubagentsEntrypoint: SubagentsEntrypoint as unknown as Subagents<E>["SubagentsEntrypoint"],
+    SessionObject,
+    RegistryObject,
+    SubagentsEntrypoint,
     async fetch(request, env, ctx) {
       const path = new URL(request.url).pathname;
       if (path !== basePath && !path.startsWith(`${basePath}/`))
@@ -186,16 +188,18 @@ function deploymentOf<E>(
   models: Readonly<Record<string, ModelFactory<E>>>,
 ): Deployment {
   const made = new WeakMap<object, { tools: ToolSource<SessionHost>[]; models: ModelRoutes }>();
-  const forEnv = (env: Env): { tools: ToolSource<SessionHost>[]; models: ModelRoutes } => {
-    let found = made.get(env);
+  // the Worker's env, which the user's tools and models read as their `E` and the built-in routes
+  // as the runtime's `Env` (both views of one object)
+  const forEnv = (env: unknown): { tools: ToolSource<SessionHost>[]; models: ModelRoutes } => {
+    let found = made.get(env as object);
     if (!found) {
-      const userEnv = env as unknown as E;
-      const builtin = builtinModelsOf(env).filter((p) => !Object.hasOwn(models, p.prefix));
+      const userEnv = env as E;
+      const builtin = builtinModelsOf(env as Env).filter((p) => !Object.hasOwn(models, p.prefix));
       found = {
         tools: tools.length === 0 ? [] : [userToolSource(tools, userEnv)],
         models: new ModelRoutes([...builtin, ...userModelProviders(models, userEnv)]),
       };
-      made.set(env, found);
+      made.set(env as object, found);
     }
     return found;
   };
@@ -215,12 +219,13 @@ function deploymentOf<E>(
  * The env the runtime reads: the Worker's, with the two Durable Object namespaces under the names
  * the runtime uses (`SESSIONS`, `REGISTRY`) when the Worker binds them under other names.
  */
-function bindingsOf(bindings: { sessions: string; registry: string }): <E>(env: E) => Env {
-  if (bindings.sessions === "SESSIONS" && bindings.registry === "REGISTRY")
-    return (env) => env as unknown as Env;
+function bindingsOf(bindings: { sessions: string; registry: string }): (env: unknown) => Env {
+  // the one place the Worker's env (the user's `E`) is read as the runtime's: the runtime reads
+  // only its optional vars and the two namespaces, checked at the entry (`fetch`)
+  if (bindings.sessions === "SESSIONS" && bindings.registry === "REGISTRY") return (env) => env as Env;
   const bound = new WeakMap<object, Env>();
   return (env) => {
-    const source = env as unknown as Record<string, unknown>;
+    const source = env as Record<string, unknown>;
     let view = bound.get(source);
     if (!view) {
       view = Object.create(source, {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { agents, createSession, script, turn, waitFor } from "./support";
+import { agents, createSession, turn, waitFor } from "./support";
 
 /** The embedding Worker's model routes (`models`), its own clients and an AI SDK model. */
 
@@ -99,5 +99,3 @@ async function waitForTurn(id: string, content: string) {
   expect(sent.status).toBe(202);
   return waitFor(id, (log) => log.some((e) => e.type === "turn/end"));
 }
-
-void script;

@@ -1,5 +1,6 @@
 import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
 import { z } from "zod";
+import { nodeHttp } from "./node-http";
 
 /**
  * A real MCP server for the tests, built on the official SDK's server side, served over HTTP by
@@ -16,25 +17,6 @@ import { z } from "zod";
 
 export const MCP_TEST_TOKEN = "mcp-test-token-4f1c9a";
 
-interface IncomingMessage {
-  method?: string;
-  url?: string;
-  headers: Record<string, string | string[] | undefined>;
-  on(event: "data", listener: (chunk: Uint8Array) => void): void;
-  on(event: "end" | "error", listener: (error?: unknown) => void): void;
-}
-interface ServerResponse {
-  writeHead(status: number, headers: Record<string, string>): void;
-  write(chunk: Uint8Array): boolean;
-  end(body?: string): void;
-}
-interface HttpServer {
-  listen(port: number, host: string, callback: () => void): void;
-  address(): { port: number } | string | null;
-  close(callback: (error?: unknown) => void): void;
-  closeAllConnections?(): void;
-}
-
 export interface McpTestServer {
   url: string;
   token: string;
@@ -42,10 +24,7 @@ export interface McpTestServer {
 }
 
 export async function startMcpServer(): Promise<McpTestServer> {
-  const specifier = "node:http";
-  const http = (await import(specifier)) as {
-    createServer(handler: (req: IncomingMessage, res: ServerResponse) => void): HttpServer;
-  };
+  const http = await nodeHttp();
   const calls: Record<string, number> = {};
   const counted = (name: string) => {
     calls[name] = (calls[name] ?? 0) + 1;

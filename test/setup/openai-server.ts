@@ -1,3 +1,5 @@
+import { nodeHttp, type ServerResponse } from "./node-http";
+
 /**
  * A small, deterministic OpenAI-compatible chat-completions server for tests. It runs in Node (the
  * vitest main process, started by `globalSetup`), never inside workerd, so the Worker under test
@@ -22,8 +24,7 @@
  * A request with `"stream": true` is answered as server-sent events (`chat.completion.chunk`s, the
  * usage in a last chunk when `stream_options.include_usage` is set, then `data: [DONE]`).
  *
- * The project has no `@types/node` (the Worker code must not see Node types), so `node:http` is
- * loaded dynamically and typed with the few structural shapes used here.
+ * `node:http` is loaded at run time and typed structurally (node-http.ts).
  */
 
 export const FAKE_OPENAI_API_KEY = "test-openai-key";
@@ -46,29 +47,6 @@ export interface FakeOpenAiServer {
   port: number;
   requests: RecordedRequest[];
   close(): Promise<void>;
-}
-
-interface IncomingMessage {
-  method?: string;
-  url?: string;
-  headers: Record<string, string | string[] | undefined>;
-  on(event: "data", listener: (chunk: Uint8Array) => void): void;
-  on(event: "end" | "error", listener: (error?: unknown) => void): void;
-}
-interface ServerResponse {
-  writeHead(status: number, headers: Record<string, string>): void;
-  write(chunk: string): boolean;
-  end(body?: string): void;
-}
-interface HttpServer {
-  listen(port: number, host: string, callback: () => void): void;
-  address(): { port: number } | string | null;
-  close(callback: (error?: unknown) => void): void;
-  closeAllConnections?(): void;
-  on(event: "error", listener: (error: unknown) => void): void;
-}
-interface NodeHttp {
-  createServer(handler: (req: IncomingMessage, res: ServerResponse) => void): HttpServer;
 }
 
 interface ChatMessage {
@@ -261,8 +239,7 @@ async function sendStream(
 export async function startOpenAiServer(
   options: { apiKey?: string; host?: string; port?: number } = {},
 ): Promise<FakeOpenAiServer> {
-  const specifier = "node:http";
-  const http = (await import(specifier)) as NodeHttp;
+  const http = await nodeHttp();
   const host = options.host ?? "127.0.0.1";
   const requests: RecordedRequest[] = [];
 

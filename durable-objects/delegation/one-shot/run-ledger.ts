@@ -1,3 +1,4 @@
+import { turnCallOf } from "../../../src/agent/call-keys";
 import { isEmptyContent } from "../../../src/contract/content";
 import type { RunView, SubagentResult } from "../../../src/contract/run";
 import { renderForeground } from "../../../src/core/run-rendering";
@@ -86,13 +87,14 @@ export class RunLedger {
     });
     // what the child used counts against this session's token budget (semantics.md §8)
     if (result.usage) ctx.stores.usage.addRuns(result.usage);
-    // a foreground call of the model's (`<turn>:<toolCallId>`); an MCP client's waits on the run itself
-    if (run.callKey && !run.taskId && !run.callKey.startsWith("mcp:")) {
-      const split = run.callKey.indexOf(":");
+    // a foreground call of the model's answers its deferred tool call; an MCP client's call (a key
+    // of another shape) waits on the run itself
+    const call = run.callKey && !run.taskId ? turnCallOf(run.callKey) : undefined;
+    if (call) {
       const rendered = renderForeground(result);
       ctx.turns.answerDeferred(
-        Number(run.callKey.slice(0, split)),
-        run.callKey.slice(split + 1),
+        call.turn,
+        call.toolCallId,
         run.toolName ?? "subagent",
         [{ type: "text", text: rendered.text }],
         rendered.isError,

@@ -1,0 +1,61 @@
+import { compact } from "../core/compact";
+import type { LoopState } from "../core/turn-plan";
+import type { AttemptClaim } from "./model-calls";
+
+/**
+ * What bounds a turn's model steps, from durable state alone (pure): the step budget of a turn,
+ * the session's token budget, and the attempts one step may make across retries and restarts.
+ * The turn driver asks before each model step and claims each attempt in a transaction.
+ */
+
+export interface StepLimits {
+  maxSteps: number;
+  attemptsPerStep: number;
+  /** The session's token budget and what counts against it, when it has one. */
+  tokens?: { tokens: number; used: number } | undefined;
+}
+
+/** Why the open turn may not make another model step (it ends as `error`), or undefined. */
+export function stepRefusal(
+  loop: LoopState,
+  limits: StepLimits,
+): { error: string; code?: "BUDGET_EXCEEDED" } | undefined {
+  if (loop.step >= limits.maxSteps) return { error: `step budget of ${limits.maxSteps} exhausted` };
+  // a spent token budget ends the turn before another model call (never mid-append)
+  const tokens = limits.tokens;
+  if (tokens && tokens.used >= tokens.tokens)
+    return {
+      error: `BUDGET_EXCEEDED: the session's token budget of ${tokens.tokens} is spent (${tokens.used} used)`,
+      code: "BUDGET_EXCEEDED",
+    };
+  // a step whose attempts were spent by restarts (a crash during each call) ends here, before
+  // another model call: an object that restarts in a loop never calls the model without bound
+  if ((loop.attempts ?? 0) >= limits.attemptsPerStep)
+    return { error: attemptsSpent(limits.attemptsPerStep, loop.lastModelError) };
+  return undefined;
+}
+
+/** The next attempt of the current step and the loop state that records it, or why there is none. */
+export function claimAttempt(
+  loop: LoopState,
+  attemptsPerStep: number,
+  lastError: string | undefined,
+): { claim: AttemptClaim; next?: LoopState } {
+  const used = loop.attempts ?? 0;
+  const last = lastError ?? loop.lastModelError;
+  if (used >= attemptsPerStep) return { claim: { ok: false, reason: attemptsSpent(attemptsPerStep, last) } };
+  return {
+    claim: { ok: true, attempt: used + 1, remaining: attemptsPerStep - used - 1 },
+    next: { ...loop, attempts: used + 1, ...compact({ lastModelError: last?.slice(0, 1000) }) },
+  };
+}
+
+/** The loop state of a new step (or a closed turn): its attempts and their last failure forgotten. */
+export function withoutAttempts(loop: LoopState): LoopState {
+  const { attempts: _attempts, lastModelError: _last, ...rest } = loop;
+  return rest;
+}
+
+function attemptsSpent(attempts: number, lastError: string | undefined): string {
+  return `the model step failed ${attempts} times${lastError ? `; last: ${lastError}` : " (the object restarted during each call)"}`;
+}

@@ -1,0 +1,39 @@
+import { describe, expect, it } from "vitest";
+import { claimAttempt, stepRefusal, withoutAttempts } from "../../../src/agent/step-limits";
+import { INITIAL_LOOP } from "../../../src/core/turn-plan";
+
+/** The limits on a turn's model steps, pure (semantics.md §2.4, §2.7, §8). */
+
+const open = { ...INITIAL_LOOP, turns: 1, openTurn: 1, turnStartSeq: 0 };
+const limits = { maxSteps: 3, attemptsPerStep: 2 };
+
+describe("step limits", () => {
+  it("refuse a step past the step budget, a spent token budget, or the step's attempts, in that order", () => {
+    expect(stepRefusal(open, limits)).toBeUndefined();
+    expect(stepRefusal({ ...open, step: 3 }, limits)).toEqual({ error: "step budget of 3 exhausted" });
+    expect(stepRefusal(open, { ...limits, tokens: { tokens: 10, used: 10 } })).toEqual({
+      error: "BUDGET_EXCEEDED: the session's token budget of 10 is spent (10 used)",
+      code: "BUDGET_EXCEEDED",
+    });
+    expect(stepRefusal(open, { ...limits, tokens: { tokens: 10, used: 9 } })).toBeUndefined();
+    expect(stepRefusal({ ...open, attempts: 2 }, limits)).toEqual({
+      error: "the model step failed 2 times (the object restarted during each call)",
+    });
+    expect(stepRefusal({ ...open, attempts: 2, lastModelError: "503" }, limits)).toEqual({
+      error: "the model step failed 2 times; last: 503",
+    });
+  });
+
+  it("claim attempts until the step's budget is spent, keeping the last failure", () => {
+    const first = claimAttempt(open, 2, undefined);
+    expect(first.claim).toEqual({ ok: true, attempt: 1, remaining: 1 });
+    const second = claimAttempt(first.next!, 2, "busy");
+    expect(second.claim).toEqual({ ok: true, attempt: 2, remaining: 0 });
+    expect(second.next).toMatchObject({ attempts: 2, lastModelError: "busy" });
+    const third = claimAttempt(second.next!, 2, "still busy");
+    expect(third).toEqual({
+      claim: { ok: false, reason: "the model step failed 2 times; last: still busy" },
+    });
+    expect(withoutAttempts(second.next!)).toEqual(open);
+  });
+});
