@@ -11,6 +11,8 @@ export default defineConfig({
         throw new Error("globalSetup ./test/setup/openai-server.ts did not provide fakeOpenAi");
       const mcpServer = inject("mcpServer");
       if (!mcpServer) throw new Error("globalSetup ./test/setup/mcp-server.ts did not provide mcpServer");
+      const a2aAgent = inject("a2aAgent");
+      if (!a2aAgent) throw new Error("globalSetup ./test/setup/a2a-agent.ts did not provide a2aAgent");
       return {
         wrangler: { configPath: "./wrangler.toml" },
         miniflare: {
@@ -28,6 +30,9 @@ export default defineConfig({
             // the tests' real MCP server (test/setup/mcp-server.ts), for sessions' mcpServers
             TEST_MCP_URL: mcpServer.url,
             TEST_MCP_TOKEN: mcpServer.token,
+            // the tests' A2A agent on the SDK's server side (test/setup/a2a-agent.ts), for a2a providers
+            TEST_A2A_URL: a2aAgent.url,
+            TEST_A2A_TOKEN: a2aAgent.token,
           },
         },
       };
@@ -35,7 +40,7 @@ export default defineConfig({
   ],
   test: {
     include: ["test/unit/**/*.test.ts", "test/workers/**/*.test.ts"],
-    globalSetup: ["./test/setup/openai-server.ts", "./test/setup/mcp-server.ts"],
+    globalSetup: ["./test/setup/openai-server.ts", "./test/setup/mcp-server.ts", "./test/setup/a2a-agent.ts"],
     testTimeout: 20_000,
   },
 });

@@ -68,7 +68,7 @@ const lines = [
   "| Worker (`wrangler deploy --dry-run`) | upload | gzip |",
   "|---|---|---|",
   `| before: the runtime as an application, at ${baselineCommit} | ${before.kib.toFixed(0)} KiB | ${before.gzipKib.toFixed(0)} KiB |`,
-  `| now: \`createSubagents\` with the AI SDK providers, the MCP and ACP SDKs and the embedded dashboard, at ${head}${dirty ? " (uncommitted changes)" : ""} | ${now.kib.toFixed(0)} KiB | ${now.gzipKib.toFixed(0)} KiB |`,
+  `| now: \`createSubagents\` with the AI SDK providers, the MCP, ACP and A2A SDKs and the embedded dashboard, at ${head}${dirty ? " (uncommitted changes)" : ""} | ${now.kib.toFixed(0)} KiB | ${now.gzipKib.toFixed(0)} KiB |`,
   `| change | ${pct(before.kib, now.kib)} | ${pct(before.gzipKib, now.gzipKib)} |`,
   "",
   `Written by \`npm run bundle-size\` on ${new Date().toISOString().slice(0, 10)}. Workers accept 3 MiB (free plan) or 10 MiB (paid) after gzip.`,

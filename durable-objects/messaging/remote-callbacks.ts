@@ -27,7 +27,8 @@ export async function applyCallback(
 ): Promise<Outcome<{ applied: true }>> {
   const row = ctx.stores.remoteRuns.get(runId);
   const run = ctx.stores.runs.get(runId);
-  if (!row || !run) return fail("NOT_FOUND", "no such run");
+  // only a run on another deployment of this runtime is settled by a callback
+  if (!row || !run || row.protocol !== "remote") return fail("NOT_FOUND", "no such run");
   const check = await verifyCallback({ secret: row.secret, ...input, nowMs: Date.now() });
   if (check === "stale")
     return fail("UNAUTHENTICATED", "the callback's timestamp is outside the replay window");

@@ -48,6 +48,8 @@ function sseEvent(event: SessionEvent): string {
 export class EventStream {
   /** SSE subscribers live in memory only (they keep the object awake while they are open). */
   readonly #sse = new Set<SseSubscriber>();
+  /** Long-poll readers waiting for the next committed event (memory only, each bounded in time). */
+  readonly #waiters = new Set<() => void>();
 
   constructor(
     readonly ctx: DurableObjectState,
@@ -121,9 +123,27 @@ export class EventStream {
     });
   }
 
+  /**
+   * Resolves once an event after `seq` is committed, or after `waitMs` (whichever comes first):
+   * the long poll of `events` reads. Resolves at once when the log is already past `seq`.
+   */
+  waitAfter(seq: number, waitMs: number): Promise<void> {
+    if (waitMs <= 0 || this.log.nextSeq() - 1 > seq) return Promise.resolve();
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.#waiters.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, waitMs);
+      this.#waiters.add(wake);
+    });
+  }
+
   /** Pushes committed events to every open socket and SSE stream. A failing one never affects the others. */
   publish(events: readonly SessionEvent[]): void {
     if (events.length === 0) return;
+    for (const wake of [...this.#waiters]) wake();
     for (const subscriber of this.#sse) {
       // a subscriber behind the first new event (it opened while they were committing) catches up first
       this.#catchUp(subscriber, events[0]!.seq - 1);

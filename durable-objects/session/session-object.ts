@@ -30,6 +30,8 @@ import type { Deployment } from "../../src/platform/deployment";
 /** After this many platform retries of a failing alarm, the alarm re-arms itself instead of throwing. */
 const ALARM_RETRIES_BEFORE_SELF_REARM = 4;
 const SELF_REARM_MS = 30_000;
+/** The longest an `events` read waits for the next event (a long poll answers within a minute). */
+const MAX_EVENTS_WAIT_MS = 60_000;
 
 /**
  * One session: header, append-only log, inbox, turn loop, runs, children and outbox, in its own
@@ -115,10 +117,20 @@ export class SessionObject extends DurableObject<Env> {
     return ok({ messageId: admitted.messageId });
   }
 
-  events(caller: Caller, query: { after: number; limit: number }): Outcome<EventPage> {
+  /**
+   * A page of the log after `query.after`; with `waitMs`, an empty page waits (up to that long,
+   * at most 60 s) for the next committed event first: a long poll.
+   */
+  async events(
+    caller: Caller,
+    query: { after: number; limit: number },
+    waitMs = 0,
+  ): Promise<Outcome<EventPage>> {
     const header = this.#authorize(caller, "read");
     if (!header.ok) return header;
-    const { log } = this.#parts!.stores;
+    const { stores, stream } = this.#parts!;
+    await stream.waitAfter(query.after, Math.min(Math.max(0, waitMs), MAX_EVENTS_WAIT_MS));
+    const { log } = stores;
     const events = log.page(query.after, query.limit);
     const last = events[events.length - 1];
     const more = last !== undefined && last.seq < log.nextSeq() - 1;

@@ -20,6 +20,7 @@ import { OneShotRuns } from "../delegation/one-shot/one-shot-runs";
 import { RunLedger } from "../delegation/one-shot/run-ledger";
 import { LocalRuns } from "../transports/local-runs";
 import { RemoteRuns, remoteSettings } from "../transports/remote-runs";
+import { A2aRuns } from "../transports/a2a-runs";
 import type { SessionContext } from "./session-context";
 import { sessionHost } from "./session-host";
 import { EventLog } from "../store/event-log";
@@ -72,7 +73,8 @@ export function assembleParts(state: DurableObjectState, env: Env, deployment: D
   const local = new LocalRuns(ctx, ledger);
   const remote = new RemoteRuns(ctx, (envelope) => delivery.deliver(envelope));
   const acp = new AcpRuns(ctx, (envelope) => delivery.deliver(envelope));
-  const runs = new OneShotRuns(ctx, ledger, [local, remote, acp]);
+  const a2a = new A2aRuns(ctx, (envelope) => delivery.deliver(envelope));
+  const runs = new OneShotRuns(ctx, ledger, [local, remote, acp, a2a]);
   const oneShot = new OneShotChild(ctx);
   const drains = new Drains(ctx);
   const children = new ContinuableParent(ctx, drains);
@@ -111,7 +113,7 @@ export function assembleParts(state: DurableObjectState, env: Env, deployment: D
     },
   });
   turns.attach(driver);
-  parts.push(self, turnPart(driver), delivery, runs, local, children, oneShot, remote, acp, callbacks);
+  parts.push(self, turnPart(driver), delivery, runs, local, children, oneShot, remote, acp, a2a, callbacks);
   delivery.install(envelopeHandlers(parts, DELIVERED_KINDS));
   loop.install(parts);
   const mcp = new McpFace(ctx, host, runs);

@@ -2,15 +2,20 @@ import type { ContentBlock } from "../../src/contract/content";
 import type { Jurisdiction, LocationHint } from "../../src/core/placement";
 
 /**
- * The `remote_runs` table: the transport state of one-shot runs handed to another deployment.
- * Phases: `create` (POST /v1/sessions there) -> `prompt` (POST its messages) -> `await` (poll its
- * events until the first turn ends; a signed callback may settle the run first) -> `done`; a run
- * cancelled or timed out after the remote session exists passes through `interrupt` (POST its
- * interrupt, a bounded number of tries). The provider token and the callback secret live here
- * and in no event, view or log line.
+ * The `remote_runs` table: the transport state of one-shot runs on a far side, another deployment
+ * (`protocol` remote) or an A2A agent (`a2a`). Remote phases: `create` (POST /v1/sessions there)
+ * -> `prompt` (POST its messages) -> `await` (poll its events until the first turn ends; a signed
+ * callback may settle the run first) -> `done`. A2A phases: `create` (SendMessage; the task id is
+ * `remote_id`) -> `await` (GetTask until the task ends) -> `done`. A run cancelled or timed out
+ * after the far side knows it passes through `interrupt` (the remote interrupt, or CancelTask; a
+ * bounded number of tries). The provider token and the callback secret live here and in no
+ * event, view or log line.
  */
 
 export type RemotePhase = "create" | "prompt" | "await" | "interrupt" | "done";
+
+/** Which far side a row's run is on: another deployment of this runtime, or an A2A agent. */
+export type FarSideProtocol = "remote" | "a2a";
 
 /** What the parent asks the remote deployment to run (without the credentials). */
 export interface RemoteRequest {
@@ -25,6 +30,7 @@ export interface RemoteRequest {
 }
 
 export interface RemoteRow {
+  protocol: FarSideProtocol;
   runId: string;
   url: string;
   token: string | null;
@@ -42,6 +48,7 @@ export interface RemoteRow {
 }
 
 type Raw = {
+  protocol: string;
   run_id: string;
   url: string;
   token: string | null;
@@ -60,6 +67,7 @@ type Raw = {
 
 function toRow(r: Raw): RemoteRow {
   return {
+    protocol: r.protocol as FarSideProtocol,
     runId: r.run_id,
     url: r.url,
     token: r.token,
@@ -80,10 +88,14 @@ function toRow(r: Raw): RemoteRow {
 export class RemoteStore {
   constructor(readonly sql: SqlStorage) {}
 
-  insert(row: Pick<RemoteRow, "runId" | "url" | "token" | "secret" | "request">, now: number): void {
+  insert(
+    row: Pick<RemoteRow, "protocol" | "runId" | "url" | "token" | "secret" | "request">,
+    now: number,
+  ): void {
     this.sql.exec(
-      `INSERT INTO remote_runs (run_id, url, token, secret, request, phase, next_at, contact_at)
-       VALUES (?, ?, ?, ?, ?, 'create', ?, ?)`,
+      `INSERT INTO remote_runs (protocol, run_id, url, token, secret, request, phase, next_at, contact_at)
+       VALUES (?, ?, ?, ?, ?, ?, 'create', ?, ?)`,
+      row.protocol,
       row.runId,
       row.url,
       row.token,
@@ -99,11 +111,12 @@ export class RemoteStore {
     return row ? toRow(row) : undefined;
   }
 
-  /** Runs with transport work due by `now`, oldest first. */
-  due(now: number, limit = 32): RemoteRow[] {
+  /** Runs of `protocol` with transport work due by `now`, oldest first. */
+  due(protocol: FarSideProtocol, now: number, limit = 32): RemoteRow[] {
     return this.sql
       .exec<Raw>(
-        "SELECT * FROM remote_runs WHERE phase != 'done' AND next_at <= ? ORDER BY next_at LIMIT ?",
+        "SELECT * FROM remote_runs WHERE protocol = ? AND phase != 'done' AND next_at <= ? ORDER BY next_at LIMIT ?",
+        protocol,
         now,
         limit,
       )
@@ -111,11 +124,14 @@ export class RemoteStore {
       .map(toRow);
   }
 
-  /** When the earliest transport work is due, if any. */
-  nextDue(): number | undefined {
+  /** When the earliest transport work of `protocol` is due, if any. */
+  nextDue(protocol: FarSideProtocol): number | undefined {
     return (
       this.sql
-        .exec<{ at: number | null }>("SELECT min(next_at) AS at FROM remote_runs WHERE phase != 'done'")
+        .exec<{ at: number | null }>(
+          "SELECT min(next_at) AS at FROM remote_runs WHERE protocol = ? AND phase != 'done'",
+          protocol,
+        )
         .one().at ?? undefined
     );
   }

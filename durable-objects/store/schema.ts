@@ -126,6 +126,9 @@ export const SESSION_MIGRATIONS: readonly string[] = [
   // 8: an outbox row the sender withdrew before sending it (its target was never created) is told
   // apart from a delivered one, so later envelopes on that link can say the position never comes
   `ALTER TABLE outbox ADD COLUMN withdrawn INTEGER NOT NULL DEFAULT 0;`,
+  // 9: a far-side run is on another deployment (remote) or on an A2A agent (a2a); each transport
+  // moves only its own rows
+  `ALTER TABLE remote_runs ADD COLUMN protocol TEXT NOT NULL DEFAULT 'remote' CHECK (protocol IN ('remote', 'a2a'));`,
 ];
 
 export const SCHEMA_VERSION = SESSION_MIGRATIONS.length;

@@ -12,14 +12,14 @@ import { childBudget, childInit } from "../delegation/child-spec";
 import type { SessionContext } from "../session/session-context";
 
 /**
- * What the out-of-process transports (another deployment, an ACP agent) share: a start mints its
+ * What the out-of-process transports (another deployment, an ACP agent, an A2A agent) share: a start mints its
  * own parent-scoped child id (`<kind>:<runId>`, never the far side's id), is checked against depth
  * and the children budget like any child, and is published at once (run row + `subagent/start`).
  */
 
 export interface OutOfProcessStart {
   runId: string;
-  /** The parent-scoped id the run is known by (`remote:<runId>`, `acp:<runId>`). */
+  /** The parent-scoped id the run is known by (`remote:<runId>`, `acp:<runId>`, `a2a:<runId>`). */
   id: string;
   depth: number;
   prompt: ContentBlock[];
@@ -29,7 +29,7 @@ export function prepareOutOfProcess(
   ctx: SessionContext,
   request: StartRequest,
   provider: ProviderRecord,
-  kind: "remote" | "acp",
+  kind: "remote" | "acp" | "a2a",
 ): Outcome<OutOfProcessStart> {
   if (request.childId !== undefined) {
     return fail("INVALID_REQUEST", `childId: provider ${provider.name} mints its own run id (${kind})`);

@@ -101,7 +101,7 @@ export interface EventData {
     usage?: Usage;
   };
   /** An out-of-process run's counterpart: the remote deployment's session or the ACP agent's session. */
-  "subagent/remote": { runId: string; kind: "remote" | "acp"; remoteId: string };
+  "subagent/remote": { runId: string; kind: "remote" | "acp" | "a2a"; remoteId: string };
   /** A tool call an MCP client made on this session (not the model). */
   "mcp/call": { callId: string; name: string; args: unknown };
   /** The result an MCP client's call got. */
@@ -227,7 +227,7 @@ export interface ProviderCapabilities {
 
 export interface ProviderInfo {
   name: string;
-  kind: "spawn" | "fork" | "remote" | "acp";
+  kind: "spawn" | "fork" | "remote" | "acp" | "a2a";
   capabilities: ProviderCapabilities;
   inheritsParentContext: boolean;
   continuable: boolean;
@@ -238,6 +238,7 @@ export interface ProviderInfo {
 export type RegisterProviderRequest =
   | { kind: "remote"; url: string; token?: string }
   | { kind: "acp"; url: string; token?: string }
+  | { kind: "a2a"; url: string; token?: string }
   | { kind: "spawn" }
   | { kind: "fork" };
 

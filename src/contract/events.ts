@@ -78,10 +78,10 @@ export interface EventData {
     usage?: Usage;
   };
   /**
-   * An out-of-process run's counterpart: the session the remote deployment made for it, or the
-   * ACP agent's session (recorded once it exists; the dashboard and listings show it).
+   * An out-of-process run's counterpart: the session the remote deployment made for it, the ACP
+   * agent's session, or the A2A agent's task (recorded once it exists; the dashboard shows it).
    */
-  "subagent/remote": { runId: string; kind: "remote" | "acp"; remoteId: string };
+  "subagent/remote": { runId: string; kind: "remote" | "acp" | "a2a"; remoteId: string };
   /** A tool call an MCP client made on this session (POST /v1/sessions/:id/mcp), not the model. */
   "mcp/call": { callId: string; name: string; args: JsonValue };
   /** The result an MCP client's call got. */

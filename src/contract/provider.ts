@@ -14,11 +14,11 @@ export interface ProviderInfo {
   inheritsParentContext: boolean;
   continuable: boolean;
   local: boolean;
-  /** For remote and acp providers: where the other side lives (never its token). */
+  /** For remote, acp and a2a providers: where the other side lives (never its token). */
   url?: string;
 }
 
-export type ProviderKind = "spawn" | "fork" | "remote" | "acp";
+export type ProviderKind = "spawn" | "fork" | "remote" | "acp" | "a2a";
 
 export interface ProviderRecord {
   name: string;

@@ -89,7 +89,7 @@ export const RunView = StartedRun.extend({
 
 export const ProviderInfo = z.looseObject({
   name: z.string(),
-  kind: z.enum(["spawn", "fork", "remote", "acp"]),
+  kind: z.enum(["spawn", "fork", "remote", "acp", "a2a"]),
   capabilities: z.object({
     outputSchema: z.boolean(),
     depthLimit: z.boolean(),

@@ -15,7 +15,12 @@ export interface SessionApi {
   create(input: CreateSession): Promise<Outcome<{ view: SessionView; replayed: boolean }>>;
   describe(caller: Caller): Promise<Outcome<SessionView>>;
   send(caller: Caller, input: SendInput): Promise<Outcome<{ messageId: string }>>;
-  events(caller: Caller, query: { after: number; limit: number }): Promise<Outcome<EventPage>>;
+  /** A page after `query.after`; with `waitMs` (at most 60 s) an empty page waits for the next event. */
+  events(
+    caller: Caller,
+    query: { after: number; limit: number },
+    waitMs?: number,
+  ): Promise<Outcome<EventPage>>;
   interrupt(caller: Caller): Promise<Outcome<{ accepted: true }>>;
   startRun(caller: Caller, request: StartRequest): Promise<Outcome<StartedRun>>;
   runStatus(caller: Caller, runId: string, waitMs: number): Promise<Outcome<RunView>>;

@@ -20,6 +20,8 @@ import { offersStreamProtocol, STREAM_PROTOCOL } from "../contract/stream";
 import { compact } from "../core/compact";
 import type { Deployment } from "../platform/deployment";
 import { openApiDocument } from "./openapi";
+import { parseDirectoryCursor } from "./directory-cursor";
+import { addA2aRoutes } from "./a2a-route";
 
 /**
  * The public HTTP API (docs/api.md): auth -> validate -> route to the session's object. Every error
@@ -70,7 +72,7 @@ export function buildRouter(deployment: Deployment, base = "") {
       const query = validate(queryOf(request), DirectoryQuery);
       if (!query.ok) return failure(query);
       const { limit, cursor } = query.value;
-      const before = cursor === undefined ? undefined : parseCursor(cursor);
+      const before = cursor === undefined ? undefined : parseDirectoryCursor(cursor);
       if (cursor !== undefined && before === undefined)
         return failure(fail("INVALID_REQUEST", "cursor: not a cursor from a previous page"));
       return json(await registryStub(env).sessions(adminTenant(caller), limit, before));
@@ -178,17 +180,11 @@ export function buildRouter(deployment: Deployment, base = "") {
 
   addDelegationRoutes(router);
   addCallbackRoute(router);
+  addA2aRoutes(router, deployment, base, VERSION);
 
   router.all("/v1/*", () => failure(fail("NOT_FOUND", "no such route")));
   router.all("*", () => failure(fail("NOT_FOUND", "no such route")));
   return router;
-}
-
-function parseCursor(cursor: string): { createdAt: number; id: string } | undefined {
-  const dot = cursor.indexOf(".");
-  const createdAt = Number(cursor.slice(0, dot));
-  const id = cursor.slice(dot + 1);
-  return dot > 0 && Number.isSafeInteger(createdAt) && isSessionId(id) ? { createdAt, id } : undefined;
 }
 
 function adminTenant(caller: Caller): string {

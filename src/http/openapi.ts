@@ -116,6 +116,22 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     raw: ["application/json", "text/event-stream"],
   },
   {
+    method: "get",
+    path: "/.well-known/agent-card.json",
+    summary: "The A2A agent card: this deployment as an A2A agent (its JSON-RPC endpoint, skills, auth)",
+    auth: "none",
+    ok: [200, "an A2A 1.0 agent card"],
+  },
+  {
+    method: "post",
+    path: "/v1/a2a",
+    summary:
+      "A2A JSON-RPC (1.0 methods with A2A-Version: 1.0, else the 0.3 names): tasks are top-level sessions",
+    auth: "admin",
+    ok: [200, "a JSON-RPC answer (JSON, or SSE for streaming methods)"],
+    raw: ["application/json", "text/event-stream"],
+  },
+  {
     method: "post",
     path: "/v1/sessions/{id}/interrupt",
     summary: "Interrupt the open turn",

@@ -8,7 +8,8 @@ import { AcpUrl } from "./acp-protocol";
  * What each provider kind offers. `spawn` and `fork` create child sessions in this deployment;
  * `remote` hands work to another deployment of this runtime (out-of-process semantics: no
  * start-time capabilities, `local: false`); `acp` hands a one-shot run to an external Agent Client
- * Protocol server over a WebSocket (same out-of-process semantics).
+ * Protocol server over a WebSocket; `a2a` hands it to any Agent2Agent agent (both with the same
+ * out-of-process semantics).
  */
 
 export type { ProviderInfo, ProviderKind, ProviderRecord, SubagentCapabilities };
@@ -43,6 +44,7 @@ export function describeProvider(record: ProviderRecord): ProviderInfo {
       };
     case "remote":
     case "acp":
+    case "a2a":
       return {
         name: record.name,
         kind: record.kind,
@@ -73,6 +75,12 @@ export const RegisterProviderBody = z.discriminatedUnion("kind", [
   z.strictObject({
     kind: z.literal("acp"),
     url: AcpUrl,
+    token: z.string().min(1).max(4096).optional(),
+  }),
+  z.strictObject({
+    kind: z.literal("a2a"),
+    /** The agent card's URL, or the agent's base URL (its card at `.well-known/agent-card.json`). */
+    url: ServiceUrl,
     token: z.string().min(1).max(4096).optional(),
   }),
   z.strictObject({ kind: z.literal("spawn") }),

@@ -36,7 +36,12 @@ export function renderEvent(event: SessionEvent, ctx: RenderContext): HTMLElemen
       return subagentEnd(event, data as Data<"subagent/end">, ctx);
     case "subagent/remote": {
       const d = data as Data<"subagent/remote">;
-      const where = d.kind === "acp" ? "the ACP agent's session" : "the remote deployment's session";
+      const where =
+        d.kind === "acp"
+          ? "the ACP agent's session"
+          : d.kind === "a2a"
+            ? "the A2A agent's task"
+            : "the remote deployment's session";
       return entry(event, "lifecycle remote", "Subagent's counterpart", [
         h(
           "p",

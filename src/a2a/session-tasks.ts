@@ -1,0 +1,268 @@
+import type {
+  AgentCard,
+  CancelTaskRequest,
+  GetTaskRequest,
+  ListTasksRequest,
+  ListTasksResponse,
+  ListTaskPushNotificationConfigsResponse,
+  Message,
+  SendMessageRequest,
+  StreamResponse,
+  Task,
+  TaskPushNotificationConfig,
+} from "@a2a-js/sdk";
+import {
+  ContentTypeNotSupportedError,
+  ExtendedAgentCardNotConfiguredError,
+  PushNotificationNotSupportedError,
+  RequestMalformedError,
+  TaskNotCancelableError,
+  TaskNotFoundError,
+  UnsupportedOperationError,
+} from "@a2a-js/sdk/errors";
+import type { A2ARequestHandler } from "@a2a-js/sdk/server";
+import type { ContentBlock } from "../contract/content";
+import type { Outcome } from "../contract/errors";
+import type { EventPage } from "../contract/session-api";
+import { sha256Hex } from "../core/hash";
+import { emptyFold, foldTask, isTerminal, resultOf, type TaskFold } from "./task-fold";
+import { artifactOf, contentOf, statusOf, taskOf } from "./wire";
+
+/**
+ * What the A2A face needs of the runtime, for one authenticated caller (an admin of one tenant):
+ * sessions it may see, created and driven exactly as the HTTP API does.
+ */
+export interface TaskSessions {
+  /** A new top-level session with the default model; the same `key` again is the same session. */
+  create(key: string): Promise<Outcome<{ id: string }>>;
+  /** Sends a user message; the same `key` again is the same message (never a second one). */
+  send(id: string, content: ContentBlock[], key: string): Promise<Outcome<{ messageId: string }>>;
+  /** A page of the session's log after `after`; an empty page waits up to `waitMs` for an event. */
+  events(id: string, after: number, waitMs: number): Promise<Outcome<EventPage>>;
+  interrupt(id: string): Promise<Outcome<unknown>>;
+  /** The caller's top-level sessions, newest first, a page at a time. */
+  list(limit: number, cursor: string | undefined): Promise<Outcome<{ ids: string[]; next: string | null }>>;
+}
+
+export interface TaskLimits {
+  /** How long a blocking `SendMessage` waits for the turn to end before it answers the working task. */
+  blockingWaitMs: number;
+  /** How long a stream follows a task before it ends (the client subscribes again). */
+  streamMs: number;
+  /** How long `CancelTask` waits for the interrupted turn to end. */
+  cancelWaitMs: number;
+}
+
+export const DEFAULT_TASK_LIMITS: TaskLimits = {
+  blockingWaitMs: 5 * 60_000,
+  streamMs: 15 * 60_000,
+  cancelWaitMs: 10_000,
+};
+
+/** One long-poll read waits at most this long (the object's own cap is 60 s). */
+const POLL_MS = 25_000;
+
+/**
+ * The A2A face's request handler (the SDK's `A2ARequestHandler`, served by its JSON-RPC
+ * transport handlers): a task is a top-level session, read by folding its log (task-fold.ts).
+ * Nothing lives in memory between requests, so any Worker instance answers any request and a
+ * task outlives every connection. A message without a task id creates the session (keyed by the
+ * message id, so a retried send is the same task) and sends the message (same key); with a task
+ * or context id it continues that session. Cancel interrupts the turn.
+ */
+export class SessionTaskHandler implements A2ARequestHandler {
+  readonly #card: AgentCard;
+  readonly #sessions: TaskSessions;
+  readonly #limits: TaskLimits;
+
+  constructor(card: AgentCard, sessions: TaskSessions, limits: TaskLimits = DEFAULT_TASK_LIMITS) {
+    this.#card = card;
+    this.#sessions = sessions;
+    this.#limits = limits;
+  }
+
+  async getAgentCard(): Promise<AgentCard> {
+    return this.#card;
+  }
+
+  async getAuthenticatedExtendedAgentCard(): Promise<AgentCard> {
+    throw new ExtendedAgentCardNotConfiguredError("this agent has no extended card");
+  }
+
+  async sendMessage(params: SendMessageRequest): Promise<Message | Task> {
+    const { id, messageId, fold } = await this.#accept(params);
+    if (params.configuration?.returnImmediately) return taskOf(id, fold, params.configuration.historyLength);
+    const deadline = Date.now() + this.#limits.blockingWaitMs;
+    const settled = await this.#follow(id, fold, deadline, (f) => doneWith(f, messageId));
+    return taskOf(id, settled, params.configuration?.historyLength);
+  }
+
+  async *sendMessageStream(params: SendMessageRequest): AsyncGenerator<StreamResponse, void, undefined> {
+    const { id, messageId, fold } = await this.#accept(params);
+    yield* this.#stream(id, fold, messageId, params.configuration?.historyLength);
+  }
+
+  async getTask(params: GetTaskRequest): Promise<Task> {
+    return taskOf(params.id, await this.#read(params.id), params.historyLength);
+  }
+
+  async cancelTask(params: CancelTaskRequest): Promise<Task> {
+    const fold = await this.#read(params.id);
+    if (isTerminal(fold.phase))
+      throw new TaskNotCancelableError(`task ${params.id} is already ${fold.phase}`);
+    const interrupted = await this.#sessions.interrupt(params.id);
+    if (!interrupted.ok) throw new TaskNotFoundError(`task ${params.id} not found`);
+    const deadline = Date.now() + this.#limits.cancelWaitMs;
+    return taskOf(params.id, await this.#follow(params.id, fold, deadline, (f) => isTerminal(f.phase)));
+  }
+
+  async *resubscribe(params: { id: string }): AsyncGenerator<StreamResponse, void, undefined> {
+    const fold = await this.#read(params.id);
+    yield* this.#stream(params.id, fold, fold.latest?.messageId, undefined);
+  }
+
+  async listTasks(params: ListTasksRequest): Promise<ListTasksResponse> {
+    const pageSize = Math.min(Math.max(params.pageSize ?? 50, 1), 100);
+    const listed = await this.#sessions.list(pageSize, params.pageToken || undefined);
+    if (!listed.ok) throw new RequestMalformedError(listed.message);
+    const history = params.historyLength ?? 0;
+    const tasks = await Promise.all(
+      listed.value.ids.map(async (id) => {
+        const task = taskOf(id, await this.#read(id), history);
+        return params.includeArtifacts ? task : { ...task, artifacts: [] };
+      }),
+    );
+    const wanted = tasks.filter(
+      (t) =>
+        (!params.contextId || t.contextId === params.contextId) &&
+        (!params.status || t.status?.state === params.status),
+    );
+    return { tasks: wanted, nextPageToken: listed.value.next ?? "", pageSize, totalSize: wanted.length };
+  }
+
+  async createTaskPushNotificationConfig(): Promise<TaskPushNotificationConfig> {
+    throw new PushNotificationNotSupportedError("push notifications are not supported; stream or poll");
+  }
+
+  async getTaskPushNotificationConfig(): Promise<TaskPushNotificationConfig> {
+    throw new PushNotificationNotSupportedError("push notifications are not supported; stream or poll");
+  }
+
+  async listTaskPushNotificationConfigs(): Promise<ListTaskPushNotificationConfigsResponse> {
+    throw new PushNotificationNotSupportedError("push notifications are not supported; stream or poll");
+  }
+
+  async deleteTaskPushNotificationConfig(): Promise<void> {
+    throw new PushNotificationNotSupportedError("push notifications are not supported; stream or poll");
+  }
+
+  /** Checks the message, creates or finds its session, sends it; the fold includes the new message. */
+  async #accept(params: SendMessageRequest): Promise<{ id: string; messageId: string; fold: TaskFold }> {
+    const message = params.message;
+    if (!message?.messageId) throw new RequestMalformedError("message.messageId is required");
+    if (params.configuration?.taskPushNotificationConfig)
+      throw new PushNotificationNotSupportedError("push notifications are not supported; stream or poll");
+    const content = contentOf(message.parts);
+    if ("unsupported" in content)
+      throw new ContentTypeNotSupportedError(
+        `message parts of kind ${content.unsupported} are not supported`,
+      );
+    if (content.blocks.length === 0) throw new RequestMalformedError("message.parts is empty");
+    const key = `a2a:${await sha256Hex(message.messageId)}`;
+    let id = message.taskId || message.contextId;
+    if (id) {
+      if (message.taskId && message.contextId && message.taskId !== message.contextId)
+        throw new RequestMalformedError("taskId and contextId name different tasks");
+    } else {
+      const created = await this.#sessions.create(key);
+      if (!created.ok) throw new UnsupportedOperationError(`could not create a task: ${created.message}`);
+      id = created.value.id;
+    }
+    const sent = await this.#sessions.send(id, content.blocks, key);
+    if (!sent.ok) {
+      if (sent.code === "NOT_FOUND") throw new TaskNotFoundError(`task ${id} not found`);
+      throw new RequestMalformedError(sent.message);
+    }
+    return { id, messageId: sent.value.messageId, fold: await this.#read(id) };
+  }
+
+  /** The task as it is now: the whole log folded (a page at a time, no waiting). */
+  async #read(id: string): Promise<TaskFold> {
+    let fold = emptyFold();
+    for (;;) {
+      const page = await this.#sessions.events(id, fold.cursor, 0);
+      if (!page.ok) throw new TaskNotFoundError(`task ${id} not found`);
+      fold = foldTask(fold, page.value.events);
+      if (page.value.next === null) return fold;
+    }
+  }
+
+  /** Folds new events as they come (long polls) until `until` holds or the deadline passes. */
+  async #follow(
+    id: string,
+    start: TaskFold,
+    deadline: number,
+    until: (fold: TaskFold) => boolean,
+  ): Promise<TaskFold> {
+    let fold = start;
+    while (!until(fold)) {
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      const page = await this.#sessions.events(id, fold.cursor, Math.min(left, POLL_MS));
+      if (!page.ok) throw new TaskNotFoundError(`task ${id} not found`);
+      if (page.value.events.length === 0) continue;
+      fold = foldTask(fold, page.value.events);
+    }
+    return fold;
+  }
+
+  /**
+   * The task, then a status update at each change of state, the result as an artifact, and the
+   * final status; the stream ends there (or after `streamMs`: the client subscribes again).
+   */
+  async *#stream(
+    id: string,
+    start: TaskFold,
+    messageId: string | undefined,
+    historyLength: number | undefined,
+  ): AsyncGenerator<StreamResponse, void, undefined> {
+    yield { payload: { $case: "task", value: taskOf(id, start, historyLength) } };
+    const deadline = Date.now() + this.#limits.streamMs;
+    let fold = start;
+    let announced = start.phase;
+    while (!doneWith(fold, messageId) && Date.now() < deadline) {
+      fold = await this.#follow(id, fold, deadline, (f) => f.phase !== announced || doneWith(f, messageId));
+      if (fold.phase === announced && !doneWith(fold, messageId)) continue;
+      announced = fold.phase;
+      const result = resultOf(fold);
+      if (result !== undefined && fold.latest?.turn !== undefined) {
+        const artifact = artifactOf(fold.latest.turn, result);
+        yield {
+          payload: {
+            $case: "artifactUpdate",
+            value: {
+              taskId: id,
+              contextId: id,
+              artifact,
+              append: false,
+              lastChunk: true,
+              metadata: undefined,
+            },
+          },
+        };
+      }
+      yield {
+        payload: {
+          $case: "statusUpdate",
+          value: { taskId: id, contextId: id, status: statusOf(id, fold), metadata: undefined },
+        },
+      };
+    }
+  }
+}
+
+/** Whether the task is done with `messageId`: a later message took over, or its turn ended. */
+function doneWith(fold: TaskFold, messageId: string | undefined): boolean {
+  if (messageId !== undefined && fold.latest?.messageId !== messageId) return fold.latest !== undefined;
+  return isTerminal(fold.phase);
+}

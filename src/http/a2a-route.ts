@@ -1,0 +1,138 @@
+import { A2A_VERSION_HEADER, AgentCard } from "@a2a-js/sdk";
+import { LegacyJsonRpcTransportHandler } from "@a2a-js/sdk/compat/v0_3/server";
+import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from "@a2a-js/sdk/server";
+import type { IRequest, RouterType } from "itty-router";
+import { A2A_ENDPOINT_PATH, agentCard } from "../a2a/agent-card";
+import { SessionTaskHandler, type TaskSessions } from "../a2a/session-tasks";
+import { fail, ok } from "../contract/errors";
+import { failure } from "../contract/respond";
+import { type Caller, tenantOf } from "../contract/session";
+import { ServiceUrl } from "../contract/wire";
+import type { Deployment } from "../platform/deployment";
+import { registryStub, sessionStub } from "../platform/stubs";
+import { authenticate, isFailure, type TokenSettings } from "./auth";
+import { readText } from "./body";
+import { parseDirectoryCursor } from "./directory-cursor";
+import { createTopLevelSession } from "./session-create";
+
+/**
+ * The A2A face (protocols.md, "A2A"): the agent card at `/.well-known/agent-card.json` and its
+ * JSON-RPC endpoint at `/v1/a2a` (both under the base path). The protocol layer is the official
+ * SDK's: its JSON-RPC transport handlers (A2A 1.0, and 0.3 for requests without an `A2A-Version`
+ * header or with `0.3`) over our request handler, which keeps every task in a session. Only the
+ * deployment's admin and tenant tokens are accepted, refused with HTTP 401/403 before any JSON-RPC
+ * is read; a tenant sees only its own sessions as tasks.
+ */
+export function addA2aRoutes(
+  router: RouterType<IRequest, [Env, ExecutionContext]>,
+  deployment: Deployment,
+  base: string,
+  version: string,
+) {
+  router.get("/.well-known/agent-card.json", (request, env) => {
+    const card = agentCard(originOf(request, env), base, version);
+    return new Response(JSON.stringify(AgentCard.toJSON(card)), {
+      headers: { "content-type": "application/json; charset=utf-8", "cache-control": "public, max-age=300" },
+    });
+  });
+
+  router.post(A2A_ENDPOINT_PATH, async (request, env) => {
+    const caller = await authenticate(request, env as Env & TokenSettings);
+    if (isFailure(caller)) return failure(caller);
+    if (caller.kind !== "admin")
+      return failure(fail("UNAUTHORIZED", "the A2A endpoint takes the deployment's admin or tenant tokens"));
+    const body = await readText(request);
+    if (!body.ok) return failure(body);
+    const card = agentCard(originOf(request, env), base, version);
+    const handler = new SessionTaskHandler(card, sessionsFor(env, deployment, caller));
+    const requested = request.headers.get(A2A_VERSION_HEADER) ?? "";
+    const legacy = requested === "" || requested === "0.3";
+    const context = new ServerCallContext({ ...(requested ? { requestedVersion: requested } : {}) });
+    const mapError = legacy
+      ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError
+      : JsonRpcTransportHandler.mapToJSONRPCError;
+    const parsed = parseJson(body.value);
+    if (parsed === undefined)
+      return Response.json({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error" } });
+    const id = typeof parsed === "object" && parsed !== null && "id" in parsed ? parsed.id : null;
+    try {
+      if (!legacy) validateVersion(context.requestedVersion, card, "JSONRPC");
+      const answer = legacy
+        ? await new LegacyJsonRpcTransportHandler(handler).handle(parsed as Record<string, unknown>, context)
+        : await new JsonRpcTransportHandler(handler).handle(parsed as Record<string, unknown>, context);
+      if (!(Symbol.asyncIterator in answer)) return Response.json(answer);
+      // as the SDK's own servers do: an error before the first event is a plain JSON-RPC error
+      const first = await answer.next();
+      return sseOf(first, answer, id, mapError);
+    } catch (error) {
+      return Response.json({ jsonrpc: "2.0", id, error: mapError(error) });
+    }
+  });
+}
+
+/** The body as JSON (undefined when it is not JSON: a JSON-RPC parse error). */
+function parseJson(body: string): unknown {
+  try {
+    return JSON.parse(body) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** PUBLIC_URL when it is set and valid, else the origin the request came to. */
+function originOf(request: Request, env: Env): string {
+  const configured = ServiceUrl.safeParse(env.PUBLIC_URL);
+  return configured.success ? configured.data.replace(/\/+$/, "") : new URL(request.url).origin;
+}
+
+/** The runtime as the caller may use it: their tenant's sessions, through the sessions' own checks. */
+function sessionsFor(env: Env, deployment: Deployment, caller: Caller & { kind: "admin" }): TaskSessions {
+  const tenant = tenantOf(caller);
+  return {
+    async create(key) {
+      const created = await createTopLevelSession(env, deployment, { idempotencyKey: key }, tenant);
+      return created.ok ? ok({ id: created.value.id }) : created;
+    },
+    send: (id, content, key) => sessionStub(env, id).send(caller, { content, idempotencyKey: key }),
+    events: (id, after, waitMs) => sessionStub(env, id).events(caller, { after, limit: 500 }, waitMs),
+    interrupt: (id) => sessionStub(env, id).interrupt(caller),
+    async list(limit, cursor) {
+      const before = cursor === undefined ? undefined : parseDirectoryCursor(cursor);
+      if (cursor !== undefined && before === undefined)
+        return fail("INVALID_REQUEST", "pageToken: not a token from a previous page");
+      const page = await registryStub(env).sessions(tenant, limit, before);
+      return ok({ ids: page.sessions.map((s) => s.id), next: page.next });
+    },
+  };
+}
+
+const encoder = new TextEncoder();
+
+/** A JSON-RPC result stream as Server-Sent Events; an error mid-stream is a last `event: error`. */
+function sseOf(
+  first: IteratorResult<unknown, void>,
+  stream: AsyncGenerator<unknown, void, undefined>,
+  id: unknown,
+  mapError: (error: unknown) => unknown,
+): Response {
+  const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
+  const writer = writable.getWriter();
+  const frame = (event: unknown) => encoder.encode(`data: ${JSON.stringify(event)}\n\n`);
+  void (async () => {
+    try {
+      if (first.done) return;
+      await writer.write(frame(first.value));
+      for await (const event of stream) await writer.write(frame(event));
+    } catch (error) {
+      const envelope = { jsonrpc: "2.0", id, error: mapError(error) };
+      await writer
+        .write(encoder.encode(`event: error\ndata: ${JSON.stringify(envelope)}\n\n`))
+        .catch(() => {});
+    } finally {
+      await writer.close().catch(() => {});
+    }
+  })();
+  return new Response(readable, {
+    headers: { "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no" },
+  });
+}

@@ -1,0 +1,215 @@
+// A2A between two deployments at once, over real HTTP: two `wrangler dev` processes (A and B) on
+// their own loopback ports and persistence directories. B is registered on A as an `a2a`
+// provider (B's agent card, B's admin token): a parent on A delegates a one-shot run to B's A2A
+// face, A is restarted mid-run, and the run still settles once with B's answer. An outside A2A
+// client (the official SDK's) drives B directly: send, get, stream, cancel, a wrong token.
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { Role, TaskState } from "@a2a-js/sdk";
+import {
+  ClientFactory,
+  ClientFactoryOptions,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+} from "@a2a-js/sdk/client";
+import { allEvents, api, createSession, waitForEvents } from "./lib/api.mjs";
+import {
+  freePort,
+  groupMembers,
+  randomToken,
+  removeDir,
+  startDevServer,
+  tempDir,
+} from "./lib/dev-server.mjs";
+
+const TEST_TIMEOUT_MS = 300_000;
+
+/** Waits for a run to settle (long polls of at most 10 s each). */
+async function settledRun(server, parentId, runId, timeoutMs = 180_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await api(server, "GET", `/v1/sessions/${parentId}/runs/${runId}?wait=10000`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    if (res.body.state === "settled") return res.body;
+    if (Date.now() > deadline) throw new Error(`run ${runId} did not settle: ${JSON.stringify(res.body)}`);
+  }
+}
+
+async function sessionIds(server) {
+  const res = await api(server, "GET", "/v1/sessions?limit=200");
+  assert.equal(res.status, 200);
+  return res.body.sessions.map((s) => s.id);
+}
+
+/** The SDK's own client on B, with `token` on every request. */
+async function sdkClient(server, token) {
+  const fetchImpl = (input, init) => {
+    const headers = new Headers(init?.headers);
+    headers.set("authorization", `Bearer ${token}`);
+    return fetch(input, { ...init, headers });
+  };
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new JsonRpcTransportFactory({ fetchImpl })],
+      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+    }),
+  );
+  return factory.createFromUrl(server.url);
+}
+
+function message(text, taskId = "") {
+  return {
+    messageId: `e2e-${crypto.randomUUID()}`,
+    contextId: "",
+    taskId,
+    role: Role.ROLE_USER,
+    parts: [
+      { content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "text/plain" },
+    ],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+
+function sendRequest(msg, returnImmediately = false) {
+  return {
+    tenant: "",
+    message: msg,
+    configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately },
+    metadata: undefined,
+  };
+}
+
+const textsOf = (parts = []) =>
+  parts.map((p) => (p.content?.$case === "text" ? p.content.value : "")).join("");
+
+describe("A2A between two wrangler dev deployments", { timeout: 900_000 }, () => {
+  const dirs = { a: tempDir("subagents-a2a-a-"), b: tempDir("subagents-a2a-b-") };
+  const tokens = { a: randomToken(), b: randomToken() };
+  let a;
+  let b;
+  let portA;
+
+  before(async () => {
+    portA = await freePort();
+    const portB = await freePort();
+    // B's card names its endpoint from PUBLIC_URL (its own loopback URL here)
+    b = await startDevServer({
+      persistTo: dirs.b,
+      token: tokens.b,
+      port: portB,
+      vars: { PUBLIC_URL: `http://127.0.0.1:${portB}` },
+    });
+    a = await startDevServer({ persistTo: dirs.a, token: tokens.a, port: portA });
+    const put = await api(a, "PUT", "/v1/providers/b", {
+      body: { kind: "a2a", url: b.url, token: tokens.b },
+    });
+    assert.equal(put.status, 201, JSON.stringify(put.body));
+    assert.deepEqual(
+      { kind: put.body.kind, local: put.body.local, url: put.body.url, token: put.body.token },
+      { kind: "a2a", local: false, url: b.url, token: undefined },
+    );
+  });
+
+  after(async () => {
+    for (const server of [a, b]) {
+      if (!server) continue;
+      await server.stop();
+      assert.deepEqual(groupMembers(server.pgid), [], "no wrangler or workerd process is left behind");
+    }
+    removeDir(dirs.a);
+    removeDir(dirs.b);
+  });
+
+  it("a run on B over A2A completes with B's answer, once, though A is restarted mid-run", {
+    timeout: TEST_TIMEOUT_MS,
+  }, async () => {
+    const parent = await createSession(a, { label: "parent on A" });
+    const before = new Set(await sessionIds(b));
+    const prompt = JSON.stringify({ script: [{ think: 6000 }, { say: "from B, over A2A" }] });
+    const started = await api(a, "POST", `/v1/sessions/${parent.id}/subagents`, {
+      body: { provider: "b", prompt, mode: "one-shot" },
+    });
+    assert.equal(started.status, 201, JSON.stringify(started.body));
+    const { runId, id } = started.body;
+    assert.equal(id, `a2a:${runId}`);
+
+    // once A knows B's task, A goes down and comes back on the same directory and port
+    const known = await waitForEvents(a, parent.id, (es) => es.some((e) => e.type === "subagent/remote"));
+    const taskId = known.find((e) => e.type === "subagent/remote").data.remoteId;
+    await a.stop();
+    assert.deepEqual(groupMembers(a.pgid), [], "no process of the first A is left");
+    a = await startDevServer({ persistTo: dirs.a, token: tokens.a, port: portA });
+
+    const run = await settledRun(a, parent.id, runId);
+    assert.deepEqual(run.result, {
+      output: [{ type: "text", text: "from B, over A2A" }],
+      stopReason: "completed",
+    });
+    const events = await allEvents(a, parent.id);
+    const lifecycle = events.filter((e) => e.type.startsWith("subagent/") && e.data.runId === runId);
+    assert.deepEqual(
+      lifecycle.map((e) => [e.type, e.data.stopReason]),
+      [
+        ["subagent/start", undefined],
+        ["subagent/remote", undefined],
+        ["subagent/end", "completed"],
+      ],
+    );
+    assert.deepEqual(lifecycle[1].data, { runId, kind: "a2a", remoteId: taskId });
+
+    // B made exactly one session (the task) and ran the prompt once
+    const made = (await sessionIds(b)).filter((s) => !before.has(s));
+    assert.deepEqual(made, [taskId]);
+    const taskLog = await allEvents(b, taskId);
+    assert.equal(taskLog.filter((e) => e.type === "user/message").length, 1);
+    const readable = JSON.stringify([events, run, (await api(a, "GET", "/v1/providers")).body]);
+    assert.ok(!readable.includes(tokens.b), "B's token appears nowhere readable on A");
+  });
+
+  it("the SDK's client sends, reads, streams and cancels on B; a wrong token creates nothing", {
+    timeout: TEST_TIMEOUT_MS,
+  }, async () => {
+    const client = await sdkClient(b, tokens.b);
+    const done = await client.sendMessage(sendRequest(message("hi from an A2A client")));
+    assert.equal(done.status.state, TaskState.TASK_STATE_COMPLETED);
+    assert.equal(textsOf(done.status.message.parts), "echo: hi from an A2A client");
+    const read = await client.getTask({ tenant: "", id: done.id, historyLength: undefined });
+    assert.deepEqual(
+      read.history.map((m) => textsOf(m.parts)),
+      ["hi from an A2A client", "echo: hi from an A2A client"],
+    );
+
+    const kinds = [];
+    for await (const event of client.sendMessageStream(sendRequest(message("streamed"), false)))
+      kinds.push(event.payload?.$case);
+    assert.equal(kinds[0], "task");
+    assert.deepEqual(kinds.slice(-2), ["artifactUpdate", "statusUpdate"]);
+
+    const long = await client.sendMessage(
+      sendRequest(message(JSON.stringify({ script: [{ think: 60000 }] })), true),
+    );
+    assert.notEqual(long.status.state, TaskState.TASK_STATE_COMPLETED);
+    const canceled = await client.cancelTask({ tenant: "", id: long.id, metadata: undefined });
+    assert.equal(canceled.status.state, TaskState.TASK_STATE_CANCELED);
+
+    const before = await sessionIds(b);
+    const wrong = await fetch(`${b.url}/v1/a2a`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        authorization: "Bearer wrong-token-for-b",
+        "A2A-Version": "1.0",
+      },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "SendMessage",
+        params: { message: { messageId: "x", role: "ROLE_USER", parts: [{ text: "x" }] } },
+      }),
+    });
+    assert.equal(wrong.status, 401);
+    assert.deepEqual(await sessionIds(b), before);
+  });
+});
