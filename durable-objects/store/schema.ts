@@ -129,6 +129,16 @@ export const SESSION_MIGRATIONS: readonly string[] = [
   // 9: a far-side run is on another deployment (remote) or on an A2A agent (a2a); each transport
   // moves only its own rows
   `ALTER TABLE remote_runs ADD COLUMN protocol TEXT NOT NULL DEFAULT 'remote' CHECK (protocol IN ('remote', 'a2a'));`,
+  // 10: an ACP run reconnects after its object restarted (session/load): where the agent is, its
+  // token (a credential: never copied elsewhere), its session, and the bounded resume count
+  `CREATE TABLE acp_runs (
+     run_id TEXT PRIMARY KEY,
+     url TEXT NOT NULL,
+     token TEXT,
+     session_id TEXT,
+     can_load INTEGER NOT NULL DEFAULT 0,
+     resumes INTEGER NOT NULL DEFAULT 0
+   ) STRICT;`,
 ];
 
 export const SCHEMA_VERSION = SESSION_MIGRATIONS.length;

@@ -8,6 +8,7 @@ import { UsageTotals } from "./usage-totals";
 import { Flags } from "./flags";
 import { Inbox } from "./inbox";
 import { Outbox } from "./outbox";
+import { AcpStore } from "./acp-store";
 import { RemoteStore } from "./remote-store";
 import { Children, Runs } from "./runs";
 import { SingleRow } from "./single-row";
@@ -29,6 +30,7 @@ export class SessionStores implements DriverStores {
   readonly flags: Flags;
   readonly usage: UsageTotals;
   readonly remoteRuns: RemoteStore;
+  readonly acpRuns: AcpStore;
   readonly #loopRow: SingleRow<LoopState>;
   readonly loop = {
     get: (): LoopState => this.#loopRow.get() ?? INITIAL_LOOP,
@@ -53,6 +55,7 @@ export class SessionStores implements DriverStores {
     this.flags = new Flags(this.sql);
     this.usage = new UsageTotals(this.flags);
     this.remoteRuns = new RemoteStore(this.sql);
+    this.acpRuns = new AcpStore(this.sql);
     this.#loopRow = new SingleRow<LoopState>(this.sql, "loop");
   }
 

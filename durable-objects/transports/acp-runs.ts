@@ -3,7 +3,7 @@ import { type Outcome, ok } from "../../src/contract/errors";
 import type { SubagentResult } from "../../src/contract/run";
 import { AcpConnection, type AcpTimeouts } from "../../src/providers/acp-client";
 import { failedResult } from "../../src/providers/acp-protocol";
-import type { ProviderKind, ProviderRecord } from "../../src/contract/provider";
+import type { ProviderKind } from "../../src/contract/provider";
 import { prepareOutOfProcess, publishOutOfProcess } from "./out-of-process";
 import type { ResultSink } from "./remote-runs";
 import type { RunRow } from "../store/runs";
@@ -14,15 +14,26 @@ import type { SessionContext } from "../session/session-context";
 /** The child id prefix of ACP runs (`acp:<runId>`): how the parent tells them from other runs. */
 const PREFIX = "acp:";
 
+/** A run is reconnected at most this many times after its object restarted (then it ends `error`). */
+export const MAX_ACP_RESUMES = 3;
+
+/** While a run's connection is open, the object's alarm is kept this close (to notice a restart). */
+const ACP_WATCHDOG_MS = 15_000;
+
+const LOST = "connection lost: the session restarted while the ACP agent was running";
+
 /**
  * ACP delegation, parent side: a one-shot run handed to an external Agent Client Protocol server
- * over one WebSocket (acp-client.ts). Publication is local and immediate (the run row and
- * `subagent/start` in one transaction; the run id is parent-scoped); the connection then lives in
- * this object's memory and its one result is applied through the session's ordinary `deliver`.
- * The provider token is never stored in the session. A WebSocket cannot outlive its object, so a
- * run whose object was evicted mid-run has no connection on restart: the drive loop (or the
- * alarm) ends it as `error` ("connection lost"), `aborted` if it had been cancelled. The result
- * never rejects: transport failures are `error` with a bounded diagnostic, without credentials.
+ * over one WebSocket (acp-client.ts). Publication is local and immediate (the run row, its
+ * `acp_runs` row and `subagent/start` in one transaction; the run id is parent-scoped); the
+ * connection then lives in this object's memory and its one result is applied through the
+ * session's ordinary `deliver`. The agent's session id is stored (with `subagent/remote`) before
+ * the prompt goes out. A WebSocket cannot outlive its object, so a run whose object restarted
+ * mid-run has no connection: the drive loop (or the alarm) reconnects it, loading the agent's
+ * session (`session/load`) and prompting again there, at most MAX_ACP_RESUMES times; a run whose
+ * agent does not offer `session/load` ends `error` saying so (a run whose prompt never went out
+ * starts over), `aborted` if it had been cancelled. The result never rejects: transport failures
+ * are `error` with a bounded diagnostic, without credentials.
  */
 export class AcpRuns implements ChildTransport, SessionPart {
   readonly name = "ACP transport";
@@ -57,16 +68,17 @@ export class AcpRuns implements ChildTransport, SessionPart {
     if (!prepared.ok) return prepared;
     const { runId, prompt } = prepared.value;
     // the ACP agent uses whatever model it is configured with
-    ctx.stores.transact(() =>
+    ctx.stores.transact(() => {
       publishOutOfProcess(ctx, prepared.value, {
         provider,
         descriptor,
         request,
         origin,
         defaultModel: "acp-agent",
-      }),
-    );
-    this.#connect(runId, provider, prompt);
+      });
+      ctx.stores.acpRuns.insert({ runId, url: provider.url!, token: provider.token ?? null });
+    });
+    this.#connect(runId, prompt, undefined);
     return ok(runId);
   }
 
@@ -78,16 +90,13 @@ export class AcpRuns implements ChildTransport, SessionPart {
     else this.#ctx.kick(); // no connection here: the pump settles it
   }
 
-  /** Applies owed results and ends the runs that lost their connection (an eviction). */
+  /** Applies owed results, and reconnects (or ends) the runs that lost their connection (a restart). */
   pump(): void {
     for (const [runId, result] of this.#owed) {
       this.#owed.delete(runId);
       this.#apply(runId, result);
     }
-    for (const run of this.#orphans()) {
-      const diagnostic = "connection lost: the session restarted while the ACP agent was running";
-      this.#apply(run.runId, failedResult(diagnostic, "", []));
-    }
+    for (const run of this.#orphans()) this.#reconnect(run);
   }
 
   /** Waits for the results being applied; true when there were any. */
@@ -97,20 +106,60 @@ export class AcpRuns implements ChildTransport, SessionPart {
     return true;
   }
 
-  /** Now, when a result is owed or a run lost its connection; otherwise nothing is due. */
+  /**
+   * Now, when a result is owed or a run lost its connection; while connections are open, a
+   * watchdog a little later (an object that restarts loses them silently, and this alarm is what
+   * wakes it to reconnect); otherwise nothing is due.
+   */
   nextDue(): number | undefined {
-    return this.#owed.size > 0 || this.#orphans().length > 0 ? Date.now() : undefined;
+    if (this.#owed.size > 0 || this.#orphans().length > 0) return Date.now();
+    return this.#live.size > 0 ? Date.now() + ACP_WATCHDOG_MS : undefined;
   }
 
-  #connect(runId: string, provider: ProviderRecord, prompt: ContentBlock[]): void {
-    const token = provider.token ?? null;
-    const target = { url: provider.url!, token, secrets: token === null ? [] : [token] };
-    const connection = new AcpConnection(target, prompt, this.#timeouts, (sessionId) => {
-      const { stores } = this.#ctx;
-      stores.transact(() => {
-        if (stores.runs.get(runId)?.state === "settled") return;
-        stores.log.append("subagent/remote", { runId, kind: "acp", remoteId: sessionId.slice(0, 256) });
-      });
+  /**
+   * A run without its connection: cancelled -> `aborted`; its prompt never went out (no agent
+   * session yet) -> started over; its agent offers `session/load` -> resumed there (bounded);
+   * otherwise `error` saying why.
+   */
+  #reconnect(run: RunRow): void {
+    const { stores } = this.#ctx;
+    const row = stores.acpRuns.get(run.runId);
+    if (!row || run.cancelRequested) {
+      this.#apply(run.runId, failedResult(LOST, "", []));
+      return;
+    }
+    const secrets = row.token === null ? [] : [row.token];
+    if (row.sessionId !== null && !row.canLoad) {
+      const why = `${LOST}, and the agent cannot resume its session (it does not offer session/load)`;
+      this.#apply(run.runId, failedResult(why, "", secrets));
+      return;
+    }
+    const resumes = stores.transact(() => stores.acpRuns.countResume(run.runId));
+    if (resumes > MAX_ACP_RESUMES) {
+      this.#apply(
+        run.runId,
+        failedResult(`${LOST}, ${MAX_ACP_RESUMES} times; it is not resumed again`, "", secrets),
+      );
+      return;
+    }
+    this.#connect(run.runId, run.spec.prompt, row.sessionId ?? undefined);
+  }
+
+  /** Opens the run's connection: a new agent session, or `resume` (the agent's session) loaded. */
+  #connect(runId: string, prompt: ContentBlock[], resume: string | undefined): void {
+    const row = this.#ctx.stores.acpRuns.get(runId)!;
+    const target = { url: row.url, token: row.token, secrets: row.token === null ? [] : [row.token] };
+    const connection = new AcpConnection(target, prompt, {
+      ...(this.#timeouts ? { timeouts: this.#timeouts } : {}),
+      ...(resume === undefined ? {} : { resume }),
+      onSession: (sessionId, canLoad) => {
+        const { stores } = this.#ctx;
+        stores.transact(() => {
+          if (stores.runs.get(runId)?.state === "settled") return;
+          stores.acpRuns.setSession(runId, sessionId, canLoad);
+          stores.log.append("subagent/remote", { runId, kind: "acp", remoteId: sessionId.slice(0, 256) });
+        });
+      },
     });
     this.#live.set(runId, connection);
     void connection.result.then((result) => {

@@ -313,6 +313,8 @@ export interface RunView {
   state: "running" | "settled";
   result?: SubagentResult;
   taskId?: string;
+  /** An out-of-process run's far side, once it exists: the remote session, ACP session or A2A task. */
+  counterpart?: { kind: "remote" | "acp" | "a2a"; id: string };
 }
 
 /** A row of `children` / `descendants`: a child, or a diagnostic for one that cannot be read. */

@@ -85,6 +85,8 @@ export const RunView = StartedRun.extend({
   provider: z.string(),
   state: z.enum(["running", "settled"]),
   result: SubagentResult.optional(),
+  /** An out-of-process run's far side: the remote session, the ACP session or the A2A task. */
+  counterpart: z.object({ kind: z.enum(["remote", "acp", "a2a"]), id: z.string() }).optional(),
 });
 
 export const ProviderInfo = z.looseObject({

@@ -28,6 +28,16 @@ export interface RunView {
   state: "running" | "settled";
   result?: SubagentResult;
   taskId?: string;
+  /**
+   * An out-of-process run's counterpart, once it exists: the remote deployment's session, the
+   * ACP agent's session or the A2A agent's task.
+   */
+  counterpart?: RunCounterpart;
+}
+
+export interface RunCounterpart {
+  kind: "remote" | "acp" | "a2a";
+  id: string;
 }
 
 /** A one-shot start as the caller states it (HTTP body minus `mode`, RPC argument, tool call). */

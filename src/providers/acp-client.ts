@@ -4,7 +4,9 @@ import type { SubagentResult } from "../contract/run";
 import {
   failedResult,
   initializeParams,
+  loadSessionParams,
   newSessionParams,
+  offersLoadSession,
   promptParams,
   promptResult,
   upgradeUrl,
@@ -16,7 +18,10 @@ import { scrub } from "./remote-protocol";
  * `Upgrade` header), then the official ACP SDK's client side over the socket (its JSON-RPC
  * framing, dispatch and message checks): `initialize` -> `session/new` (cwd "/") ->
  * `session/prompt`, accumulating `agent_message_chunk` texts as the output; the agent's
- * permission requests are declined and its other requests refused. `result` never rejects: every transport failure is
+ * permission requests are declined and its other requests refused. A connection that resumes a
+ * run (its object restarted) sends `session/load` for the run's session instead of
+ * `session/new`, when the agent's `initialize` offers it (the history it replays is not output),
+ * then the prompt again in that session. `result` never rejects: every transport failure is
  * `error` with a bounded diagnostic free of the token; after `cancel` (a `session/cancel`
  * notification, then a bounded grace for the agent's answer) the result is `aborted`.
  */
@@ -39,6 +44,17 @@ export interface AcpTimeouts {
 
 export const ACP_TIMEOUTS: AcpTimeouts = { setupMs: 15_000, promptMs: 30 * 60_000, cancelGraceMs: 5_000 };
 
+export interface AcpRunOptions {
+  timeouts?: AcpTimeouts;
+  /**
+   * Hears the agent's session id once `session/new` answered, before the prompt goes out, and
+   * whether the agent offers `session/load` (so the run can be resumed there).
+   */
+  onSession?: (sessionId: string, canLoad: boolean) => void;
+  /** Resume this session of the agent (`session/load`) instead of starting a new one. */
+  resume?: string;
+}
+
 const CANCELLED = "the run was cancelled by its parent";
 
 export class AcpConnection {
@@ -56,18 +72,16 @@ export class AcpConnection {
   readonly #ended = new AbortController();
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
 
-  readonly #onSession: ((sessionId: string) => void) | undefined;
+  readonly #onSession: ((sessionId: string, canLoad: boolean) => void) | undefined;
+  readonly #resume: string | undefined;
+  /** While `session/load` replays the session's history, its updates are not this run's output. */
+  #replaying = false;
 
-  /** `onSession` hears the agent's session id once `session/new` answered (before the prompt). */
-  constructor(
-    target: AcpTarget,
-    prompt: readonly ContentBlock[],
-    timeouts: AcpTimeouts = ACP_TIMEOUTS,
-    onSession?: (sessionId: string) => void,
-  ) {
+  constructor(target: AcpTarget, prompt: readonly ContentBlock[], options: AcpRunOptions = {}) {
     this.#target = target;
-    this.#timeouts = timeouts;
-    this.#onSession = onSession;
+    this.#timeouts = options.timeouts ?? ACP_TIMEOUTS;
+    this.#onSession = options.onSession;
+    this.#resume = options.resume;
     this.result = new Promise((resolve) => {
       this.#resolve = resolve;
     });
@@ -122,7 +136,11 @@ export class AcpConnection {
           sessionUpdate?: string;
           content?: { type?: string; text?: string };
         };
-        if (update.sessionUpdate === "agent_message_chunk" && update.content?.type === "text")
+        if (
+          !this.#replaying &&
+          update.sessionUpdate === "agent_message_chunk" &&
+          update.content?.type === "text"
+        )
           this.#output += update.content.text ?? "";
       })
       .onRequest(methods.client.session.requestPermission, () => ({ outcome: { outcome: "cancelled" } }));
@@ -135,22 +153,12 @@ export class AcpConnection {
         this.#timeouts.setupMs,
       );
       if (init === undefined) return;
-      const created = await this.#call(
-        context,
-        methods.agent.session.new,
-        newSessionParams(),
-        this.#timeouts.setupMs,
-      );
-      if (created === undefined) return;
-      const sessionId = (created as { sessionId?: unknown } | null)?.sessionId;
-      if (typeof sessionId !== "string" || sessionId.length === 0)
-        return this.#fail("session/new answered no sessionId");
-      this.#sessionId = sessionId;
-      try {
-        this.#onSession?.(sessionId);
-      } catch {
-        // recording it is best effort; the run goes on
-      }
+      const canLoad = offersLoadSession(init);
+      const sessionId =
+        this.#resume === undefined
+          ? await this.#newSession(context, canLoad)
+          : await this.#load(context, canLoad);
+      if (sessionId === undefined) return;
       if (this.#cancelled) return this.#finish(failedResult(CANCELLED, "", this.#target.secrets, "aborted"));
       const answer = await this.#call(
         context,
@@ -161,6 +169,48 @@ export class AcpConnection {
       if (answer === undefined) return;
       this.#finish(promptResult(answer, this.#output, this.#target.secrets));
     });
+  }
+
+  /** `session/new`; the session id, told to `onSession` before anything is prompted. */
+  async #newSession(context: ClientContext, canLoad: boolean): Promise<string | undefined> {
+    const created = await this.#call(
+      context,
+      methods.agent.session.new,
+      newSessionParams(),
+      this.#timeouts.setupMs,
+    );
+    if (created === undefined) return undefined;
+    const sessionId = (created as { sessionId?: unknown } | null)?.sessionId;
+    if (typeof sessionId !== "string" || sessionId.length === 0) {
+      this.#fail("session/new answered no sessionId");
+      return undefined;
+    }
+    this.#sessionId = sessionId;
+    try {
+      this.#onSession?.(sessionId, canLoad);
+    } catch {
+      // recording it is best effort; the run goes on
+    }
+    return sessionId;
+  }
+
+  /** `session/load` of the session being resumed (its replayed history is not output). */
+  async #load(context: ClientContext, canLoad: boolean): Promise<string | undefined> {
+    const sessionId = this.#resume!;
+    if (!canLoad) {
+      this.#fail("the agent cannot resume its session (its initialize does not offer session/load)");
+      return undefined;
+    }
+    this.#sessionId = sessionId;
+    this.#replaying = true;
+    const loaded = await this.#call(
+      context,
+      methods.agent.session.load,
+      loadSessionParams(sessionId),
+      this.#timeouts.setupMs,
+    );
+    this.#replaying = false;
+    return loaded === undefined ? undefined : sessionId;
   }
 
   /** The socket as the SDK's message stream: one JSON-RPC message per text frame. */

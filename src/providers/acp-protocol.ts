@@ -6,7 +6,7 @@ import { scrub } from "./remote-protocol";
 
 /**
  * @module What this runtime asks of an ACP agent (protocol version 1), pure: the params of
- * `initialize`, `session/new` and `session/prompt`, the provider URL's rules, and mapping the
+ * `initialize`, `session/new`, `session/load` and `session/prompt`, the provider URL's rules, and mapping the
  * prompt's `stopReason` to a run result (semantics.md §12.4). The JSON-RPC framing and dispatch
  * are the official ACP SDK's (acp-client.ts). No I/O here.
  */
@@ -40,6 +40,19 @@ export function initializeParams(): unknown {
 
 export function newSessionParams(): unknown {
   return { cwd: "/", mcpServers: [] };
+}
+
+/** `session/load` of a session the agent made before (the run's object restarted since). */
+export function loadSessionParams(sessionId: string): unknown {
+  return { sessionId, cwd: "/", mcpServers: [] };
+}
+
+/** Whether the agent's `initialize` answer offers `session/load` (`agentCapabilities.loadSession`). */
+export function offersLoadSession(initialized: unknown): boolean {
+  const parsed = z
+    .looseObject({ agentCapabilities: z.looseObject({ loadSession: z.boolean().optional() }).optional() })
+    .safeParse(initialized);
+  return parsed.success && parsed.data.agentCapabilities?.loadSession === true;
 }
 
 export function promptParams(sessionId: string, prompt: readonly ContentBlock[]): unknown {

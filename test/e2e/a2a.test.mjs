@@ -13,6 +13,7 @@ import {
   JsonRpcTransportFactory,
 } from "@a2a-js/sdk/client";
 import { allEvents, api, createSession, waitForEvents } from "./lib/api.mjs";
+import { launchBrowser } from "./lib/browser.mjs";
 import {
   freePort,
   groupMembers,
@@ -164,8 +165,27 @@ describe("A2A between two wrangler dev deployments", { timeout: 900_000 }, () =>
     assert.deepEqual(made, [taskId]);
     const taskLog = await allEvents(b, taskId);
     assert.equal(taskLog.filter((e) => e.type === "user/message").length, 1);
+    assert.deepEqual(run.counterpart, { kind: "a2a", id: taskId });
     const readable = JSON.stringify([events, run, (await api(a, "GET", "/v1/providers")).body]);
     assert.ok(!readable.includes(tokens.b), "B's token appears nowhere readable on A");
+
+    // A's dashboard shows the run's counterpart in the parent's transcript: the A2A agent's task
+    const profile = tempDir("subagents-a2a-browser-");
+    const context = await launchBrowser(profile, { viewport: { width: 1280, height: 900 } });
+    try {
+      const page = context.pages()[0] ?? (await context.newPage());
+      await page.goto(a.url);
+      await page.fill('input[name="token"]', a.token);
+      await page.press('input[name="token"]', "Enter");
+      await page.click(`#session-list [data-session-id="${parent.id}"] button`);
+      const shown = page.locator(`[data-transcript-for="${parent.id}"] [data-event-type="subagent/remote"]`);
+      await shown.waitFor({ timeout: 20_000 });
+      assert.match(await shown.textContent(), /is the A2A agent's task/);
+      assert.equal(await shown.locator("[data-remote-id]").getAttribute("data-remote-id"), taskId);
+    } finally {
+      await context.close().catch(() => {});
+      removeDir(profile);
+    }
   });
 
   it("the SDK's client sends, reads, streams and cancels on B; a wrong token creates nothing", {

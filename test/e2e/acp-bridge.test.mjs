@@ -4,14 +4,14 @@
 // and a one-shot child of the runtime (wrangler dev) reaching the agent through it.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { WebSocket } from "ws";
 import { parseBridgeArgs, startAcpBridge } from "../../cli/acp-bridge.mjs";
-import { api, createSession } from "./lib/api.mjs";
-import { REPO_ROOT, startDevServer } from "./lib/dev-server.mjs";
+import { allEvents, api, createSession, waitForEvents } from "./lib/api.mjs";
+import { freePort, randomToken, removeDir, REPO_ROOT, startDevServer, tempDir } from "./lib/dev-server.mjs";
 
 const AGENT = join(REPO_ROOT, "test/e2e/fixtures/acp-stdio-agent.mjs");
 const TOKEN = "bridge-token-7d1e2c";
@@ -194,6 +194,95 @@ describe("subagents-edge acp-bridge", () => {
       await server.stop();
     }
     // the run's connection ended with the run: its agent process is gone too
+    await until(() => agentPids().every((pid) => !alive(pid)), "every agent to end with its connection");
+  });
+
+  it("DELETE cancels a run through the bridge: session/cancel reaches the agent, the run ends aborted, its process ends", async () => {
+    const server = await startDevServer();
+    const earlier = new Set(agentPids());
+    try {
+      const put = await api(server, "PUT", "/v1/providers/cancellable", {
+        body: { kind: "acp", url: `ws://127.0.0.1:${bridge.port}`, token: TOKEN },
+      });
+      assert.equal(put.status, 201, JSON.stringify(put.body));
+      const { id } = await createSession(server);
+      const started = await api(server, "POST", `/v1/sessions/${id}/subagents`, {
+        body: { provider: "cancellable", mode: "one-shot", prompt: "slow 60000 never" },
+      });
+      assert.equal(started.status, 201, JSON.stringify(started.body));
+      const { runId } = started.body;
+      await waitForEvents(server, id, (es) => es.some((e) => e.type === "subagent/remote"));
+      assert.equal((await api(server, "DELETE", `/v1/sessions/${id}/runs/${runId}`)).status, 202);
+      const run = (await api(server, "GET", `/v1/sessions/${id}/runs/${runId}?wait=20000`)).body;
+      assert.equal(run.state, "settled");
+      // the agent itself answered the prompt `cancelled` (a run that only timed out its grace
+      // would say "the run was cancelled by its parent" in a diagnostic)
+      assert.deepEqual(run.result, { output: [], stopReason: "aborted" });
+    } finally {
+      await server.stop();
+    }
+    await until(
+      () =>
+        agentPids()
+          .filter((pid) => !earlier.has(pid))
+          .every((pid) => !alive(pid)),
+      "the cancelled run's agent to end",
+    );
+  });
+
+  it("a parent restarted mid-run reconnects through the bridge and resumes the agent's session (session/load), with one result", async () => {
+    const sessions = mkdtempSync(join(tmpdir(), "acp-sessions-"));
+    const resumable = await startAcpBridge({
+      host: "127.0.0.1",
+      port: 0,
+      token: TOKEN,
+      command: process.execPath,
+      args: [AGENT, "--session-dir", sessions],
+      log: () => {},
+    });
+    const dir = tempDir();
+    const token = randomToken();
+    const port = await freePort();
+    let server = await startDevServer({ persistTo: dir, token, port });
+    try {
+      const put = await api(server, "PUT", "/v1/providers/resumable", {
+        body: { kind: "acp", url: `ws://127.0.0.1:${resumable.port}`, token: TOKEN },
+      });
+      assert.equal(put.status, 201, JSON.stringify(put.body));
+      const { id } = await createSession(server);
+      const started = await api(server, "POST", `/v1/sessions/${id}/subagents`, {
+        body: { provider: "resumable", mode: "one-shot", prompt: "slow 5000 resumed over stdio" },
+      });
+      assert.equal(started.status, 201, JSON.stringify(started.body));
+      const { runId } = started.body;
+      const known = await waitForEvents(server, id, (es) => es.some((e) => e.type === "subagent/remote"));
+      const sessionId = known.find((e) => e.type === "subagent/remote").data.remoteId;
+      // the parent goes away mid-prompt: its socket closes, and the bridge ends that agent
+      await server.stop();
+      server = await startDevServer({ persistTo: dir, token, port });
+      const deadline = Date.now() + 90_000;
+      let run;
+      do {
+        run = (await api(server, "GET", `/v1/sessions/${id}/runs/${runId}?wait=10000`)).body;
+      } while (run.state !== "settled" && Date.now() < deadline);
+      assert.deepEqual(run.result, {
+        output: [{ type: "text", text: "stdio agent: resumed over stdio" }],
+        stopReason: "completed",
+      });
+      const events = await allEvents(server, id);
+      const mine = events.filter((e) => e.data?.runId === runId).map((e) => e.type);
+      assert.deepEqual(mine, ["subagent/start", "subagent/remote", "subagent/end"]);
+      // the same agent session was loaded by a new agent process and prompted again there
+      const history = JSON.parse(readFileSync(join(sessions, `${sessionId}.json`), "utf8"));
+      assert.deepEqual(
+        history.filter((m) => m.role === "user").map((m) => m.text),
+        ["slow 5000 resumed over stdio", "slow 5000 resumed over stdio"],
+      );
+    } finally {
+      await server.stop();
+      await resumable.close();
+      removeDir(dir);
+    }
     await until(() => agentPids().every((pid) => !alive(pid)), "every agent to end with its connection");
   });
 

@@ -1,19 +1,25 @@
+import { agent, type AnyMessage, methods, RequestError, type Stream } from "@agentclientprotocol/sdk";
+
 /**
- * A small ACP agent for tests, inside workerd: `fetch` to an `acp.test` host with an `Upgrade:
- * websocket` header is answered with one end of a WebSocketPair whose other end speaks ACP
- * (JSON-RPC 2.0: initialize, session/new, session/prompt, session/cancel). Behaviour by prompt:
+ * An ACP agent for tests inside workerd, on the official ACP SDK's agent side: `fetch` to an
+ * `acp.test` host with an `Upgrade: websocket` header is answered with one end of a
+ * WebSocketPair whose other end is an SDK agent app. Behaviour by prompt:
  *   "be long"     -> chunk "partial", stopReason max_tokens
  *   "refuse"      -> stopReason refusal
- *   "hold"        -> nothing until session/cancel, then stopReason cancelled
+ *   "hold"        -> chunk "working", then nothing until session/cancel, then stopReason cancelled
  *   "odd"         -> stopReason "exploded" (unknown: the run is an error)
  *   "break"       -> a JSON-RPC error for the prompt whose message echoes the Authorization header
  *   "hang up"     -> closes the connection mid-prompt (code 1011)
  *   anything else -> chunks "echo: " and the text, stopReason end_turn
- * Host `down.acp.test` answers the upgrade with HTTP 503. Every frame the agent receives is
- * recorded with the upgrade's Authorization header.
+ * On `agent.acp.test` the session is always `sess-1` and `session/load` is not offered. On
+ * `load.acp.test` each session has its own id and is kept (like an agent that saves sessions to
+ * disk): `initialize` offers `loadSession`, and `session/load` replays the session's history as
+ * `session/update` notifications before it answers. Host `down.acp.test` answers the upgrade with
+ * HTTP 503. Every message the agent receives is recorded with the upgrade's Authorization header.
  */
 
 export interface AcpAgentLog {
+  host: string;
   auth: string | null;
   received: { method: string | undefined; params: unknown }[];
 }
@@ -22,6 +28,9 @@ export interface AcpNet {
   connections: AcpAgentLog[];
   restore(): void;
 }
+
+/** Sessions the `load.acp.test` agent keeps: what was said in each, in order. */
+const saved = new Map<string, { role: "user" | "agent"; text: string }[]>();
 
 export function installAcpAgent(): AcpNet {
   const real = globalThis.fetch;
@@ -37,65 +46,111 @@ export function installAcpAgent(): AcpNet {
     if (!url.hostname.endsWith("acp.test")) return real(input, init);
     if (url.hostname === "down.acp.test") return new Response("overloaded", { status: 503 });
     if (request.headers.get("upgrade") !== "websocket") return new Response("upgrade only", { status: 426 });
-    const log: AcpAgentLog = { auth: request.headers.get("authorization"), received: [] };
+    const log: AcpAgentLog = { host: url.hostname, auth: request.headers.get("authorization"), received: [] };
     net.connections.push(log);
     const pair = new WebSocketPair();
     const [client, server] = [pair[0], pair[1]];
     server.accept();
-    serve(server, log);
+    serve(server, log, url.hostname === "load.acp.test");
     return new Response(null, { status: 101, webSocket: client });
   }) as typeof fetch;
   return net;
 }
 
-function serve(socket: WebSocket, log: AcpAgentLog): void {
-  const send = (message: Record<string, unknown>): void =>
-    socket.send(JSON.stringify({ jsonrpc: "2.0", ...message }));
-  let held: number | null = null;
-  socket.addEventListener("message", (event) => {
-    const message = JSON.parse(String(event.data)) as { id?: number; method?: string; params?: any };
-    log.received.push({ method: message.method, params: message.params });
-    const { id, method, params } = message;
-    switch (method) {
-      case "initialize":
-        return send({ id, result: { protocolVersion: 1, agentCapabilities: {}, authMethods: [] } });
-      case "session/new":
-        return send({ id, result: { sessionId: "sess-1" } });
-      case "session/cancel":
-        if (held !== null) send({ id: held, result: { stopReason: "cancelled" } });
-        return;
-      case "session/prompt": {
-        const text = String(params?.prompt?.[0]?.text ?? "");
-        const chunk = (t: string): void =>
-          send({
-            method: "session/update",
-            params: {
-              sessionId: "sess-1",
-              update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: t } },
-            },
-          });
-        if (text === "hold") {
-          chunk("working");
-          held = id ?? null;
-          return;
+/** The server end of the socket as the SDK's message stream, recording what arrives. */
+function streamOf(socket: WebSocket, log: AcpAgentLog): Stream {
+  const readable = new ReadableStream<AnyMessage>({
+    start(controller) {
+      socket.addEventListener("message", (event) => {
+        const message = JSON.parse(String(event.data)) as AnyMessage & { method?: string; params?: unknown };
+        if ("method" in message) log.received.push({ method: message.method, params: message.params });
+        controller.enqueue(message);
+      });
+      socket.addEventListener("close", () => {
+        try {
+          controller.close();
+        } catch {
+          // already closed
         }
-        if (text === "hang up") return socket.close(1011, "agent crashed");
-        if (text === "break") return send({ id, error: { code: -32603, message: `internal: ${log.auth}` } });
-        if (text === "be long") {
-          chunk("partial");
-          return send({ id, result: { stopReason: "max_tokens" } });
-        }
-        if (text === "refuse") return send({ id, result: { stopReason: "refusal" } });
-        if (text === "odd") return send({ id, result: { stopReason: "exploded" } });
-        // an update of another kind is ignored by the client
-        send({
-          method: "session/update",
-          params: { sessionId: "sess-1", update: { sessionUpdate: "plan", entries: [] } },
-        });
-        chunk("echo: ");
-        chunk(text);
-        return send({ id, result: { stopReason: "end_turn" } });
-      }
-    }
+      });
+    },
   });
+  const writable = new WritableStream<AnyMessage>({
+    write(message) {
+      try {
+        socket.send(JSON.stringify(message));
+      } catch {
+        // the client went away
+      }
+    },
+  });
+  return { readable, writable };
+}
+
+function serve(socket: WebSocket, log: AcpAgentLog, keepsSessions: boolean): void {
+  const held = new Map<string, () => void>();
+  const app = agent({ name: "workerd-test-agent" });
+  app.onRequest(methods.agent.initialize, ({ params }) => ({
+    protocolVersion: params.protocolVersion,
+    agentCapabilities: { loadSession: keepsSessions },
+    authMethods: [],
+  }));
+  app.onRequest(methods.agent.session.new, () => {
+    if (!keepsSessions) return { sessionId: "sess-1" };
+    const sessionId = `load-${crypto.randomUUID()}`;
+    saved.set(sessionId, []);
+    return { sessionId };
+  });
+  app.onRequest(methods.agent.session.load, async ({ params, client }) => {
+    const history = saved.get(params.sessionId);
+    if (!keepsSessions || !history) throw new RequestError(-32002, `no session ${params.sessionId}`);
+    for (const said of history)
+      await client.notify(methods.client.session.update, {
+        sessionId: params.sessionId,
+        update: {
+          sessionUpdate: said.role === "user" ? "user_message_chunk" : "agent_message_chunk",
+          content: { type: "text", text: said.text },
+        },
+      });
+    return {};
+  });
+  app.onNotification(methods.agent.session.cancel, ({ params }) => held.get(params.sessionId)?.());
+  app.onRequest(methods.agent.session.prompt, async ({ params, client }) => {
+    const { sessionId } = params;
+    const text = params.prompt.map((block) => (block.type === "text" ? block.text : "")).join("");
+    const history = saved.get(sessionId);
+    history?.push({ role: "user", text });
+    const chunk = async (t: string): Promise<void> => {
+      history?.push({ role: "agent", text: t });
+      await client.notify(methods.client.session.update, {
+        sessionId,
+        update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: t } },
+      });
+    };
+    if (text === "hold") {
+      await chunk("working");
+      await new Promise<void>((resolve) => held.set(sessionId, resolve));
+      return { stopReason: "cancelled" };
+    }
+    if (text === "hang up") {
+      socket.close(1011, "agent crashed");
+      return new Promise<never>(() => {});
+    }
+    if (text === "break") throw new RequestError(-32603, `internal: ${log.auth}`);
+    if (text === "be long") {
+      await chunk("partial");
+      return { stopReason: "max_tokens" };
+    }
+    if (text === "refuse") return { stopReason: "refusal" };
+    if (text === "odd") return { stopReason: "exploded" as "end_turn" };
+    // an update of another kind is ignored by the client
+    await client.notify(methods.client.session.update, {
+      sessionId,
+      update: { sessionUpdate: "plan", entries: [] },
+    });
+    await chunk("echo: ");
+    await chunk(text);
+    return { stopReason: "end_turn" };
+  });
+  app.connect(streamOf(socket, log));
 }

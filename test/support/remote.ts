@@ -114,12 +114,15 @@ export async function secretOf(parentId: string, runId: string): Promise<string>
   return row!.secret;
 }
 
-/** Asserts no credential appears anywhere in a session's database except where it must live. */
+/**
+ * Asserts no credential appears anywhere in a session's database except where it must live (the
+ * token columns of the transport rows, the callback secret of the header).
+ */
 export async function expectNoCredential(sessionId: string, credentials: readonly string[]): Promise<void> {
   const tables = await dumpTables(sessionId);
   for (const [table, rows] of Object.entries(tables)) {
     const text = JSON.stringify(
-      table === "remote_runs"
+      table === "remote_runs" || table === "acp_runs"
         ? rows.map(({ token: _t, secret: _s, ...rest }) => rest)
         : table === "header"
           ? rows.map((r) => ({ ...r, body: withoutCallback(String(r.body)) }))

@@ -1,6 +1,6 @@
 import { turnCallOf } from "../../../src/agent/call-keys";
 import { isEmptyContent } from "../../../src/contract/content";
-import type { RunView, SubagentResult } from "../../../src/contract/run";
+import type { RunCounterpart, RunView, SubagentResult } from "../../../src/contract/run";
 import { renderForeground } from "../../../src/core/run-rendering";
 import type { SessionContext } from "../../session/session-context";
 import type { RunRow } from "../../store/runs";
@@ -29,7 +29,20 @@ export class RunLedger {
     };
     if (run.state === "settled" && run.result) view.result = run.result;
     if (run.taskId) view.taskId = run.taskId;
+    if (!run.local) {
+      const counterpart = this.#counterpart(run.runId);
+      if (counterpart) view.counterpart = counterpart;
+    }
     return view;
+  }
+
+  /** The far side of an out-of-process run, once its transport learned it. */
+  #counterpart(runId: string): RunCounterpart | undefined {
+    const { remoteRuns, acpRuns } = this.#ctx.stores;
+    const far = remoteRuns.get(runId);
+    if (far?.remoteId) return { kind: far.protocol, id: far.remoteId };
+    const acp = acpRuns.get(runId);
+    return acp?.sessionId ? { kind: "acp", id: acp.sessionId } : undefined;
   }
 
   /** Resolves when the run settles or after `waitMs`, whichever is first. */

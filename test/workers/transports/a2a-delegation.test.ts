@@ -86,6 +86,7 @@ describe("a2a providers: a deployment delegating to another over A2A", () => {
     // the task is a session of the far deployment, which got the prompt once
     const row = await transport(parent.id, started.runId);
     expect(row).toMatchObject({ protocol: "a2a", phase: "done" });
+    expect(run.counterpart).toEqual({ kind: "a2a", id: row.remote_id });
     const taskLog = await allEvents(row.remote_id!);
     expect(ofType(taskLog, "user/message").map((e) => (e.data as any).content)).toEqual([
       [{ type: "text", text: "hello over a2a" }],

@@ -1,6 +1,7 @@
 import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AcpNet, installAcpAgent } from "../../support/acp-agent";
+import { expectNoCredential } from "../../support/remote";
 import { api, createSession, putProvider, runOf, startOneShot, waitForRun } from "../../support/api";
 import { allEvents, eventually, ofType } from "../../support/logs";
 import { dumpTables, sqlRows, stub } from "../../support/objects";
@@ -74,7 +75,12 @@ describe("the ACP transport (semantics.md §12.4)", () => {
     const before = net.connections.length;
     const runId = (await startOneShot(parent.id, { provider, prompt: "hello agent" })).runId;
     const run = await waitForRun(parent.id, runId);
-    expect(run).toMatchObject({ id: `acp:${runId}`, local: false, provider });
+    expect(run).toMatchObject({
+      id: `acp:${runId}`,
+      local: false,
+      provider,
+      counterpart: { kind: "acp", id: "sess-1" },
+    });
     expect(run.result).toEqual({
       output: [{ type: "text", text: "echo: hello agent" }],
       stopReason: "completed",
@@ -102,7 +108,11 @@ describe("the ACP transport (semantics.md §12.4)", () => {
     expect(seqOf("subagent/start")).toBeLessThan(counterpart[0]!.seq);
     expect(counterpart[0]!.seq).toBeLessThan(seqOf("subagent/end"));
     expect((await api("GET", `/v1/sessions/${parent.id}`)).body).toMatchObject({ status: "idle" });
-    expect(JSON.stringify(await dumpTables(parent.id))).not.toContain(TOKEN);
+    // the token lives in the run's acp_runs row (to reconnect) and nowhere else
+    await expectNoCredential(parent.id, [TOKEN]);
+    expect((await sqlRows(parent.id, "SELECT token FROM acp_runs WHERE run_id = ?", runId))[0]).toEqual({
+      token: TOKEN,
+    });
   });
 
   it("maps max_tokens to max-tokens (partial output kept), refusal to refusal, an unknown reason to error", async () => {
@@ -172,23 +182,78 @@ describe("the ACP transport (semantics.md §12.4)", () => {
     expect(JSON.stringify(await allEvents(parent.id))).not.toContain(TOKEN);
   });
 
-  it("ends a run as error (connection lost) when its object restarts without the connection", async () => {
-    // A WebSocket cannot outlive its object, and the test runtime cannot evict an object holding
-    // one; so the state an eviction leaves is made directly: a published ACP run, no connection.
+  /**
+   * A WebSocket cannot outlive its object, and the test runtime cannot evict an object holding
+   * one; so the state an eviction leaves is made directly: the run, once done, is made running
+   * again with its result forgotten, and the object evicted without a connection.
+   */
+  async function restartMidRun(parentId: string, runId: string): Promise<void> {
+    await waitForRun(parentId, runId);
+    await sqlRows(parentId, "UPDATE runs SET state = 'running', result = NULL WHERE run_id = ?", runId);
+    await sqlRows(parentId, "DELETE FROM seen WHERE envelope_id = ?", `result:${runId}`);
+    await evictDurableObject(stub(parentId));
+    expect((await runOf(parentId, runId)).state).toBe("running");
+    await runDurableObjectAlarm(stub(parentId));
+  }
+
+  it("ends a run as error when its object restarts and the agent cannot resume (no session/load)", async () => {
     const provider = await registerAcp();
     const parent = await createSession();
     const runId = (await startOneShot(parent.id, { provider, prompt: "hello" })).runId;
-    await waitForRun(parent.id, runId);
-    await sqlRows(parent.id, "UPDATE runs SET state = 'running', result = NULL WHERE run_id = ?", runId);
-    await sqlRows(parent.id, "DELETE FROM seen WHERE envelope_id = ?", `result:${runId}`);
-    await evictDurableObject(stub(parent.id));
-    expect((await runOf(parent.id, runId)).state).toBe("running");
-    await runDurableObjectAlarm(stub(parent.id));
+    const before = net.connections.length;
+    await restartMidRun(parent.id, runId);
     const run = await waitForRun(parent.id, runId);
     expect(run.result).toEqual({
       output: [],
       stopReason: "error",
-      diagnostic: "connection lost: the session restarted while the ACP agent was running",
+      diagnostic:
+        "connection lost: the session restarted while the ACP agent was running, and the agent cannot resume its session (it does not offer session/load)",
     });
+    expect(net.connections.length).toBe(before); // nothing was reopened
+  });
+
+  it("resumes the agent's session with session/load after its object restarted, and learns one result", async () => {
+    const provider = await registerAcp("wss://load.acp.test/acp");
+    const parent = await createSession();
+    const runId = (await startOneShot(parent.id, { provider, prompt: "hello again" })).runId;
+    await waitForRun(parent.id, runId);
+    const first = net.connections.length - 1;
+    const sessionId = (net.connections[first]!.received[2]!.params as { sessionId: string }).sessionId;
+    await restartMidRun(parent.id, runId);
+    const run = await waitForRun(parent.id, runId);
+    // the replayed history ("echo: hello again" of the first connection) is not output twice
+    expect(run.result).toEqual({
+      output: [{ type: "text", text: "echo: hello again" }],
+      stopReason: "completed",
+    });
+    const resumed = net.connections[first + 1]!;
+    expect(resumed.received.map((m) => m.method)).toEqual(["initialize", "session/load", "session/prompt"]);
+    expect(resumed.received[1]!.params).toEqual({ sessionId, cwd: "/", mcpServers: [] });
+    expect(resumed.received[2]!.params).toEqual({
+      sessionId,
+      prompt: [{ type: "text", text: "hello again" }],
+    });
+    expect(resumed.auth).toBe(`Bearer ${TOKEN}`);
+    const events = await allEvents(parent.id);
+    // one counterpart (the same session: a resume records none), and after the first run's end
+    // (made unsettled by the test) exactly one more
+    expect(ofType(events, "subagent/remote").map((e) => (e.data as any).remoteId)).toEqual([sessionId]);
+    expect(ofType(events, "subagent/end").filter((e) => (e.data as any).runId === runId)).toHaveLength(2);
+  });
+
+  it("resumes a run a bounded number of times, then ends it as error", async () => {
+    const provider = await registerAcp("wss://load.acp.test/acp");
+    const parent = await createSession();
+    const runId = (await startOneShot(parent.id, { provider, prompt: "again and again" })).runId;
+    const before = net.connections.length;
+    for (let i = 0; i < 4; i++) await restartMidRun(parent.id, runId);
+    const run = await waitForRun(parent.id, runId);
+    expect(run.result).toEqual({
+      output: [],
+      stopReason: "error",
+      diagnostic:
+        "connection lost: the session restarted while the ACP agent was running, 3 times; it is not resumed again",
+    });
+    expect(net.connections.length - before).toBe(3);
   });
 });

@@ -43,10 +43,12 @@ describe("remote delegation inside workerd (semantics.md §12.1, §12.2)", () =>
       local: false,
       state: "settled",
       result: { output: [{ type: "text", text: "echo: hello there" }], stopReason: "completed" },
+      counterpart: { kind: "remote", id: expect.any(String) },
     });
 
     // the remote session: created once, top-level there, one level deeper, with the run's label
     const remoteId = await remoteIdOf(parent.id, started.runId);
+    expect(run.counterpart.id).toBe(remoteId);
     expect(remoteId).not.toBeNull();
     expect(run.id).not.toBe(remoteId);
     expect(run.id).not.toContain(remoteId!);
