@@ -9,7 +9,7 @@ import {
   runMessage,
   sendRunMessage,
 } from "../../src/providers/a2a-client";
-import { newCallbackSecret } from "../../src/providers/remote-protocol";
+import { newCallbackSecret, pollDelayMs } from "../../src/providers/remote-protocol";
 import type { SessionContext } from "../session/session-context";
 import type { RemoteRow } from "../store/remote-store";
 import type { RunRow } from "../store/runs";
@@ -17,10 +17,8 @@ import { FarSideRuns, type ResultSink } from "./far-side-runs";
 import { prepareOutOfProcess, publishOutOfProcess } from "./out-of-process";
 import type { ChildTransport, TransportStart } from "./transport";
 
-/** Polls of a task's state: 250 ms doubling to 30 s (an A2A agent has no callback to this runtime). */
-export function a2aPollDelayMs(polls: number): number {
-  return Math.min(30_000, 250 * 2 ** Math.min(polls, 7));
-}
+/** The first poll of a task's state (then doubling to 30 s): an A2A agent does not call back. */
+const FIRST_POLL_MS = 250;
 
 /**
  * A2A delegation (protocols.md, "A2A"): a one-shot run handed to any Agent2Agent agent. The run
@@ -87,7 +85,7 @@ export class A2aRuns extends FarSideRuns implements ChildTransport {
   async #send(run: RunRow, row: RemoteRow): Promise<void> {
     const answer = await sendRunMessage(this.#target(row), runMessage(run.runId, row.request.prompt));
     if (!answer.ok) return this.failed(run, row, answer, "accept the task");
-    const progress = progressOf(answer.value);
+    const progress = progressOf(answer.value, this.secretsOf(row));
     const taskId = "status" in answer.value ? answer.value.id : undefined;
     const now = Date.now();
     const { stores } = this.ctx;
@@ -95,7 +93,7 @@ export class A2aRuns extends FarSideRuns implements ChildTransport {
       if (stores.remoteRuns.get(run.runId)?.phase !== "create" || taskId === undefined) return;
       stores.remoteRuns.advance(run.runId, {
         phase: "await",
-        nextAt: now + a2aPollDelayMs(0),
+        nextAt: now + pollDelayMs(0, FIRST_POLL_MS),
         now,
         remoteId: taskId,
       });
@@ -108,13 +106,16 @@ export class A2aRuns extends FarSideRuns implements ChildTransport {
   async #poll(run: RunRow, row: RemoteRow): Promise<void> {
     const answer = await readTask(this.#target(row), row.remoteId!);
     if (!answer.ok) return this.failed(run, row, answer, "show the task");
-    const progress = progressOf(answer.value);
+    const progress = progressOf(answer.value, this.secretsOf(row));
     if (progress.done) {
       await this.settle(run, progress.result);
       return;
     }
     const now = Date.now();
-    const nextAt = Math.min(now + a2aPollDelayMs(row.polls + 1), now + this.ctx.remoteSettings.deadlineMs);
+    const nextAt = Math.min(
+      now + pollDelayMs(row.polls + 1, FIRST_POLL_MS),
+      now + this.ctx.remoteSettings.deadlineMs,
+    );
     const { stores } = this.ctx;
     stores.transact(() => {
       if (stores.remoteRuns.get(run.runId)?.phase !== "await") return;

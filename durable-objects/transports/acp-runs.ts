@@ -5,7 +5,7 @@ import { AcpConnection, type AcpTimeouts } from "../../src/providers/acp-client"
 import { failedResult } from "../../src/providers/acp-protocol";
 import type { ProviderKind } from "../../src/contract/provider";
 import { prepareOutOfProcess, publishOutOfProcess } from "./out-of-process";
-import type { ResultSink } from "./remote-runs";
+import type { ResultSink } from "./far-side-runs";
 import type { RunRow } from "../store/runs";
 import type { SessionPart } from "../session/part";
 import type { ChildTransport, TransportStart } from "./transport";
@@ -79,6 +79,7 @@ export class AcpRuns implements ChildTransport, SessionPart {
       ctx.stores.acpRuns.insert({ runId, url: provider.url!, token: provider.token ?? null });
     });
     this.#connect(runId, prompt, undefined);
+    ctx.kick(); // the next drive pass arms the watchdog alarm while the connection is open
     return ok(runId);
   }
 

@@ -10,12 +10,13 @@ const SCHEME = "bearer";
 const LEGACY_PROTOCOL_VERSION = "0.3";
 
 /**
- * This deployment as an A2A agent: its JSON-RPC endpoint (`origin` is PUBLIC_URL when set, else
- * the origin the card was asked on), A2A 1.0 first and 0.3 after it, streaming without push
- * notifications, bearer authentication, and one skill: a task is a session of the default agent.
+ * This deployment as an A2A agent: its JSON-RPC endpoint under `apiRoot` (where the API is
+ * served: PUBLIC_URL when set, else the request's origin and the base path), A2A 1.0 first and
+ * 0.3 after it, streaming without push notifications, bearer authentication, and one skill: a
+ * task is a session of the default agent.
  */
-export function agentCard(origin: string, base: string, version: string): AgentCard {
-  const url = `${origin}${base}${A2A_ENDPOINT_PATH}`;
+export function agentCard(apiRoot: string, version: string): AgentCard {
+  const url = `${apiRoot}${A2A_ENDPOINT_PATH}`;
   const binding = (protocolVersion: string) => ({
     url,
     protocolBinding: "JSONRPC",

@@ -25,7 +25,7 @@ import type { ContentBlock } from "../contract/content";
 import type { Outcome } from "../contract/errors";
 import type { EventPage } from "../contract/session-api";
 import { sha256Hex } from "../core/hash";
-import { emptyFold, foldTask, isTerminal, resultOf, type TaskFold } from "./task-fold";
+import { emptyFold, foldTask, isTerminal, latestQueued, messageDone, type TaskFold } from "./task-fold";
 import { artifactOf, contentOf, statusOf, taskOf } from "./wire";
 
 /**
@@ -58,6 +58,9 @@ export const DEFAULT_TASK_LIMITS: TaskLimits = {
   streamMs: 15 * 60_000,
   cancelWaitMs: 10_000,
 };
+
+/** The most tasks one ListTasks page reads. */
+const MAX_LIST_PAGE = 50;
 
 /** One long-poll read waits at most this long (the object's own cap is 60 s). */
 const POLL_MS = 25_000;
@@ -93,7 +96,7 @@ export class SessionTaskHandler implements A2ARequestHandler {
     const { id, messageId, fold } = await this.#accept(params);
     if (params.configuration?.returnImmediately) return taskOf(id, fold, params.configuration.historyLength);
     const deadline = Date.now() + this.#limits.blockingWaitMs;
-    const settled = await this.#follow(id, fold, deadline, (f) => doneWith(f, messageId));
+    const settled = await this.#follow(id, fold, deadline, (f) => messageDone(f, messageId));
     return taskOf(id, settled, params.configuration?.historyLength);
   }
 
@@ -110,6 +113,11 @@ export class SessionTaskHandler implements A2ARequestHandler {
     const fold = await this.#read(params.id);
     if (isTerminal(fold.phase))
       throw new TaskNotCancelableError(`task ${params.id} is already ${fold.phase}`);
+    // an interrupt ends the running turn; a message still in the inbox is not that turn's
+    if (latestQueued(fold))
+      throw new TaskNotCancelableError(
+        `task ${params.id} is queued behind another turn; cancel it once it is working`,
+      );
     const interrupted = await this.#sessions.interrupt(params.id);
     if (!interrupted.ok) throw new TaskNotFoundError(`task ${params.id} not found`);
     const deadline = Date.now() + this.#limits.cancelWaitMs;
@@ -122,7 +130,9 @@ export class SessionTaskHandler implements A2ARequestHandler {
   }
 
   async listTasks(params: ListTasksRequest): Promise<ListTasksResponse> {
-    const pageSize = Math.min(Math.max(params.pageSize ?? 50, 1), 100);
+    // every task on the page is a fold of its session's log (one object call or more each): a
+    // page is kept small so one request stays well inside the platform's subrequest limits
+    const pageSize = Math.min(Math.max(params.pageSize ?? 20, 1), MAX_LIST_PAGE);
     const listed = await this.#sessions.list(pageSize, params.pageToken || undefined);
     if (!listed.ok) throw new RequestMalformedError(listed.message);
     const history = params.historyLength ?? 0;
@@ -227,16 +237,19 @@ export class SessionTaskHandler implements A2ARequestHandler {
     historyLength: number | undefined,
   ): AsyncGenerator<StreamResponse, void, undefined> {
     yield { payload: { $case: "task", value: taskOf(id, start, historyLength) } };
+    if (messageId === undefined) return;
     const deadline = Date.now() + this.#limits.streamMs;
+    const phaseOf = (fold: TaskFold) => fold.messages[messageId]?.phase;
     let fold = start;
-    let announced = start.phase;
-    while (!doneWith(fold, messageId) && Date.now() < deadline) {
-      fold = await this.#follow(id, fold, deadline, (f) => f.phase !== announced || doneWith(f, messageId));
-      if (fold.phase === announced && !doneWith(fold, messageId)) continue;
-      announced = fold.phase;
-      const result = resultOf(fold);
-      if (result !== undefined && fold.latest?.turn !== undefined) {
-        const artifact = artifactOf(fold.latest.turn, result);
+    let announced = phaseOf(start);
+    while (!messageDone(fold, messageId) && Date.now() < deadline) {
+      fold = await this.#follow(id, fold, deadline, (f) => phaseOf(f) !== announced);
+      if (phaseOf(fold) === announced) continue;
+      announced = phaseOf(fold);
+      const turn = fold.messages[messageId]?.turn;
+      const result = turn === undefined ? undefined : fold.results.find((r) => r.turn === turn);
+      if (messageDone(fold, messageId) && result !== undefined) {
+        const artifact = artifactOf(result.turn, result.content);
         yield {
           payload: {
             $case: "artifactUpdate",
@@ -254,15 +267,9 @@ export class SessionTaskHandler implements A2ARequestHandler {
       yield {
         payload: {
           $case: "statusUpdate",
-          value: { taskId: id, contextId: id, status: statusOf(id, fold), metadata: undefined },
+          value: { taskId: id, contextId: id, status: statusOf(id, fold, messageId), metadata: undefined },
         },
       };
     }
   }
-}
-
-/** Whether the task is done with `messageId`: a later message took over, or its turn ended. */
-function doneWith(fold: TaskFold, messageId: string | undefined): boolean {
-  if (messageId !== undefined && fold.latest?.messageId !== messageId) return fold.latest !== undefined;
-  return isTerminal(fold.phase);
 }

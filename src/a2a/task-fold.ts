@@ -2,12 +2,13 @@ import { type ContentBlock, isEmptyContent } from "../contract/content";
 import type { SessionEvent, TurnEndReason } from "../contract/events";
 
 /**
- * A session read as an A2A task (protocols.md, "A2A"): the task is the session, and its state is
- * the state of the latest message a user (an A2A client or the HTTP API) sent it: `submitted`
- * once the message is in the inbox, `working` once a turn claimed it, and the end of that turn
- * (`completed`, `canceled` for an interrupt, `failed` otherwise). The latest ended turn's final
- * assistant text is the task's result. A pure fold over the log, so a reader can resume it with
- * the events after `cursor` and never reads the log twice.
+ * A session read as an A2A task (protocols.md, "A2A"): the task is the session. Each message a
+ * user (an A2A client or the HTTP API) sent it has its own state: `submitted` once it is in the
+ * inbox, `working` once a turn claimed it, and the end of that turn (`completed`, `canceled` for
+ * an interrupt, `failed` otherwise, or when the message was discarded). The task's state is its
+ * latest message's; a caller waiting for its own message reads that message's state. The final
+ * assistant content of each ended turn is its result. A pure fold over the log, so a reader can
+ * resume it with the events after `cursor` and never reads the log twice.
  */
 
 export type TaskPhase = "submitted" | "working" | "completed" | "failed" | "canceled";
@@ -19,14 +20,25 @@ export interface FoldedMessage {
   content: ContentBlock[];
 }
 
+/** One user message's progress: the turn that took it, and where it is. */
+export interface MessageState {
+  phase: TaskPhase;
+  turn?: number;
+  /** Why it failed (the turn's error, or why it was discarded). */
+  reason?: string;
+}
+
 export interface TaskFold {
   /** The last seq folded (-1: none yet). */
   cursor: number;
+  /** The latest user message's phase (`submitted` before any). */
   phase: TaskPhase;
   /** When the phase last changed (ms since the epoch; 0 before any event). */
   changedAt: number;
   /** The latest user message: the one the phase is about. */
   latest?: { messageId: string; turn?: number };
+  /** Every user message's state, by inbox message id. */
+  messages: Record<string, MessageState>;
   /** The turn running now, and its last non-empty assistant content so far. */
   running?: { turn: number; content: ContentBlock[] };
   /** Why the latest message's turn failed (its error) or was discarded. */
@@ -38,7 +50,7 @@ export interface TaskFold {
 }
 
 export function emptyFold(): TaskFold {
-  return { cursor: -1, phase: "submitted", changedAt: 0, history: [], results: [] };
+  return { cursor: -1, phase: "submitted", changedAt: 0, messages: {}, history: [], results: [] };
 }
 
 export function isTerminal(phase: TaskPhase): boolean {
@@ -52,10 +64,21 @@ function phaseOfEnd(reason: TurnEndReason): TaskPhase {
 
 /** Folds `events` (in seq order, after `fold.cursor`) into a new fold; `fold` is not changed. */
 export function foldTask(fold: TaskFold, events: readonly SessionEvent[]): TaskFold {
-  const next: TaskFold = { ...fold, history: [...fold.history], results: [...fold.results] };
-  const enter = (phase: TaskPhase, at: number) => {
-    if (next.phase !== phase) next.changedAt = at;
-    next.phase = phase;
+  const next: TaskFold = {
+    ...fold,
+    messages: { ...fold.messages },
+    history: [...fold.history],
+    results: [...fold.results],
+  };
+  /** Sets a message's state; the task's phase follows its latest message. */
+  const set = (messageId: string, state: MessageState, at: number) => {
+    next.messages[messageId] = state;
+    if (next.latest?.messageId !== messageId) return;
+    next.latest = state.turn === undefined ? { messageId } : { messageId, turn: state.turn };
+    if (next.phase !== state.phase) next.changedAt = at;
+    next.phase = state.phase;
+    if (state.reason === undefined) delete next.reason;
+    else next.reason = state.reason;
   };
   for (const event of events) {
     if (event.seq <= next.cursor) continue;
@@ -65,22 +88,24 @@ export function foldTask(fold: TaskFold, events: readonly SessionEvent[]): TaskF
         const data = event.data as SessionEvent<"agent/inbox/inserted">["data"];
         if (data.source.kind !== "user") break;
         next.latest = { messageId: data.messageId };
-        delete next.reason;
-        enter(next.running ? "working" : "submitted", event.at);
+        set(data.messageId, { phase: "submitted" }, event.at);
         break;
       }
       case "agent/inbox/claimed": {
         const data = event.data as SessionEvent<"agent/inbox/claimed">["data"];
-        if (next.latest?.messageId !== data.messageId) break;
-        next.latest = { messageId: data.messageId, turn: data.turn };
-        enter("working", event.at);
+        if (next.messages[data.messageId] === undefined) break;
+        set(data.messageId, { phase: "working", turn: data.turn }, event.at);
         break;
       }
       case "agent/inbox/discarded": {
         const data = event.data as SessionEvent<"agent/inbox/discarded">["data"];
-        if (next.latest?.messageId !== data.messageId || next.latest.turn !== undefined) break;
-        next.reason = `the message was discarded: ${data.reason}`;
-        enter("failed", event.at);
+        const message = next.messages[data.messageId];
+        if (message === undefined || message.turn !== undefined) break;
+        set(
+          data.messageId,
+          { phase: "failed", reason: `the message was discarded: ${data.reason}` },
+          event.at,
+        );
         break;
       }
       case "turn/start": {
@@ -108,11 +133,13 @@ export function foldTask(fold: TaskFold, events: readonly SessionEvent[]): TaskF
           next.history.push({ role: "agent", id: `turn-${data.turn}`, content });
           next.results.push({ turn: data.turn, content });
         }
-        if (next.latest?.turn !== data.turn) break;
         const phase = phaseOfEnd(data.reason);
-        if (phase === "failed") next.reason = data.error ?? data.cause ?? `the turn ended: ${data.reason}`;
-        else delete next.reason;
-        enter(phase, event.at);
+        const reason =
+          phase === "failed" ? (data.error ?? data.cause ?? `the turn ended: ${data.reason}`) : undefined;
+        for (const [messageId, message] of Object.entries(next.messages)) {
+          if (message.turn !== data.turn || isTerminal(message.phase)) continue;
+          set(messageId, { phase, turn: data.turn, ...(reason === undefined ? {} : { reason }) }, event.at);
+        }
         break;
       }
     }
@@ -120,9 +147,20 @@ export function foldTask(fold: TaskFold, events: readonly SessionEvent[]): TaskF
   return next;
 }
 
+/** Whether the message has reached the end of its turn (or was discarded). */
+export function messageDone(fold: TaskFold, messageId: string): boolean {
+  const message = fold.messages[messageId];
+  return message !== undefined && isTerminal(message.phase);
+}
+
 /** The result of the latest message's turn, when it ended with one. */
 export function resultOf(fold: TaskFold): ContentBlock[] | undefined {
   const turn = fold.latest?.turn;
   if (turn === undefined || !isTerminal(fold.phase)) return undefined;
   return fold.results.find((r) => r.turn === turn)?.content;
+}
+
+/** Whether the latest message is still waiting in the inbox (no turn took it yet). */
+export function latestQueued(fold: TaskFold): boolean {
+  return fold.latest !== undefined && fold.latest.turn === undefined && fold.phase === "submitted";
 }

@@ -8,7 +8,7 @@ import {
   type TaskStatus,
 } from "@a2a-js/sdk";
 import type { ContentBlock } from "../contract/content";
-import { type FoldedMessage, resultOf, type TaskFold, type TaskPhase } from "./task-fold";
+import { type FoldedMessage, isTerminal, type TaskFold, type TaskPhase } from "./task-fold";
 
 /**
  * Between the runtime's records and the A2A SDK's types (A2A 1.0, as `@a2a-js/sdk` models it):
@@ -53,19 +53,24 @@ function historyMessage(taskId: string, m: FoldedMessage): Message {
   return message(taskId, m.id, m.role === "user" ? Role.ROLE_USER : Role.ROLE_AGENT, m.content);
 }
 
-/** The task's status: its state, and as its message the result (or why it failed). */
-export function statusOf(taskId: string, fold: TaskFold): TaskStatus {
-  const result = resultOf(fold);
-  const turn = fold.latest?.turn;
+/**
+ * The status of the task as its latest message stands (or as `messageId` stands, for the caller
+ * that sent it): its state, and as its message the turn's result (or why it failed).
+ */
+export function statusOf(taskId: string, fold: TaskFold, messageId = fold.latest?.messageId): TaskStatus {
+  const state = messageId === undefined ? undefined : fold.messages[messageId];
+  const phase = state?.phase ?? fold.phase;
+  const turn = state?.turn;
+  const result =
+    turn !== undefined && isTerminal(phase) ? fold.results.find((r) => r.turn === turn)?.content : undefined;
   let statusMessage: Message | undefined;
-  if (result !== undefined && turn !== undefined)
-    statusMessage = message(taskId, `turn-${turn}`, Role.ROLE_AGENT, result);
-  else if (fold.phase === "failed" && fold.reason !== undefined)
-    statusMessage = message(taskId, `failure-${fold.cursor}`, Role.ROLE_AGENT, [
-      { type: "text", text: fold.reason },
+  if (result !== undefined) statusMessage = message(taskId, `turn-${turn}`, Role.ROLE_AGENT, result);
+  else if (phase === "failed" && state?.reason !== undefined)
+    statusMessage = message(taskId, `failure-${messageId}`, Role.ROLE_AGENT, [
+      { type: "text", text: state.reason },
     ]);
   return {
-    state: taskStateOf(fold.phase),
+    state: taskStateOf(phase),
     message: statusMessage,
     timestamp: new Date(fold.changedAt || Date.now()).toISOString(),
   };
@@ -93,7 +98,8 @@ export function taskOf(taskId: string, fold: TaskFold, historyLength?: number): 
     contextId: taskId,
     status: statusOf(taskId, fold),
     artifacts: fold.results.map((r) => artifactOf(r.turn, r.content)),
-    history: historyLength === undefined ? history : history.slice(history.length - historyLength),
+    history:
+      historyLength === undefined ? history : history.slice(Math.max(0, history.length - historyLength)),
     metadata: undefined,
   };
 }

@@ -30,7 +30,7 @@ export function addA2aRoutes(
   version: string,
 ) {
   router.get("/.well-known/agent-card.json", (request, env) => {
-    const card = agentCard(originOf(request, env), base, version);
+    const card = agentCard(apiRootOf(request, env, base), version);
     return new Response(JSON.stringify(AgentCard.toJSON(card)), {
       headers: { "content-type": "application/json; charset=utf-8", "cache-control": "public, max-age=300" },
     });
@@ -43,7 +43,7 @@ export function addA2aRoutes(
       return failure(fail("UNAUTHORIZED", "the A2A endpoint takes the deployment's admin or tenant tokens"));
     const body = await readText(request);
     if (!body.ok) return failure(body);
-    const card = agentCard(originOf(request, env), base, version);
+    const card = agentCard(apiRootOf(request, env, base), version);
     const handler = new SessionTaskHandler(card, sessionsFor(env, deployment, caller));
     const requested = request.headers.get(A2A_VERSION_HEADER) ?? "";
     const legacy = requested === "" || requested === "0.3";
@@ -79,10 +79,13 @@ function parseJson(body: string): unknown {
   }
 }
 
-/** PUBLIC_URL when it is set and valid, else the origin the request came to. */
-function originOf(request: Request, env: Env): string {
+/**
+ * Where the API is served: PUBLIC_URL when it is set and valid (the deployment's public URL, its
+ * base path included, as remote callbacks use it), else the request's origin and the base path.
+ */
+function apiRootOf(request: Request, env: Env, base: string): string {
   const configured = ServiceUrl.safeParse(env.PUBLIC_URL);
-  return configured.success ? configured.data.replace(/\/+$/, "") : new URL(request.url).origin;
+  return configured.success ? configured.data.replace(/\/+$/, "") : `${new URL(request.url).origin}${base}`;
 }
 
 /** The runtime as the caller may use it: their tenant's sessions, through the sessions' own checks. */
@@ -107,6 +110,8 @@ function sessionsFor(env: Env, deployment: Deployment, caller: Caller & { kind: 
 }
 
 const encoder = new TextEncoder();
+/** As the session's own event stream: a comment line at least every 30 s. */
+const SSE_HEARTBEAT_MS = 25_000;
 
 /** A JSON-RPC result stream as Server-Sent Events; an error mid-stream is a last `event: error`. */
 function sseOf(
@@ -118,6 +123,11 @@ function sseOf(
   const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
   const writer = writable.getWriter();
   const frame = (event: unknown) => encoder.encode(`data: ${JSON.stringify(event)}\n\n`);
+  // a comment line now and then keeps proxies from closing a stream whose task works quietly,
+  // and tells a gone client apart (its write fails; the stream then stops following the task)
+  const heartbeat = setInterval(() => {
+    writer.write(encoder.encode(": keepalive\n\n")).catch(() => void stream.return(undefined));
+  }, SSE_HEARTBEAT_MS);
   void (async () => {
     try {
       if (first.done) return;
@@ -129,6 +139,7 @@ function sseOf(
         .write(encoder.encode(`event: error\ndata: ${JSON.stringify(envelope)}\n\n`))
         .catch(() => {});
     } finally {
+      clearInterval(heartbeat);
       await writer.close().catch(() => {});
     }
   })();

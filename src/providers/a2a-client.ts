@@ -6,7 +6,7 @@ import {
   DefaultAgentCardResolver,
   JsonRpcTransportFactory,
 } from "@a2a-js/sdk/client";
-import { A2AError } from "@a2a-js/sdk/errors";
+import { A2AError, JsonRpcTransportError } from "@a2a-js/sdk/errors";
 import { resultTextOf, textPart } from "../a2a/wire";
 import { type ContentBlock, textOf } from "../contract/content";
 import type { SubagentResult } from "../contract/run";
@@ -85,10 +85,10 @@ export function cancelTask(target: A2aTarget, taskId: string): Promise<A2aOutcom
  * input-required and auth-required -> `error` (a one-shot child cannot answer); anything else
  * unknown -> `error`. Submitted and working are not done.
  */
-export function progressOf(answer: Task | Message): TaskProgress {
+export function progressOf(answer: Task | Message, secrets: readonly string[] = []): TaskProgress {
   if (!("status" in answer)) return { done: true, result: completed(texts(answer)) };
   const task = answer;
-  const said = resultTextOf(task);
+  const said = scrub(resultTextOf(task), secrets);
   const because = said ? `: ${said}` : "";
   switch (task.status?.state) {
     case TaskState.TASK_STATE_SUBMITTED:
@@ -152,11 +152,14 @@ async function call<T>(
   } catch (error) {
     const status = seen.status;
     const reason = error instanceof Error ? error.message : String(error);
-    if (error instanceof A2AError)
-      return { ok: false, permanent: true, error: scrub(short(reason), secrets) };
     if (status !== undefined && status >= 400)
       return { ok: false, permanent: isPermanent(status), error: `HTTP ${status}` };
-    return { ok: false, permanent: false, error: scrub(short(`no answer (${reason})`), secrets) };
+    // the agent's own refusals (task not found, unsupported, ...) are final; an internal error or
+    // a code the SDK does not know (a JsonRpcTransportError) may pass, like a 5xx
+    if (error instanceof A2AError && !(error instanceof JsonRpcTransportError))
+      return { ok: false, permanent: true, error: short(scrub(reason, secrets)) };
+    const what = error instanceof A2AError ? reason : `no answer (${reason})`;
+    return { ok: false, permanent: false, error: short(scrub(what, secrets)) };
   } finally {
     clearTimeout(timer);
   }

@@ -21,7 +21,8 @@ import { scrub } from "./remote-protocol";
  * permission requests are declined and its other requests refused. A connection that resumes a
  * run (its object restarted) sends `session/load` for the run's session instead of
  * `session/new`, when the agent's `initialize` offers it (the history it replays is not output),
- * then the prompt again in that session. `result` never rejects: every transport failure is
+ * then `session/cancel` (an agent that outlived the old connection stops the old prompt) and
+ * the prompt again in that session. `result` never rejects: every transport failure is
  * `error` with a bounded diagnostic free of the token; after `cancel` (a `session/cancel`
  * notification, then a bounded grace for the agent's answer) the result is `aborted`.
  */
@@ -210,7 +211,10 @@ export class AcpConnection {
       this.#timeouts.setupMs,
     );
     this.#replaying = false;
-    return loaded === undefined ? undefined : sessionId;
+    if (loaded === undefined) return undefined;
+    // an agent that outlived the old connection may still run the old prompt: stop it first
+    await context.notify(methods.agent.session.cancel, { sessionId }).catch(() => {});
+    return sessionId;
   }
 
   /** The socket as the SDK's message stream: one JSON-RPC message per text frame. */

@@ -211,9 +211,12 @@ function assistantContent(data: unknown): ContentBlock[] {
   return parsed.success ? parsed.data.content : [];
 }
 
-/** Delay before poll number `polls` (0-based) of a remote session: 1 s doubling to 30 s. */
-export function pollDelayMs(polls: number): number {
-  return Math.min(30_000, 1_000 * 2 ** Math.min(polls, 5));
+/**
+ * Delay before poll number `polls` (0-based) of a far side: `firstMs` (1 s for a remote session,
+ * which also calls back; 250 ms for an A2A task, which does not) doubling to 30 s.
+ */
+export function pollDelayMs(polls: number, firstMs = 1_000): number {
+  return Math.min(30_000, firstMs * 2 ** Math.min(polls, 10));
 }
 
 /** Delay before retry `attempt` (1-based) of a failed call to a remote: 500 ms doubling to 30 s. */

@@ -56,6 +56,13 @@ describe("progressOf", () => {
     expect(stop(TaskState.TASK_STATE_UNSPECIFIED)?.[0]).toBe("error");
   });
 
+  it("keeps the provider's token out of a diagnostic the agent's own words would carry", () => {
+    const p = progressOf(task(TaskState.TASK_STATE_FAILED, "bad token secret-token-123 rejected"), [
+      "secret-token-123",
+    ]);
+    expect(p.done && p.result.diagnostic).toBe("the A2A agent's task failed: bad token [redacted] rejected");
+  });
+
   it("a direct message answer is a completed result", () => {
     const answer = { ...runMessage("r", []), role: Role.ROLE_AGENT, parts: [textPart("direct")] };
     expect(progressOf(answer)).toEqual({

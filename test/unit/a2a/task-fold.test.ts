@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { emptyFold, foldTask, resultOf } from "../../../src/a2a/task-fold";
+import { emptyFold, foldTask, latestQueued, messageDone, resultOf } from "../../../src/a2a/task-fold";
 import type { SessionEvent } from "../../../src/contract/events";
 
 /** A session's log read as an A2A task (src/a2a/task-fold.ts). */
@@ -63,7 +63,7 @@ describe("foldTask", () => {
     expect(foldTask(failed, [notice]).phase).toBe("failed");
   });
 
-  it("a follow-up while a turn runs is working until its own turn ends", () => {
+  it("a follow-up sent while a turn runs is submitted until a turn takes it; each message keeps its own state", () => {
     const [inserted, start, claimed, message, answer] = turn("m1", 1, "a1");
     const mid = foldTask(emptyFold(), [inserted!, start!, claimed!, message!, answer!]);
     const followup = ev("agent/inbox/inserted", {
@@ -74,7 +74,29 @@ describe("foldTask", () => {
     });
     const end1 = ev("turn/end", { turn: 1, reason: "completed" });
     const after = foldTask(mid, [followup, end1]);
-    expect(after.phase).toBe("working");
+    // the task is its latest message's: queued; the first message's own turn is over
+    expect(after.phase).toBe("submitted");
+    expect(latestQueued(after)).toBe(true);
     expect(resultOf(after)).toBeUndefined();
+    expect(messageDone(after, "m1")).toBe(true);
+    expect(after.messages.m1).toEqual({ phase: "completed", turn: 1 });
+    expect(messageDone(after, "m2")).toBe(false);
+    const taken = foldTask(after, [
+      ev("turn/start", { turn: 2 }),
+      ev("agent/inbox/claimed", { messageId: "m2", turn: 2 }),
+    ]);
+    expect([taken.phase, latestQueued(taken)]).toEqual(["working", false]);
+  });
+
+  it("a message discarded before any turn took it fails, saying why", () => {
+    const inserted = ev("agent/inbox/inserted", {
+      messageId: "m9",
+      lane: "next-turn",
+      waking: true,
+      source: user,
+    });
+    const discarded = ev("agent/inbox/discarded", { messageId: "m9", reason: "drained" });
+    const fold = foldTask(emptyFold(), [inserted, discarded]);
+    expect([fold.phase, fold.reason]).toEqual(["failed", "the message was discarded: drained"]);
   });
 });

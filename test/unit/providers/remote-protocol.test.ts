@@ -187,8 +187,12 @@ describe("results from another deployment (semantics.md §3.2, §12.1)", () => {
       expect(isPermanent(status), String(status)).toBe(true);
     for (const status of [408, 409, 429, 500, 502, 503])
       expect(isPermanent(status), String(status)).toBe(false);
-    expect([0, 1, 2, 3, 4, 5, 6, 20].map(pollDelayMs)).toEqual([
+    expect([0, 1, 2, 3, 4, 5, 6, 20].map((polls) => pollDelayMs(polls))).toEqual([
       1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000,
+    ]);
+    // an A2A task (no callback) is polled from 250 ms
+    expect([0, 1, 2, 6, 7, 20].map((polls) => pollDelayMs(polls, 250))).toEqual([
+      250, 500, 1_000, 16_000, 30_000, 30_000,
     ]);
   });
 });

@@ -164,6 +164,17 @@ describe("A2A tasks are sessions (the SDK's client)", () => {
     );
   });
 
+  it("a task whose latest message is queued behind a running turn is not cancelable yet", async () => {
+    const client = await connect();
+    const started = asTask(await client.sendMessage(send(userMessage(LONG_TURN), true)));
+    const queued = asTask(await client.sendMessage(send(userMessage("after that", started.id), true)));
+    expect(queued.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+    await expect(client.cancelTask({ tenant: "", id: started.id, metadata: undefined })).rejects.toThrow(
+      /queued behind another turn/,
+    );
+    await api("POST", `/v1/sessions/${started.id}/interrupt`);
+  });
+
   it("streams a message's task: the task, working, the result as an artifact, completed", async () => {
     const client = await connect();
     const events: { kind: string; state?: TaskState; text?: string }[] = [];

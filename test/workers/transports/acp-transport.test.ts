@@ -227,9 +227,15 @@ describe("the ACP transport (semantics.md §12.4)", () => {
       stopReason: "completed",
     });
     const resumed = net.connections[first + 1]!;
-    expect(resumed.received.map((m) => m.method)).toEqual(["initialize", "session/load", "session/prompt"]);
+    // an agent that outlived the old connection is told to stop the old prompt before the new one
+    expect(resumed.received.map((m) => m.method)).toEqual([
+      "initialize",
+      "session/load",
+      "session/cancel",
+      "session/prompt",
+    ]);
     expect(resumed.received[1]!.params).toEqual({ sessionId, cwd: "/", mcpServers: [] });
-    expect(resumed.received[2]!.params).toEqual({
+    expect(resumed.received[3]!.params).toEqual({
       sessionId,
       prompt: [{ type: "text", text: "hello again" }],
     });
