@@ -78,6 +78,12 @@ export class Delivery implements SessionPart {
     const blocked = new Set<string>();
     for (const row of outbox.due(Date.now())) {
       if (blocked.has(row.target)) continue;
+      // a send is counted before it goes out (its first one was, with the row): a restart during
+      // it is then a failed attempt, so a send that crashes the object every time dead-letters
+      if (!outbox.sendClaimed(row) && !ctx.stores.transact(() => outbox.claimSend(row))) {
+        blocked.add(row.target);
+        continue;
+      }
       try {
         await faultPoint(scope, "after-outbox-write");
         if (row.envelope.kind === "callback") await this.#external(row.envelope);

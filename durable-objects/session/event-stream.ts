@@ -1,5 +1,6 @@
 import type { SessionEvent } from "../../src/contract/events";
 import type { EventLog } from "../store/event-log";
+import { KEEPALIVE_PING, KEEPALIVE_PONG } from "../../src/contract/stream";
 
 /**
  * Live event streams over hibernatable WebSockets. Each socket's attachment remembers the last
@@ -54,7 +55,11 @@ export class EventStream {
   constructor(
     readonly ctx: DurableObjectState,
     readonly log: EventLog,
-  ) {}
+  ) {
+    // a client's keepalive `ping` is answered `pong` by the platform itself: an idle stream
+    // behind a proxy stays open, and the object is neither woken nor kept from hibernating
+    ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(KEEPALIVE_PING, KEEPALIVE_PONG));
+  }
 
   /**
    * Opens a Server-Sent Events stream replaying from `after`, then live: each event as

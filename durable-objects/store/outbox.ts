@@ -7,6 +7,11 @@ import type { EventLog } from "./event-log";
  * transaction as the event that caused it and delivered by the driver with backoff. Rows for one
  * target go out in order (a failure holds the rest of that link back). After MAX_ATTEMPTS a row
  * is dead-lettered, visibly: an `outbox/dead-letter` event and the row kept with `dead_at`.
+ *
+ * Sends are counted before they go out (`sends`), so a restart during a send counts as a failed
+ * attempt and an object that crashes during every send dead-letters the row instead of looping.
+ * The first send of a row costs no write of its own: it is claimed in the transaction that
+ * enqueued it, for the instance that enqueued it (a restarted instance sees the claim unfinished).
  */
 
 export const MAX_ATTEMPTS = 10;
@@ -19,8 +24,14 @@ export interface OutboxRow {
   position: number;
   target: string;
   envelope: Envelope;
+  /** Sends that finished and failed. */
   attempts: number;
+  /** Sends begun (one more than `attempts` while one is out, or was when the object restarted). */
+  sends: number;
 }
+
+/** The error recorded for a send that never finished because the object restarted during it. */
+export const RESTARTED_DURING_SEND = "the session restarted during the send";
 
 export function backoffMs(attempts: number, overloaded: boolean): number {
   const base = Math.min(MAX_BACKOFF_MS, BASE_BACKOFF_MS * 2 ** Math.max(0, attempts - 1));
@@ -28,6 +39,9 @@ export function backoffMs(attempts: number, overloaded: boolean): number {
 }
 
 export class Outbox {
+  /** Rows whose first send this instance claimed when it enqueued them (memory only). */
+  readonly #claimedHere = new Set<string>();
+
   constructor(
     readonly sql: SqlStorage,
     readonly log: EventLog,
@@ -45,7 +59,7 @@ export class Outbox {
       1;
     const inserted = this.sql
       .exec(
-        `INSERT INTO outbox (id, position, target, kind, payload, next_at) VALUES (?, ?, ?, ?, ?, ?)
+        `INSERT INTO outbox (id, position, target, kind, payload, next_at, sends) VALUES (?, ?, ?, ?, ?, ?, 1)
          ON CONFLICT (id) DO NOTHING RETURNING id`,
         envelope.id,
         position,
@@ -55,7 +69,28 @@ export class Outbox {
         now,
       )
       .toArray();
+    if (inserted.length > 0) this.#claimedHere.add(envelope.id);
     return inserted.length > 0;
+  }
+
+  /** Whether this instance claimed the row's next send already (its first, when it enqueued it). */
+  sendClaimed(row: OutboxRow): boolean {
+    return row.sends === row.attempts + 1 && this.#claimedHere.has(row.id);
+  }
+
+  /**
+   * Inside a transaction, before a send this instance did not claim: a send begun earlier that
+   * never finished (the object restarted during it) counts as a failed attempt first, which backs
+   * the row off or dead-letters it (false: do not send now); otherwise the send is claimed (true).
+   */
+  claimSend(row: OutboxRow, now = Date.now()): boolean {
+    this.#claimedHere.delete(row.id);
+    if (row.sends > row.attempts) {
+      this.markFailed({ ...row, attempts: row.sends - 1 }, RESTARTED_DURING_SEND, false, now);
+      return false;
+    }
+    this.sql.exec("UPDATE outbox SET sends = ? WHERE id = ?", row.sends + 1, row.id);
+    return true;
   }
 
   has(id: string): boolean {
@@ -71,9 +106,10 @@ export class Outbox {
         target: string;
         payload: string;
         attempts: number;
+        sends: number;
         next_at: number;
       }>(
-        `SELECT id, position, target, payload, attempts, next_at FROM outbox
+        `SELECT id, position, target, payload, attempts, sends, next_at FROM outbox
          WHERE delivered_at IS NULL AND dead_at IS NULL ORDER BY position LIMIT ?`,
         limit,
       )
@@ -89,6 +125,7 @@ export class Outbox {
         target: r.target,
         envelope: JSON.parse(r.payload) as Envelope,
         attempts: r.attempts,
+        sends: r.sends,
       }));
   }
 
@@ -129,6 +166,7 @@ export class Outbox {
   }
 
   markDelivered(id: string, now = Date.now()): void {
+    this.#claimedHere.delete(id);
     this.sql.exec("UPDATE outbox SET delivered_at = ?, last_error = NULL WHERE id = ?", now, id);
   }
 
@@ -142,10 +180,12 @@ export class Outbox {
   }
 
   markFailed(row: OutboxRow, error: string, overloaded: boolean, now = Date.now()): void {
+    this.#claimedHere.delete(row.id);
     const attempts = row.attempts + 1;
     if (attempts >= MAX_ATTEMPTS) {
       this.sql.exec(
-        "UPDATE outbox SET attempts = ?, dead_at = ?, last_error = ? WHERE id = ?",
+        "UPDATE outbox SET attempts = ?, sends = ?, dead_at = ?, last_error = ? WHERE id = ?",
+        attempts,
         attempts,
         now,
         error,
@@ -161,7 +201,8 @@ export class Outbox {
       return;
     }
     this.sql.exec(
-      "UPDATE outbox SET attempts = ?, next_at = ?, last_error = ? WHERE id = ?",
+      "UPDATE outbox SET attempts = ?, sends = ?, next_at = ?, last_error = ? WHERE id = ?",
+      attempts,
       attempts,
       now + backoffMs(attempts, overloaded),
       error,

@@ -139,6 +139,8 @@ export const SESSION_MIGRATIONS: readonly string[] = [
      can_load INTEGER NOT NULL DEFAULT 0,
      resumes INTEGER NOT NULL DEFAULT 0
    ) STRICT;`,
+  // 11: outbox sends are counted before they go out, so a restart during a send is a failed attempt
+  `ALTER TABLE outbox ADD COLUMN sends INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 export const SCHEMA_VERSION = SESSION_MIGRATIONS.length;

@@ -52,8 +52,24 @@ export function claimAttempt(
 
 /** The loop state of a new step (or a closed turn): its attempts and their last failure forgotten. */
 export function withoutAttempts(loop: LoopState): LoopState {
-  const { attempts: _attempts, lastModelError: _last, ...rest } = loop;
+  const { attempts: _attempts, lastModelError: _last, toolRuns: _runs, ...rest } = loop;
   return rest;
+}
+
+/** A step's tool calls run at most this often: once, and again after each of two restarts. */
+export const MAX_TOOL_RUNS = 3;
+
+/**
+ * The next run of a step's unanswered tool calls after a restart: claimed (`next`), or refused
+ * once MAX_TOOL_RUNS runs were cut short (the calls then get `refusal` as their error result, so
+ * a crash that repeats during a tool never makes unbounded tool calls).
+ */
+export function claimToolRun(loop: LoopState): { next: LoopState } | { refusal: string } {
+  const runs = (loop.toolRuns ?? 1) + 1;
+  if (runs <= MAX_TOOL_RUNS) return { next: { ...loop, toolRuns: runs } };
+  return {
+    refusal: `Error: the call was cut short by a restart of the session ${MAX_TOOL_RUNS} times; it is not run again`,
+  };
 }
 
 function attemptsSpent(attempts: number, lastError: string | undefined): string {

@@ -10,7 +10,7 @@ import { callKey } from "./call-keys";
 import type { DriverStores } from "./driver-stores";
 import { callModel, DEFAULT_MODEL_CALL_POLICY, type AttemptClaim, type ModelCallPolicy } from "./model-calls";
 import { EXTERNAL_MODEL, recordInbox } from "./external-session";
-import { claimAttempt, stepRefusal, withoutAttempts } from "./step-limits";
+import { claimAttempt, claimToolRun, stepRefusal, withoutAttempts } from "./step-limits";
 import { executeTool, type Tool, type ToolOutcome, toolSpecs } from "./tools";
 import type { TurnControl } from "./turn-control";
 
@@ -185,8 +185,24 @@ export class TurnDriver<Host> implements TurnControl {
         return { plan: { kind: "idle" }, fence: { epoch: -1, turn: -1, step: -1 } };
       }
     }
-    if (plan.kind === "tools")
+    if (plan.kind === "tools") {
+      // unanswered calls that are not running: a restart cut their run short; run them again
+      // (a durable, bounded claim) or answer them with the refusal
+      const claimed = claimToolRun(loop);
+      if ("refusal" in claimed) {
+        for (const call of plan.calls)
+          this.answerDeferred(
+            loop.openTurn!,
+            call.id,
+            call.name,
+            [{ type: "text", text: claimed.refusal }],
+            true,
+          );
+        return { plan: { kind: "idle" }, fence: { epoch: -1, turn: -1, step: -1 } };
+      }
+      stores.loop.set(claimed.next);
       return { plan, fence: { epoch: loop.epoch, turn: loop.openTurn!, step: loop.step } };
+    }
     // the step's first model call is claimed here, in the transaction that opens the step (a
     // retry claims its own in a transaction of its own)
     const attempt = (loop.attempts ?? 0) + 1;
@@ -311,7 +327,13 @@ export class TurnDriver<Host> implements TurnControl {
         model: agent.modelRoute(),
       });
       const usage = addUsage(loop.usage, reply.usage);
-      const next = { ...withoutAttempts(loop), step: loop.step + 1, ...(usage ? { usage } : {}) };
+      // the step's tool calls (if any) run right after this commit: their first run is claimed here
+      const next = {
+        ...withoutAttempts(loop),
+        step: loop.step + 1,
+        ...(usage ? { usage } : {}),
+        ...(reply.toolCalls.length > 0 ? { toolRuns: 1 } : {}),
+      };
       stores.loop.set(next);
       if (reply.usage) agent.onStepUsage?.(reply.usage);
       // A final answer ends the turn, unless waking next-step work (a steer, a report, a notice)

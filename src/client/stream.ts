@@ -1,4 +1,4 @@
-import { STREAM_PROTOCOL } from "../contract/stream";
+import { KEEPALIVE_PING, KEEPALIVE_PONG, STREAM_PROTOCOL } from "../contract/stream";
 import { SubagentError } from "./errors";
 import type { EventPage, SessionEvent, TextDelta } from "./types";
 
@@ -21,6 +21,8 @@ export interface WebSocketLike {
     listener: (event: SocketEvent) => void,
   ): void;
   close(code?: number, reason?: string): void;
+  /** Sockets that can send get a keepalive (`ping`, answered `pong`); SSE streams cannot. */
+  send?(data: string): void;
 }
 
 export interface SocketEvent {
@@ -43,6 +45,11 @@ export interface StreamOptions {
   maxDelayMs?: number | undefined;
   /** Consecutive failed connects before giving up with `STREAM_CLOSED` (default: never give up). */
   maxAttempts?: number | undefined;
+  /**
+   * WebSocket form: send a keepalive `ping` this often (default 25 000 ms; 0: never). A socket
+   * on which nothing arrives for two and a half intervals is treated as lost and reconnected.
+   */
+  keepaliveMs?: number | undefined;
   /** Called on every state change, with the error that caused a reconnect if any. */
   onState?: ((state: StreamState, error?: unknown) => void) | undefined;
   /**
@@ -68,6 +75,8 @@ export interface StreamDeps {
 }
 
 const OPEN_TIMEOUT_MS = 15_000;
+/** How often an open WebSocket sends its keepalive `ping` (unless `keepaliveMs` says otherwise). */
+const KEEPALIVE_MS = 25_000;
 const FATAL_STATUSES = new Set([400, 401, 403, 404]);
 
 export class EventStream implements AsyncIterableIterator<SessionEvent> {
@@ -84,6 +93,9 @@ export class EventStream implements AsyncIterableIterator<SessionEvent> {
   #done = false;
   #error: unknown;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  #keepalive: ReturnType<typeof setInterval> | undefined;
+  /** When the open socket last sent anything (an event, a delta or a `pong`). */
+  #heard = 0;
 
   constructor(deps: StreamDeps, options: StreamOptions = {}) {
     this.#deps = deps;
@@ -166,8 +178,15 @@ export class EventStream implements AsyncIterableIterator<SessionEvent> {
       clearTimeout(openTimer);
       this.#failures = 0;
       this.#state("open");
+      this.#startKeepalive(socket, () => {
+        // nothing came back for a while: a proxy dropped the connection without closing it
+        settled = true;
+        socket.close(4002, "keepalive timeout");
+        this.#lost(true, new SubagentError(0, "STREAM_CLOSED", "the event stream stopped answering"));
+      });
     });
     socket.addEventListener("message", (event) => {
+      this.#heard = Date.now();
       if (this.#done || this.#socket !== socket) return;
       this.#chain = this.#chain
         .then(() => this.#receive(event.data))
@@ -183,6 +202,7 @@ export class EventStream implements AsyncIterableIterator<SessionEvent> {
     });
     const onEnd = (error?: unknown) => {
       clearTimeout(openTimer);
+      this.#stopKeepalive();
       if (settled) return;
       settled = true;
       this.#lost(opened, error);
@@ -199,8 +219,37 @@ export class EventStream implements AsyncIterableIterator<SessionEvent> {
     return this.#deps.token ? [STREAM_PROTOCOL, `bearer.${this.#deps.token}`] : [STREAM_PROTOCOL];
   }
 
+  /**
+   * Sends `ping` every `keepaliveMs` while `socket` is the open one; when nothing at all (an
+   * event or a `pong`) arrived for two and a half intervals, `silent` ends the connection.
+   */
+  #startKeepalive(socket: WebSocketLike, silent: () => void): void {
+    this.#stopKeepalive();
+    const every = this.#options.keepaliveMs ?? KEEPALIVE_MS;
+    if (typeof socket.send !== "function" || every <= 0) return;
+    this.#heard = Date.now();
+    this.#keepalive = setInterval(() => {
+      if (this.#done || this.#socket !== socket) return this.#stopKeepalive();
+      if (Date.now() - this.#heard > every * 2.5) {
+        this.#stopKeepalive();
+        return silent();
+      }
+      try {
+        socket.send?.(KEEPALIVE_PING);
+      } catch {
+        // a socket that cannot send any more is about to close
+      }
+    }, every);
+  }
+
+  #stopKeepalive(): void {
+    if (this.#keepalive !== undefined) clearInterval(this.#keepalive);
+    this.#keepalive = undefined;
+  }
+
   async #receive(data: unknown): Promise<void> {
     const text = await textOf(data);
+    if (text === KEEPALIVE_PONG) return;
     const message = JSON.parse(text) as SessionEvent | TextDelta;
     if (message?.type === "assistant/delta" && !("seq" in message)) {
       try {
@@ -285,6 +334,7 @@ export class EventStream implements AsyncIterableIterator<SessionEvent> {
   #finish(): void {
     if (this.#done) return;
     this.#done = true;
+    this.#stopKeepalive();
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     const socket = this.#socket;
     this.#socket = undefined;

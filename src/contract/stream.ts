@@ -10,3 +10,11 @@ export const STREAM_PROTOCOL = "subagents.v1";
 export function offersStreamProtocol(header: string | null): boolean {
   return header?.split(",").some((p) => p.trim() === STREAM_PROTOCOL) ?? false;
 }
+
+/**
+ * The keepalive of the WebSocket form: a client may send the text frame `ping` at any time and
+ * gets `pong` back (answered by the platform without waking the session's object); every other
+ * frame the server sends is one JSON event.
+ */
+export const KEEPALIVE_PING = "ping";
+export const KEEPALIVE_PONG = "pong";

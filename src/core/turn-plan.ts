@@ -21,6 +21,11 @@ export interface LoopState {
    */
   attempts?: number;
   lastModelError?: string;
+  /**
+   * Times the current step's tool calls began to run: the first when the calls were appended,
+   * one more for each re-run after a restart cut them short. Bounded (MAX_TOOL_RUNS).
+   */
+  toolRuns?: number;
   /** The open turn's model usage so far (summed into its `turn/end`). */
   usage?: Usage;
   /** Set by an interrupt: pending work waits for the next waking delivery. */

@@ -111,6 +111,43 @@ describe("a Worker's tools run in its sessions", () => {
   });
 });
 
+describe("a crash that repeats during a tool call", () => {
+  it("runs the call at most 3 times, then answers it with an error and the turn goes on", async () => {
+    const { id } = await createSession();
+    await agents("POST", `/v1/sessions/${id}/messages`, {
+      body: { content: script(call("park_every_run"), { say: "went on without it" }) },
+    });
+    const running = await waitFor(id, (log) => log.some((e) => e.type === "assistant/message"));
+    const toolCallId = running.find((e) => e.type === "assistant/message")!.data.toolCalls[0].id;
+    const callKey = `${id}/1:${toolCallId}`;
+    for (let run = 1; run <= 3; run++) {
+      for (let i = 0; i < 500 && Number(await testEnv.STORE.get(`runs:${callKey}`)) < run; i++) {
+        await events(id); // wakes the object after the last crash
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(Number(await testEnv.STORE.get(`runs:${callKey}`))).toBe(run);
+      // the object crashes while the call runs (a fresh stub: one that reached a crashed object is broken)
+      const stub = testEnv.AGENT_SESSIONS.get(testEnv.AGENT_SESSIONS.idFromName(id));
+      await runInDurableObject(stub, (_instance: unknown, state: DurableObjectState) => {
+        state.abort(`crash ${run} during the tool call`);
+      }).catch(() => {});
+    }
+    const log = await waitFor(id, (l) => l.some((e) => e.type === "turn/end"), 15_000);
+    expect(results(log)).toEqual([
+      {
+        name: "park_every_run",
+        text: "Error: the call was cut short by a restart of the session 3 times; it is not run again",
+        isError: true,
+      },
+    ]);
+    expect(await testEnv.STORE.get(`runs:${callKey}`)).toBe("3");
+    expect(log.at(-1)!.data).toEqual({ turn: 1, reason: "completed" });
+    expect(log.filter((e) => e.type === "assistant/message").at(-1)!.data.content).toEqual([
+      { type: "text", text: "went on without it" },
+    ]);
+  });
+});
+
 describe("a Worker's tools under tool filters and in children", () => {
   it("hides a denied tool (a call to it is an unknown tool) and refuses a filter naming no tool", async () => {
     const { id } = await createSession({ toolFilter: { deny: ["probe"] } });

@@ -41,6 +41,18 @@ const onceThenPark = defineTool<z.ZodObject<Record<string, never>>, EmbeddingEnv
   },
 });
 
+/** Parks every run of a call forever (the object crashes during each): counts its runs per callKey. */
+const alwaysPark = defineTool<z.ZodObject<Record<string, never>>, EmbeddingEnv>({
+  name: "park_every_run",
+  description: "Parks every run forever.",
+  input: z.object({}),
+  async run(_input, { env, callKey }) {
+    const runs = Number((await env.STORE.get(`runs:${callKey}`)) ?? "0") + 1;
+    await env.STORE.put(`runs:${callKey}`, String(runs));
+    return new Promise<string>(() => {});
+  },
+});
+
 const explode = defineTool({
   name: "explode",
   description: "Throws.",
@@ -106,7 +118,7 @@ const custom = (): ModelClient => ({
 export const subagents = createSubagents<EmbeddingEnv>({
   basePath: "/agents/",
   bindings: { sessions: "AGENT_SESSIONS", registry: "AGENT_REGISTRY" },
-  tools: [probe, onceThenPark, explode, wrongResult, rich, slow, waitForAbort],
+  tools: [probe, onceThenPark, alwaysPark, explode, wrongResult, rich, slow, waitForAbort],
   models: {
     custom,
     broken: () => {

@@ -2,7 +2,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, inject, test } from "vitest";
 import { check } from "./checker";
 import { allObjects, restoreClock, Runner, sleep, sqlOf, type Op } from "./harness";
-import { type ChildSpec, generate, type Scenario, type Step } from "./scenario";
+import { type ChildSpec, generate, POINTS, type Scenario, type Step } from "./scenario";
 import { snapshot, type Snapshot } from "./snapshot";
 import { REGRESSION_SEEDS } from "./regressions";
 import type { SeedReport } from "./summary";
@@ -382,18 +382,26 @@ function describeSeed(
   return lines.join("\n");
 }
 
-/** Registers one test per seed. */
+/** Registers one test per seed, then the check that the campaign fired every named fault point. */
 export function defineCampaign(): void {
+  const seeds = seedList();
+  /** Faults injected per point over the seeds run so far (they run in order, in this module). */
+  const firedAt = new Map<string, number>();
   describe("fault campaign", () => {
-    test.for(seedList())("seed %i", async (seed, { task }) => {
+    test.for(seeds)("seed %i", async (seed, { task }) => {
       const { report, detail } = await runSeed(seed);
       task.meta.faultSeed = report;
+      for (const fired of report.injected) firedAt.set(fired.point, (firedAt.get(fired.point) ?? 0) + 1);
       if (detail && verbose()) console.log(detail);
       const known = REGRESSION_SEEDS.find((r) => r.seed === seed);
       expect(
         report.violations.map((v) => `${v.category} ${v.session}: ${v.message}`),
         `seed ${seed}${known ? ` (regression seed: ${known.bug})` : ""}; replay: FAULT_SEED=${seed} npm run test:faults`,
       ).toEqual([]);
+    });
+    // a replay of chosen seeds need not cover every point; a campaign of every point's focus must
+    test.skipIf(seeds.length < POINTS.length)("every named fault point fired at least once", () => {
+      expect(POINTS.filter((point) => !firedAt.has(point))).toEqual([]);
     });
   });
 }

@@ -42,9 +42,12 @@ export default class FaultsReporter implements Reporter {
     let commit = "unknown";
     try {
       const cp = (await import(cpSpecifier)) as NodeChildProcess;
-      commit = cp
-        .execSync("git rev-parse --short HEAD", { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] })
-        .trim();
+      const run = (command: string) =>
+        cp.execSync(command, { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+      commit = run("git rev-parse --short HEAD");
+      // figures of a tree with uncommitted changes say so (they are not that commit's)
+      if (run("git status --porcelain --untracked-files=no -- src durable-objects test") !== "")
+        commit += " (uncommitted changes)";
     } catch {
       // not a git checkout
     }

@@ -49,6 +49,8 @@ export interface Summary {
   faultsByKind: Record<string, { injected: number; survived: number }>;
   faultsByPoint: Record<string, { injected: number; survived: number; reached: number }>;
   faultsByKindAndPoint: Record<string, number>;
+  /** Each named fault point and how many faults fired there (a point never fired is absent). */
+  faultPointsFired: Record<string, number>;
   failingSeeds: { seed: number; violations: Violation[]; detail?: string }[];
   perSeed: { seed: number; ops: number; ok: number; injected: number; violations: number; ms: number }[];
   notes: Record<string, number>;
@@ -128,6 +130,11 @@ export function summarize(reports: readonly SeedReport[], command: string): Summ
     faultsByKind,
     faultsByPoint,
     faultsByKindAndPoint,
+    faultPointsFired: Object.fromEntries(
+      Object.entries(faultsByPoint)
+        .filter(([, f]) => f.injected > 0)
+        .map(([point, f]) => [point, f.injected]),
+    ),
     failingSeeds: reports
       .filter((r) => r.violations.length > 0)
       .map((r) => ({
@@ -149,8 +156,12 @@ export function summarize(reports: readonly SeedReport[], command: string): Summ
 
 /** The one summary line, in the form of reliability.md's measuring table. */
 export function summaryLine(s: Summary): string {
+  const kinds = Object.entries(s.faultsByKind)
+    .map(([kind, f]) => `${kind}=${f.injected}`)
+    .join(",");
   return (
-    `faults: seeds=${s.seeds} ops=${s.ops} ok=${s.ok} (${s.okPercent}%) injected=${s.injected} ` +
+    `faults: seeds=${s.seeds} ops=${s.ops} ok=${s.ok} (${s.okPercent}%) fail=${s.fail} ambiguous=${s.ambiguous} ` +
+    `injected=${s.injected} [${kinds}] points=${Object.keys(s.faultPointsFired).length} ` +
     `survived=${s.survived} lost=${s.lost} duplicated=${s.duplicated} unexpected=${s.unexpected} ` +
     `orphaned=${s.orphaned} stuck=${s.stuck} seq-gaps=${s.seqGaps}`
   );

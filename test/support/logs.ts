@@ -309,6 +309,7 @@ export async function subscribe(
     },
   };
   socket.addEventListener("message", (event) => {
+    if (event.data === "pong") return; // a keepalive answer, not an event
     sub.received.push(JSON.parse(String(event.data)) as WireEvent);
   });
   socket.addEventListener("close", () => {

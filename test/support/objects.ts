@@ -96,6 +96,7 @@ export interface OutboxRow extends Row {
   kind: string;
   payload: string;
   attempts: number;
+  sends: number;
   next_at: number;
   delivered_at: number | null;
   dead_at: number | null;
@@ -105,7 +106,7 @@ export interface OutboxRow extends Row {
 export function outboxOf(id: string): Promise<OutboxRow[]> {
   return sqlRows<OutboxRow>(
     id,
-    `SELECT id, target, kind, payload, attempts, next_at, delivered_at, dead_at, last_error
+    `SELECT id, target, kind, payload, attempts, sends, next_at, delivered_at, dead_at, last_error
      FROM outbox ORDER BY position`,
   );
 }

@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { claimAttempt, stepRefusal, withoutAttempts } from "../../../src/agent/step-limits";
-import { INITIAL_LOOP } from "../../../src/core/turn-plan";
+import {
+  claimAttempt,
+  claimToolRun,
+  MAX_TOOL_RUNS,
+  stepRefusal,
+  withoutAttempts,
+} from "../../../src/agent/step-limits";
+import { INITIAL_LOOP, type LoopState } from "../../../src/core/turn-plan";
 
 /** The limits on a turn's model steps, pure (semantics.md §2.4, §2.7, §8). */
 
@@ -35,5 +41,19 @@ describe("step limits", () => {
       claim: { ok: false, reason: "the model step failed 2 times; last: still busy" },
     });
     expect(withoutAttempts(second.next!)).toEqual(open);
+  });
+
+  it("re-run a step's tool calls after restarts at most MAX_TOOL_RUNS times in all", () => {
+    let loop: LoopState = { ...open, toolRuns: 1 }; // the first run, claimed with the calls
+    for (let run = 2; run <= MAX_TOOL_RUNS; run++) {
+      const claimed = claimToolRun(loop);
+      if (!("next" in claimed)) throw new Error(`run ${run} refused`);
+      expect(claimed.next.toolRuns).toBe(run);
+      loop = claimed.next;
+    }
+    expect(claimToolRun(loop)).toEqual({
+      refusal: "Error: the call was cut short by a restart of the session 3 times; it is not run again",
+    });
+    expect(withoutAttempts(loop)).toEqual(open);
   });
 });

@@ -56,12 +56,18 @@ type Listener = (event: SocketEvent) => void;
 /**
  * A WebSocket factory over the Worker's fetch (an upgrade request, then `accept()`), so the SDK's
  * stream runs in-process. `dropAll()` cuts every open connection as a network failure would;
- * `skip` hides chosen seqs, as a lossy connection might.
+ * `skip` hides chosen seqs, as a lossy connection might; `silence()` makes the open connections
+ * carry nothing either way without closing (a proxy that dropped them). Keepalive frames sent and
+ * `pong`s received are counted.
  */
 function socketAdapter(fetcher: typeof sdkFetch, options: { skip?: (seq: number) => boolean } = {}) {
   const live = new Set<{ drop(): void }>();
+  const silenced = new Set<WebSocket>();
   const urls: string[] = [];
   let opened = 0;
+  let pings = 0;
+  let pongs = 0;
+  const sockets: WebSocket[] = [];
   const factory: WebSocketFactory = (url, protocols) => {
     urls.push(url);
     const listeners = new Map<string, Listener[]>();
@@ -95,12 +101,17 @@ function socketAdapter(fetcher: typeof sdkFetch, options: { skip?: (seq: number)
           return end(1006);
         }
         socket.addEventListener("message", (event) => {
-          if (gone) return;
+          if (gone || silenced.has(socket!)) return;
+          if (event.data === "pong") {
+            pongs += 1;
+            return emit("message", { data: event.data });
+          }
           const seq = JSON.parse(String(event.data)).seq as number;
           if (!options.skip?.(seq)) emit("message", { data: event.data });
         });
         socket.addEventListener("close", (event) => end(event.code));
         socket.accept();
+        sockets.push(socket);
         opened += 1;
         emit("open", {});
       },
@@ -112,6 +123,11 @@ function socketAdapter(fetcher: typeof sdkFetch, options: { skip?: (seq: number)
     return {
       addEventListener(type, listener) {
         listeners.set(type, [...(listeners.get(type) ?? []), listener]);
+      },
+      send(data) {
+        if (!socket || gone || silenced.has(socket)) return;
+        pings += 1;
+        socket.send(data);
       },
       close(code, reason) {
         try {
@@ -128,6 +144,11 @@ function socketAdapter(fetcher: typeof sdkFetch, options: { skip?: (seq: number)
     },
     urls: () => urls,
     opened: () => opened,
+    /** Every connection opened so far goes silent (no frame either way, no close). */
+    silenceAll: () => {
+      for (const s of sockets) silenced.add(s);
+    },
+    keepalive: () => ({ pings, pongs }),
   };
 }
 
@@ -309,6 +330,31 @@ describe("the client SDK against the Worker", () => {
     expect(states).toContain("reconnecting");
     stream.close();
     expect((await stream.next()).done).toBe(true);
+  });
+
+  it("keeps an idle stream open with ping/pong, and reconnects one that went silent without closing", async () => {
+    const admin = client();
+    const s = await admin.createSession();
+    const adapter = socketAdapter(sdkFetch);
+    const stream = client(s.token, adapter.factory).stream(s.id, { minDelayMs: 10, keepaliveMs: 40 });
+    await admin.sendMessage(s.id, "one");
+    expect((await take(stream, 6)).map((e) => e.seq)).toEqual([0, 1, 2, 3, 4, 5]);
+    // idle: the pings are answered, and the connection stays the one it was
+    await eventually(
+      async () => adapter.keepalive(),
+      (k) => k.pongs >= 3,
+    );
+    expect(adapter.opened()).toBe(1);
+    // a proxy drops the connection silently: the stream notices and reconnects from seq 5
+    adapter.silenceAll();
+    await eventually(
+      async () => adapter.opened(),
+      (n) => n === 2,
+    );
+    expect(adapter.urls().at(-1)).toMatch(/\?after=5$/);
+    await admin.sendMessage(s.id, "two");
+    expect((await take(stream, 6)).map((e) => e.seq)).toEqual([6, 7, 8, 9, 10, 11]);
+    stream.close();
   });
 
   it("fills a gap in what the socket delivers from the paged log, and resumes from `after`", async () => {

@@ -1,6 +1,6 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { backoffMs, MAX_ATTEMPTS } from "../../../durable-objects/store/outbox";
+import { backoffMs, MAX_ATTEMPTS, RESTARTED_DURING_SEND } from "../../../durable-objects/store/outbox";
 import type { ChildInit } from "../../../src/contract/child-init";
 import type { Envelope } from "../../../src/contract/envelope";
 import type { SessionObject } from "../../../src/index";
@@ -14,7 +14,7 @@ import {
   startWithFaults,
 } from "../../support/faults";
 import { allEvents, ofType, waitForEvents } from "../../support/logs";
-import { alarmOf, evict, outboxOf, quiesce, specOf, stub, tablesOf } from "../../support/objects";
+import { alarmOf, evict, outboxOf, quiesce, specOf, sqlRows, stub, tablesOf } from "../../support/objects";
 
 /**
  * Delivery between objects (semantics.md §11), on one-shot result envelopes: the receiver applies
@@ -120,5 +120,69 @@ describe("delivery between objects (semantics.md §11)", () => {
     expect((await outboxOf(childId))[0]!.attempts).toBe(MAX_ATTEMPTS);
     // delivering to the missing parent never created it
     expect(await tablesOf(ghost)).toEqual([]);
+  });
+
+  it("a send the object never finished (it restarted during it) is a failed attempt; crashing during every send dead-letters", async () => {
+    const template = await startWithFaults("spec template");
+    const ghost = crypto.randomUUID();
+    const childId = crypto.randomUUID();
+    const runId = crypto.randomUUID();
+    const spec: ChildInit = {
+      ...(await specOf(template.parentId, template.childId)),
+      id: childId,
+      parentSession: ghost,
+      runId,
+      lineage: [ghost],
+      prompt: [{ type: "text", text: "orphan" }],
+    };
+    expect(await stub(childId).init(spec)).toEqual({ ok: true, value: { id: childId } });
+    await waitForEvents(childId, (l) => ofType(l, "turn/end").length > 0, {
+      what: "the child's turn to end",
+    });
+    await quiesce([childId]);
+    const [first] = await outboxOf(childId);
+    expect(first).toMatchObject({ attempts: 1, sends: 1 }); // one send, finished (failed)
+
+    // the second send began, and the object went down before it finished
+    await sqlRows(childId, "UPDATE outbox SET sends = 2 WHERE id = ?", `result:${runId}`);
+    await evict(childId);
+    clock.set(first!.next_at);
+    await runDurableObjectAlarm(stub(childId));
+    await quiesce([childId]);
+    const [counted] = await outboxOf(childId);
+    // counted as attempt 2 and backed off, without sending now (no delivery error recorded)
+    expect(counted).toMatchObject({
+      attempts: 2,
+      sends: 2,
+      last_error: RESTARTED_DURING_SEND,
+      dead_at: null,
+    });
+    expect(counted!.next_at - Date.now()).toBe(backoffMs(2, false));
+
+    // a send that crashes the object every time: the last allowed one is cut short too
+    await sqlRows(
+      childId,
+      "UPDATE outbox SET attempts = ?, sends = ? WHERE id = ?",
+      MAX_ATTEMPTS - 1,
+      MAX_ATTEMPTS,
+      `result:${runId}`,
+    );
+    await evict(childId);
+    clock.set(counted!.next_at);
+    await runDurableObjectAlarm(stub(childId));
+    await quiesce([childId]);
+    const [dead] = await outboxOf(childId);
+    expect(dead).toMatchObject({ attempts: MAX_ATTEMPTS, last_error: RESTARTED_DURING_SEND });
+    expect(dead!.dead_at).not.toBeNull();
+    expect(ofType(await allEvents(childId), "outbox/dead-letter").map((e) => e.data)).toEqual([
+      {
+        outboxId: `result:${runId}`,
+        target: ghost,
+        kind: "run-result",
+        attempts: MAX_ATTEMPTS,
+        error: RESTARTED_DURING_SEND,
+      },
+    ]);
+    expect(await alarmOf(childId)).toBeNull();
   });
 });

@@ -1,9 +1,10 @@
-import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createSession, openStream, sendMessage, startRun, waitForRun } from "../../support/api";
 import {
   allEvents,
   count,
+  eventually,
   lifecycleEvents,
   sleep,
   subscribe,
@@ -117,6 +118,45 @@ describe("the WebSocket event stream replays and then pushes live events (semant
     expect(seqs(sub.received)).toEqual(range(0, log.at(-1)!.seq));
     expect(sub.received).toEqual(await allEvents(id));
     expect(sub.closed).toBe(false);
+    sub.close();
+  });
+
+  it("answers a keepalive ping with pong from the platform itself, also while the object hibernates", async () => {
+    const { id } = await createSession();
+    await sendMessage(id, "before");
+    await waitForTurnEnds(id, 1);
+    const sub = await subscribe(id);
+    await sub.waitFor((es) => es.length >= 6);
+    const pongs: string[] = [];
+    sub.socket.addEventListener("message", (event) => {
+      if (event.data === "pong") pongs.push(event.data);
+    });
+    sub.socket.send("ping");
+    await eventually(
+      async () => pongs.length,
+      (n) => n === 1,
+    );
+    // the object never handles it (its own handler ignores client frames and sends no pong):
+    // the hibernation API's automatic response does, so an evicted object is not woken for it
+    await evictDurableObject(stub(id));
+    sub.socket.send("ping");
+    await eventually(
+      async () => pongs.length,
+      (n) => n === 2,
+    );
+    const answered = await runInDurableObject(stub(id), (_object, state) => {
+      const pair = state.getWebSocketAutoResponse();
+      return {
+        request: pair?.request,
+        response: pair?.response,
+        at: state.getWebSockets().map((ws) => state.getWebSocketAutoResponseTimestamp(ws) !== null),
+      };
+    });
+    expect(answered).toEqual({ request: "ping", response: "pong", at: [true] });
+    // and the stream goes on as before
+    await sendMessage(id, "after the pings");
+    await sub.waitFor((es) => count(es, "turn/end") >= 2);
+    expect(sub.received.filter((e) => typeof e !== "object")).toEqual([]);
     sub.close();
   });
 

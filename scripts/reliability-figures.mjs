@@ -1,0 +1,62 @@
+#!/usr/bin/env node
+// `npm run test:faults` ends here: writes the README's reliability block (between the
+// reliability markers) from test-results/faults.json, the figures the campaign's reporter wrote
+// for the run that just finished, with the commit they were measured at. Only a full campaign
+// (every seed, no FAULT_SEED replay) rewrites the block; a replay leaves it as it is.
+import { readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+
+const ROOT = resolve(import.meta.dirname, "..");
+const START = "<!-- reliability:start -->";
+const END = "<!-- reliability:end -->";
+
+const faults = JSON.parse(readFileSync(join(ROOT, "test-results/faults.json"), "utf8"));
+if (process.env.FAULT_SEED || process.env.FAULT_SEEDS) {
+  console.log("a replay of chosen seeds: the README's reliability block is left as it is");
+  process.exit(0);
+}
+
+const n = (value) => Number(value).toLocaleString("en-US");
+const kinds = Object.entries(faults.faultsByKind)
+  .sort(([, a], [, b]) => b.injected - a.injected)
+  .map(([kind, f]) => `${kind} ${n(f.injected)}`)
+  .join(", ");
+const points = Object.entries(faults.faultPointsFired)
+  .sort(([, a], [, b]) => b - a)
+  .map(([point, count]) => `\`${point}\` ${n(count)}`)
+  .join(", ");
+const opsKinds = Object.entries(faults.opsByKind)
+  .sort(([, a], [, b]) => b.total - a.total)
+  .map(([kind, o]) => `${kind} ${n(o.ok)}/${n(o.total)}`)
+  .join(", ");
+const violations = [
+  ["lost", faults.lost],
+  ["duplicated", faults.duplicated],
+  ["unexpected", faults.unexpected],
+  ["orphaned", faults.orphaned],
+  ["stuck", faults.stuck],
+  ["seq gaps", faults.seqGaps],
+]
+  .map(([what, count]) => `${what} ${n(count)}`)
+  .join(", ");
+const failing = faults.failingSeeds.length;
+
+const lines = [
+  "| what | result |",
+  "|---|---|",
+  `| schedules | ${n(faults.seeds)} seeded schedules, ${n(faults.sessions)} sessions; ${failing === 0 ? "every one passed its checks" : `${failing} failed: ${faults.failingSeeds.map((s) => s.seed).join(", ")}`} |`,
+  `| faults injected | ${n(faults.injected)}: ${kinds} |`,
+  `| where they fired | ${Object.keys(faults.faultPointsFired).length} places: ${points} |`,
+  `| operations | ${n(faults.ops)}: ${n(faults.ok)} acknowledged (${faults.okPercent} %), ${n(faults.fail)} refused, ${n(faults.ambiguous)} cut off without an answer; acknowledged per kind: ${opsKinds} |`,
+  `| checked after every alarm drained | ${violations} (every table of every session of the schedule) |`,
+  "",
+  `Written by \`npm run test:faults\` from \`test-results/faults.json\` at ${faults.commit}, ${faults.generatedAt.slice(0, 10)} (${faults.wallSeconds} s). Replay one schedule with \`FAULT_SEED=<n> npm run test:faults\`.`,
+];
+
+const path = join(ROOT, "README.md");
+const readme = readFileSync(path, "utf8");
+const start = readme.indexOf(START);
+const end = readme.indexOf(END);
+if (start < 0 || end < start) throw new Error(`README.md has no ${START} ... ${END} block`);
+writeFileSync(path, `${readme.slice(0, start + START.length)}\n${lines.join("\n")}\n${readme.slice(end)}`);
+console.log("wrote the reliability block of README.md");
