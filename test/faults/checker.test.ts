@@ -29,22 +29,25 @@ async function cleanForest(): Promise<CheckInput> {
   const root = String(created.result?.id);
   runner.bind("r0", root);
   for (const child of scenario.children) runner.bind(child.ref, child.id);
-  const send = (content: string, key: string) =>
+  // what each operation must produce goes into the ledger with it, as the campaign records it
+  const send = (content: string, key: string, answers: string[]) =>
     runner.call(
       "send",
       "r0",
       "POST",
       `/v1/sessions/${root}/messages`,
       { content, idempotencyKey: key },
-      { key, content },
+      { key, content, answers },
     );
-  await send("hello s0-1", "k1");
-  await runner.call("start-one-shot", "h0", "POST", `/v1/sessions/${root}/subagents`, {
-    provider: "spawn",
-    prompt: "task s0-2",
-    mode: "one-shot",
-    childId: scenario.children[0]!.id,
-  });
+  await send("hello s0-1", "k1", ["echo: hello s0-1"]);
+  await runner.call(
+    "start-one-shot",
+    "h0",
+    "POST",
+    `/v1/sessions/${root}/subagents`,
+    { provider: "spawn", prompt: "task s0-2", mode: "one-shot", childId: scenario.children[0]!.id },
+    { answers: ["echo: task s0-2"] },
+  );
   await runner.call("start-continuable", "h1", "POST", `/v1/sessions/${root}/subagents`, {
     provider: "spawn",
     prompt: script({ call: [{ tool: "report", args: { output: "progress s0-3" } }] }, { say: "final s0-3" }),
@@ -62,6 +65,7 @@ async function cleanForest(): Promise<CheckInput> {
       { say: "started s0-4" },
     ),
     "k2",
+    ["started s0-4", "echo: job s0-4"],
   );
   const objects = async () => (await allObjects()).filter((o) => !before.has(o.toString()));
   await sleep(50);
@@ -89,6 +93,12 @@ describe("the checker", () => {
   test("passes a clean forest and catches every kind of planted damage", async () => {
     const clean = await cleanForest();
     expect(check(clean).violations).toEqual([]);
+    // the one-shot run and the messages the scripted model answers were compared with the ledger
+    // (a message batched into one turn before a later one is answered by the later one's script),
+    // and came out as it says
+    const { answers } = check(clean);
+    expect(answers.checked).toBeGreaterThanOrEqual(2);
+    expect(answers).toEqual({ checked: answers.checked, asExpected: answers.checked, refused: {} });
     const root = clean.ids.get("r0")!;
     const oneShot = clean.ids.get("h0")!;
     const continuable = clean.ids.get("h1")!;
@@ -192,5 +202,57 @@ describe("the checker", () => {
       }),
     ).toContain("lost");
     expect(env.SESSIONS).toBeDefined();
+  });
+
+  test("compares answers with the ledger: a dropped answer, an error after a crash, a wrong result", async () => {
+    const clean = await cleanForest();
+    const root = clean.ids.get("r0")!;
+    const plant = (damage: (r: Snapshot) => void): Category[] => {
+      const input = copy(clean);
+      damage(input.sessions.get(root)!);
+      return categories(input);
+    };
+    const reseq = (r: Snapshot) => {
+      r.events = r.events.map((e, seq) => ({ ...e, seq }));
+    };
+    // a message whose answer was dropped (its turn ended with no answer)
+    expect(
+      plant((r) => {
+        r.events = r.events.filter(
+          (e) => !(e.type === "assistant/message" && JSON.stringify(e.data).includes("echo: hello s0-1")),
+        );
+        reseq(r);
+      }),
+    ).toEqual(["wrong"]);
+    // a turn that answers `error` after a crash no fault of the schedule explains
+    expect(
+      plant((r) => {
+        const claim = r.events.find((e) => e.type === "agent/inbox/claimed")!;
+        const end = r.events.find((e) => e.type === "turn/end" && e.data.turn === claim.data.turn)!;
+        end.data = {
+          turn: end.data.turn,
+          reason: "error",
+          error: "the model step failed 4 times (the object restarted during each call)",
+        };
+      }),
+    ).toEqual(["wrong"]);
+    // a one-shot run whose result is not what its child was scripted to say
+    expect(
+      plant((r) => {
+        r.runs[0]!.result = {
+          output: [{ type: "text", text: "echo: something else" }],
+          stopReason: "completed",
+        };
+      }),
+    ).toEqual(["wrong"]);
+    // a message answered twice (a step redone after its append)
+    expect(
+      plant((r) => {
+        const answer = r.events.find(
+          (e) => e.type === "assistant/message" && JSON.stringify(e.data).includes("echo: hello s0-1"),
+        )!;
+        r.events.push({ ...answer, seq: r.events.length });
+      }),
+    ).toContain("duplicated");
   });
 });

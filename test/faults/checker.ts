@@ -1,3 +1,4 @@
+import { type AnswerTally, checkMessageAnswers, checkRunAnswer, emptyTally } from "./answers";
 import type { Op } from "./harness";
 import type { ChildSpec, Scenario } from "./scenario";
 import type { InboxRow, LogEvent, Snapshot } from "./snapshot";
@@ -11,9 +12,19 @@ import type { InboxRow, LogEvent, Snapshot } from "./snapshot";
  *   orphaned    a live child whose parent has no children row for it
  *   stuck       work owed that nothing will ever run (outbox rows, unsettled runs, open turns...)
  *   seq-gaps    a log whose seq is not contiguous from 0
+ *   wrong       an acknowledged operation whose outcome is not what the ledger says (answers.ts)
+ *               and nothing the schedule did explains
  */
 
-export const CATEGORIES = ["lost", "duplicated", "unexpected", "orphaned", "stuck", "seq-gaps"] as const;
+export const CATEGORIES = [
+  "lost",
+  "duplicated",
+  "unexpected",
+  "orphaned",
+  "stuck",
+  "seq-gaps",
+  "wrong",
+] as const;
 export type Category = (typeof CATEGORIES)[number];
 
 export interface Violation {
@@ -36,6 +47,8 @@ export interface CheckResult {
   violations: Violation[];
   /** Facts that are not violations but worth reporting (abandoned starts, dead letters to nowhere). */
   notes: string[];
+  /** Acknowledged operations compared with the ledger of answers, and how they came out. */
+  answers: AnswerTally;
 }
 
 const TAG = /s\d+-\d+/;
@@ -60,6 +73,7 @@ export function check(input: CheckInput): CheckResult {
   const { scenario, history, ids, sessions } = input;
   const violations: Violation[] = [];
   const notes: string[] = [];
+  const answers = emptyTally();
   const refOf = (id: string): string => {
     for (const [ref, value] of ids) if (value === id) return ref;
     return id.slice(0, 8);
@@ -122,6 +136,7 @@ export function check(input: CheckInput): CheckResult {
       if (row && acked.length > 0 && !messageIds.has(row.messageId))
         flag("lost", id, `key ${key} acknowledged as ${[...messageIds]} but stored as ${row.messageId}`);
     }
+    checkMessageAnswers(id, root.ref, s, sends, scenario, history, answers, flag);
     for (const op of opsOn(root.ref, "conflict")) {
       if (op.outcome === "ok")
         flag("duplicated", id, `a different body under key ${op.input?.key} was accepted`);
@@ -161,6 +176,18 @@ export function check(input: CheckInput): CheckResult {
           flag("lost", parentId, `acknowledged run ${runId} (${child.ref}) has no subagent/end`);
         if (c?.header?.oneShot?.runId !== runId)
           flag("lost", child.id, `acknowledged run ${runId} has no child session answering it`);
+        const scripted = acked.input?.answers;
+        if (run?.state === "settled" && Array.isArray(scripted))
+          checkRunAnswer(
+            parentId,
+            child.ref,
+            run.result,
+            scripted as string[],
+            scenario,
+            history,
+            answers,
+            flag,
+          );
       }
       if (startEvents.length > 1)
         flag("duplicated", parentId, `${child.ref} started ${startEvents.length} times`);
@@ -220,7 +247,7 @@ export function check(input: CheckInput): CheckResult {
       notes.push(`model child ${id.slice(0, 8)} of ${refOf(parentId)} landed after its start was forgotten`);
   }
 
-  return { violations, notes };
+  return { violations, notes, answers };
 }
 
 /** Work a session still owns or owes. */

@@ -27,6 +27,9 @@ import type { FaultKind, FaultRule, RuleKind } from "./scenario";
 
 export const ADMIN = "test-admin-token";
 
+/** Fault points inside a call that catches errors (the model call): a crash there is a reset. */
+const RESETTING_POINTS = new Set<FaultPointName>(["before-model", "after-model"]);
+
 export type Outcome = "ok" | "fail" | "ambiguous";
 
 /** One operation of the history. */
@@ -146,7 +149,10 @@ export class Runner {
         if (done >= rule.times) continue;
         this.#ruleState.set(rule, done + 1);
         this.fired.push({ kind: rule.kind, point, scope: ref });
-        if (rule.kind === "abort") this.#condemned.add(id);
+        // a crash is the object going down at that point (the platform's semantics): inside the
+        // model call, where a thrown error would be a failed call, the instance is reset too
+        if (rule.kind === "abort" || (rule.kind === "crash" && RESETTING_POINTS.has(point)))
+          this.#condemned.add(id);
         throw injected(rule.kind, point, this.seed);
       }
     });

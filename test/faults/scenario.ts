@@ -22,7 +22,10 @@ export const POINTS: readonly FaultPointName[] = [
 
 /** How a rule acts when it fires at its point. */
 export type RuleKind =
-  /** throws a plain error right there (the call chain unwinds; the instance lives on) */
+  /**
+   * throws a plain error right there (the call chain unwinds; the instance lives on), and inside
+   * the model call, which would take the error as a failed call, also resets the instance
+   */
   | "crash"
   /** throws, then the test aborts the instance (`ctx.abort()`): memory and in-flight work are gone */
   | "abort"

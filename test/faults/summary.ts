@@ -1,4 +1,5 @@
 import { CATEGORIES, type Category, type Violation } from "./checker";
+import type { AnswerTally } from "./answers";
 import type { Fired, Outcome } from "./harness";
 
 /**
@@ -15,6 +16,8 @@ export interface SeedReport {
   /** Times each fault point was reached in a scope that had a plan. */
   pointHits: Record<string, number>;
   violations: Violation[];
+  /** Acknowledged operations compared with the ledger of answers (answers.ts). */
+  answers: AnswerTally;
   notes: string[];
   quiesced: boolean;
   sessions: number;
@@ -43,6 +46,11 @@ export interface Summary {
   orphaned: number;
   stuck: number;
   seqGaps: number;
+  wrong: number;
+  /** Acknowledged operations whose outcome was compared with the ledger, and how they came out. */
+  answersChecked: number;
+  answeredAsExpected: number;
+  refusedByReason: Record<string, number>;
   sessions: number;
   notQuiesced: number[];
   opsByKind: Record<string, Record<Outcome | "total", number>>;
@@ -124,6 +132,13 @@ export function summarize(reports: readonly SeedReport[], command: string): Summ
     orphaned: count("orphaned"),
     stuck: count("stuck"),
     seqGaps: count("seq-gaps"),
+    wrong: count("wrong"),
+    answersChecked: reports.reduce((n, r) => n + r.answers.checked, 0),
+    answeredAsExpected: reports.reduce((n, r) => n + r.answers.asExpected, 0),
+    refusedByReason: reports.reduce<Record<string, number>>((all, r) => {
+      for (const [reason, k] of Object.entries(r.answers.refused)) all[reason] = (all[reason] ?? 0) + k;
+      return all;
+    }, {}),
     sessions: reports.reduce((n, r) => n + r.sessions, 0),
     notQuiesced: reports.filter((r) => !r.quiesced).map((r) => r.seed),
     opsByKind,
@@ -162,7 +177,9 @@ export function summaryLine(s: Summary): string {
   return (
     `faults: seeds=${s.seeds} ops=${s.ops} ok=${s.ok} (${s.okPercent}%) fail=${s.fail} ambiguous=${s.ambiguous} ` +
     `injected=${s.injected} [${kinds}] points=${Object.keys(s.faultPointsFired).length} ` +
-    `survived=${s.survived} lost=${s.lost} duplicated=${s.duplicated} unexpected=${s.unexpected} ` +
+    `survived=${s.survived} answers-checked=${s.answersChecked} as-expected=${s.answeredAsExpected} ` +
+    `refused=${Object.values(s.refusedByReason).reduce((n, k) => n + k, 0)} wrong=${s.wrong} ` +
+    `lost=${s.lost} duplicated=${s.duplicated} unexpected=${s.unexpected} ` +
     `orphaned=${s.orphaned} stuck=${s.stuck} seq-gaps=${s.seqGaps}`
   );
 }
