@@ -11,7 +11,7 @@ import { ServiceUrl } from "../contract/wire";
 import type { Deployment } from "../platform/deployment";
 import { registryStub, sessionStub } from "../platform/stubs";
 import { authenticate, isFailure, type TokenSettings } from "./auth";
-import { readText } from "./body";
+import { depthExceeds, MAX_JSON_DEPTH, readText } from "./body";
 import { parseDirectoryCursor } from "./directory-cursor";
 import { createTopLevelSession } from "./session-create";
 
@@ -55,6 +55,11 @@ export function addA2aRoutes(
     if (parsed === undefined)
       return Response.json({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error" } });
     const id = typeof parsed === "object" && parsed !== null && "id" in parsed ? parsed.id : null;
+    // the limit every request of the API has, before the SDK's parsers walk it
+    if (depthExceeds(parsed, MAX_JSON_DEPTH)) {
+      const message = `Invalid Request: the request nests deeper than ${MAX_JSON_DEPTH} levels`;
+      return Response.json({ jsonrpc: "2.0", id: null, error: { code: -32600, message } });
+    }
     try {
       if (!legacy) validateVersion(context.requestedVersion, card, "JSONRPC");
       const answer = legacy

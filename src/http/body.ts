@@ -113,7 +113,7 @@ async function readLimited(request: Request): Promise<string | undefined | null>
 }
 
 /** Iterative depth check (a recursive one would itself overflow on hostile input). */
-function depthExceeds(value: unknown, limit: number): boolean {
+export function depthExceeds(value: unknown, limit: number): boolean {
   const stack: [unknown, number][] = [[value, 0]];
   while (stack.length > 0) {
     const [node, depth] = stack.pop()!;
