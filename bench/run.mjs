@@ -10,7 +10,7 @@
 //                           hold; implies --no-readme unless --readme is given
 //   --no-readme             print only, do not touch bench/README.md
 import { execFileSync } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, loadavg, release } from "node:os";
 import { join } from "node:path";
 import { Client } from "./lib/client.mjs";
@@ -65,6 +65,69 @@ function revision() {
     return "runtime revision unknown";
   }
 }
+
+/**
+ * The README's benchmark block (between its benchmark markers) and test-results/bench.json: the
+ * headline rows of this run, each as p50 and its ratio to the floor of the same run, with the
+ * commit it measured. Nothing in the block is written by hand.
+ */
+function writeSummary(f) {
+  const row = (name, stat, floorName, floorStat, target) => ({
+    name,
+    n: stat.n,
+    p50: Math.round(stat.p50 * 100) / 100,
+    p99: Math.round(stat.p99 * 100) / 100,
+    floor: floorName,
+    ratio: Math.round((stat.p50 / floorStat.p50) * 100) / 100,
+    ...(target === undefined ? {} : { target }),
+  });
+  const entries = [
+    row("accepted", f.accepted, "floor A", f.floorA, 1.5),
+    row("accepted-admin", f.acceptedAdmin, "floor A", f.floorA, 1.3),
+    row("echo", f.echo, "floor A", f.floorA, 4),
+    row("spawn-201", f.spawn.accepted, "spawn floor", f.spawn.floor, 1.25),
+    row("spawn-to-result", f.spawn.spawn, "spawn floor", f.spawn.floor, 1.6),
+    row("subagent-tool", f.tool.extra, "spawn floor", f.spawn.floor, 1.8),
+    row("fanout-per-child", f.fanout.perChild, "fan-out floor", f.fanout.floorPerChild, 2),
+    row("session-cold-open-large", f.coldLarge, "cold open of a fresh session", f.coldFresh),
+  ];
+  const json = { commit: measured, date: new Date().toISOString(), machine: f.machine, rows: entries };
+  writeFileSync(join(ROOT, "test-results", "bench.json"), `${JSON.stringify(json, null, 2)}\n`);
+  const what = {
+    accepted: "message accepted (202), session token",
+    "accepted-admin": "message accepted (202), admin token",
+    echo: "echo: message to answer on the stream",
+    "spawn-201": "`POST …/subagents` until its 201",
+    "spawn-to-result": "spawn to result (one-shot, full turn, durable result)",
+    "subagent-tool": "`subagent` tool: message to final answer, minus the echo turn",
+    "fanout-per-child": `fan-out of ${f.fanout.children} children, per child`,
+    "session-cold-open-large": `opening a session with ${f.largeEvents.toLocaleString("en-US")} events, cold`,
+  };
+  const lines = [
+    "| measurement | p50 | floor | vs floor | target |",
+    "|---|---|---|---|---|",
+    ...entries.map(
+      (e) =>
+        `| ${what[e.name]} | ${e.p50.toFixed(1)} ms | ${e.floor} | ${e.ratio.toFixed(2)}x | ${
+          e.target === undefined ? "-" : `${e.target}x: ${e.ratio <= e.target ? "met" : "missed"}`
+        } |`,
+    ),
+    "",
+    `Written by \`npm run bench\` (${measured}, ${f.date}; ${f.machine}). Every row and more in [bench/README.md](bench/README.md) and \`test-results/bench.json\`.`,
+  ];
+  const path = join(ROOT, "README.md");
+  const text = readFileSync(path, "utf8");
+  const start = text.indexOf(BENCH_START);
+  const end = text.indexOf(BENCH_END);
+  if (start < 0 || end < start) throw new Error(`README.md has no ${BENCH_START} ... ${BENCH_END} block`);
+  writeFileSync(
+    path,
+    `${text.slice(0, start + BENCH_START.length)}\n${lines.join("\n")}\n${text.slice(end)}`,
+  );
+}
+
+const BENCH_START = "<!-- benchmark:start -->";
+const BENCH_END = "<!-- benchmark:end -->";
 
 const log = (line) => console.log(`[${(performance.now() / 1000).toFixed(1)}s] ${line}`);
 
@@ -422,6 +485,21 @@ try {
     ].join("\n");
     writeReadme(join(import.meta.dirname, "README.md"), section);
     log("wrote bench/README.md");
+    writeSummary({
+      accepted: lat.accepted,
+      acceptedAdmin: lat.acceptedAdmin,
+      echo: lat.echo,
+      floorA,
+      spawn,
+      tool,
+      fanout,
+      coldLarge,
+      coldFresh,
+      largeEvents: large.events,
+      date,
+      machine,
+    });
+    log("wrote the benchmark block of README.md and test-results/bench.json");
   }
 } catch (error) {
   process.exitCode = 1;

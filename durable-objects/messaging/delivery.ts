@@ -85,7 +85,7 @@ export class Delivery implements SessionPart {
         continue;
       }
       try {
-        await faultPoint(scope, "after-outbox-write");
+        await faultPoint(scope, "before-send");
         if (row.envelope.kind === "callback") await this.#external(row.envelope);
         else {
           const after = outbox.gapBelow(row);

@@ -73,7 +73,7 @@ export class DriveLoop {
   async #drive(): Promise<void> {
     const parts = this.#parts;
     await this.#storage.setAlarm(Date.now() + SAFETY_NET_MS);
-    await faultPoint(this.#scope(), "after-accept");
+    await faultPoint(this.#scope(), "before-drive");
     for (;;) {
       this.#wake = false;
       for (const part of parts) part.pump?.();

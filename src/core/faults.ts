@@ -1,16 +1,21 @@
 /**
  * Named fault points. Production code calls `faultPoint(scope, name)` at the places a crash is
  * interesting; it does nothing unless a test installed a plan for that scope (a session id). A
- * plan may throw (a crash right there) or wait (to stage a race).
+ * plan may throw (a crash right there) or wait (to stage a race). Each name says where it fires:
+ * `before-drive` as a drive pass begins (accepted work is in the tables), `before-model` /
+ * `after-model` around the model call, `before-append` / `after-append` around the step's
+ * append, `before-send` / `after-send` around an outbox send (the row is committed; `after-send`
+ * before it is marked delivered), `before-apply` as a delivery arrives, `in-alarm`, `in-init`
+ * (a child's creation), `mid-drain` (between the children of a drain).
  */
 
 export type FaultPointName =
-  | "after-accept"
+  | "before-drive"
   | "before-model"
   | "after-model"
   | "before-append"
   | "after-append"
-  | "after-outbox-write"
+  | "before-send"
   | "after-send"
   | "before-apply"
   | "in-alarm"

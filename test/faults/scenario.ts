@@ -8,12 +8,12 @@ import { Rng } from "./prng";
  */
 
 export const POINTS: readonly FaultPointName[] = [
-  "after-accept",
+  "before-drive",
   "before-model",
   "after-model",
   "before-append",
   "after-append",
-  "after-outbox-write",
+  "before-send",
   "after-send",
   "before-apply",
   "in-alarm",
@@ -343,7 +343,7 @@ export function generate(seed: number): Scenario {
 
   // An opening that makes the focus point reachable.
   const r0 = roots[0]!;
-  if (focus === "in-init" || focus === "after-outbox-write" || focus === "after-send" || rng.chance(0.5)) {
+  if (focus === "in-init" || focus === "before-send" || focus === "after-send" || rng.chance(0.5)) {
     const t = tag();
     const child = newChild(r0.ref, "one-shot");
     steps.push({ op: "start-one-shot", child: child.ref, tag: t, ...oneShotPrompt(rng, t) });
@@ -407,7 +407,7 @@ function scopeFor(
   switch (point) {
     case "in-init":
       return oneShots.length > 0 ? rng.pick(oneShots) : model;
-    case "after-outbox-write":
+    case "before-send":
     case "after-send":
       // children send results and notices; roots send cancels
       return anyChild.length > 0 && rng.chance(0.8) ? rng.pick(anyChild) : rng.pick([...rootRefs, model]);

@@ -26,7 +26,7 @@ async function interrupt(id: string): Promise<void> {
 async function acceptedButNotStarted(id: string, content: string): Promise<string> {
   const reached = deferred();
   const plan = faults(id, (point) => {
-    if (point !== "after-accept") return;
+    if (point !== "before-drive") return;
     reached.resolve();
     return never();
   });

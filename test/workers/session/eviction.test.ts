@@ -39,7 +39,7 @@ describe("an eviction never loses or duplicates accepted work (semantics.md §1.
     const { id } = await createSession();
     const reached = deferred();
     const plan = faults(id, (point) => {
-      if (point !== "after-accept") return;
+      if (point !== "before-drive") return;
       reached.resolve();
       return never();
     });
@@ -62,7 +62,7 @@ describe("an eviction never loses or duplicates accepted work (semantics.md §1.
     const { id } = await createSession();
     const reached = deferred();
     const plan = faults(id, (point) => {
-      if (point !== "after-accept") return;
+      if (point !== "before-drive") return;
       reached.resolve();
       return never();
     });
@@ -101,7 +101,7 @@ describe("an eviction never loses or duplicates accepted work (semantics.md §1.
     // park the in-process driver so the step runs from the alarm, where a crash surfaces
     const reached = deferred();
     const parking = faults(id, (point) => {
-      if (point !== "after-accept") return;
+      if (point !== "before-drive") return;
       reached.resolve();
       return never();
     });

@@ -295,7 +295,7 @@ describe("settlement notices (semantics.md §6.6)", () => {
     const childId = crypto.randomUUID();
     let failures = 0;
     const plan = faults(childId, (point) => {
-      if (point === "after-outbox-write" && failures < 2) {
+      if (point === "before-send" && failures < 2) {
         failures++;
         throw new Error("injected: the parent could not be reached");
       }

@@ -86,7 +86,7 @@ describe("starting a continuable child (semantics.md §6.2)", () => {
   it("a continuable start answers 202 {childId, messageId} at inbox acceptance: the id is the child's agent/inbox/inserted id, the prompt is not yet logged and no model call was made", async () => {
     const parent = await createSession();
     const childId = crypto.randomUUID();
-    const gate = hold(childId, "after-accept");
+    const gate = hold(childId, "before-drive");
     try {
       const res = await startContinuable(parent.id, { prompt: "hello there", label: "greeter", childId });
       expect(res.status).toBe(202);

@@ -33,7 +33,7 @@ describe("dispose and cancel (semantics.md §5.4)", () => {
     // (a) the child's driver is held before its first turn: the dispose lands first
     const parent = await createSession();
     const childId = crypto.randomUUID();
-    const gate = hold(childId, "after-accept");
+    const gate = hold(childId, "before-drive");
     const run = await startOneShot(parent.id, { provider: "spawn", prompt: "never answered", childId });
     await gate.reached;
     const disposed = await api("DELETE", `/v1/sessions/${parent.id}/runs/${run.runId}`);

@@ -183,13 +183,13 @@ describe("eviction at every step of the one-shot protocol (semantics.md ยง5.2, ย
       // durable state of a parent that died between `init` returning and `subagent/start`
       const release = { delivery: false };
       const r = await reserveLikeStart("init landed, then the parent died", {
-        child: () => (point) => (point === "after-outbox-write" && !release.delivery ? "throw" : undefined),
+        child: () => (point) => (point === "before-send" && !release.delivery ? "throw" : undefined),
       });
       expect(await stub(r.childId).init(await specOf(r.parentId, r.childId))).toEqual({
         ok: true,
         value: { id: r.childId },
       });
-      await r.childFaults.reached("after-outbox-write");
+      await r.childFaults.reached("before-send");
       await evict(r.parentId);
       release.delivery = true;
       await finish(r);
@@ -200,10 +200,10 @@ describe("eviction at every step of the one-shot protocol (semantics.md ยง5.2, ย
     it("child evicted while the parent had not published the start: the result's delivery makes the parent finish it", async () => {
       const release = { delivery: false };
       const r = await reserveLikeStart("init landed, child evicted", {
-        child: () => (point) => (point === "after-outbox-write" && !release.delivery ? "throw" : undefined),
+        child: () => (point) => (point === "before-send" && !release.delivery ? "throw" : undefined),
       });
       await stub(r.childId).init(await specOf(r.parentId, r.childId));
-      await r.childFaults.reached("after-outbox-write");
+      await r.childFaults.reached("before-send");
       await evict(r.childId);
       release.delivery = true;
       await finish(r);
@@ -225,7 +225,7 @@ describe("eviction at every step of the one-shot protocol (semantics.md ยง5.2, ย
             })();
           }
           if (point === "in-init" && (n === 3 || n === 4)) return "throw";
-          if (point === "after-outbox-write" && !release.delivery) return "throw";
+          if (point === "before-send" && !release.delivery) return "throw";
           return undefined;
         };
     }
@@ -234,7 +234,7 @@ describe("eviction at every step of the one-shot protocol (semantics.md ยง5.2, ย
       const release = { delivery: false };
       const s = await startWithFaults("ambiguous init", { child: ambiguousInit(release) });
       expect(s.status).toBe(503);
-      await s.childFaults.reached("after-outbox-write");
+      await s.childFaults.reached("before-send");
       await evict(s.parentId, s.childId);
       release.delivery = true;
       await driveUntil(
@@ -309,10 +309,10 @@ describe("eviction at every step of the one-shot protocol (semantics.md ยง5.2, ย
 
     it("child evicted after init, before its first step: the alarm runs its one turn", async () => {
       const s = await startWithFaults("child parked after accept", {
-        child: () => (point, n) => (point === "after-accept" && n === 1 ? never() : undefined),
+        child: () => (point, n) => (point === "before-drive" && n === 1 ? never() : undefined),
       });
       expect(s.status).toBe(201);
-      await s.childFaults.reached("after-accept");
+      await s.childFaults.reached("before-drive");
       expect(ofType(await allEvents(s.childId), "turn/start")).toEqual([]);
 
       await evict(s.childId);
@@ -322,11 +322,11 @@ describe("eviction at every step of the one-shot protocol (semantics.md ยง5.2, ย
     it("an alarm handler that crashes twice is retried and the child still answers once", async () => {
       const s = await startWithFaults("alarm crashes", {
         child: () => (point, n) => {
-          if (point === "after-accept" && n === 1) return never();
+          if (point === "before-drive" && n === 1) return never();
           return point === "in-alarm" && n <= 2 ? "throw" : undefined;
         },
       });
-      await s.childFaults.reached("after-accept");
+      await s.childFaults.reached("before-drive");
       await evict(s.childId);
       const runId = await s.runId();
       const errors = await driveToSettlement(s.parentId, s.childId, s.runId);
@@ -341,17 +341,17 @@ describe("eviction at every step of the one-shot protocol (semantics.md ยง5.2, ย
 
     it("after the child's result was written to its outbox, before the send", async () => {
       const s = await startWithFaults(`outbox write, ${side}`, {
-        child: () => throwAt("after-outbox-write"),
+        child: () => throwAt("before-send"),
       });
       expect(s.status).toBe(201);
-      await s.childFaults.reached("after-outbox-write");
+      await s.childFaults.reached("before-send");
       await quiesce([s.parentId, s.childId]);
       expect(await hasSettled(s.parentId, await s.runId())).toBe(false);
       expect((await outboxOf(s.childId)).map((r) => [r.attempts, r.delivered_at])).toEqual([[1, null]]);
 
       await evict(target(s));
       await finish(s);
-      expect(s.childFaults.count("after-outbox-write")).toBe(2);
+      expect(s.childFaults.count("before-send")).toBe(2);
       expect(s.childFaults.count("after-send")).toBe(1);
       expect((await outboxOf(s.childId))[0]!.attempts).toBe(1);
     });
@@ -412,7 +412,7 @@ describe("recovery around a running one-shot child (semantics.md ยง2.2, ยง5.3)",
     const childId = ofType(started, "subagent/start")[0]!.data.id as string;
     // the child's result reaches the parent only after the eviction
     const release = { delivery: false };
-    faults(childId, (point) => (point === "after-outbox-write" && !release.delivery ? "throw" : undefined));
+    faults(childId, (point) => (point === "before-send" && !release.delivery ? "throw" : undefined));
 
     await evict(parent.id); // the child is (most likely) still thinking; its result is held back either way
     const before = await allEvents(parent.id);
