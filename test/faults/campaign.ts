@@ -1,3 +1,4 @@
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, inject, test } from "vitest";
 import { check } from "./checker";
@@ -93,7 +94,9 @@ async function runSeed(seed: number): Promise<{ report: SeedReport; detail: stri
     for (const name of known) names.set(env.SESSIONS.idFromName(name).toString(), name);
     const sessions = new Map<string, Snapshot>();
     for (const s of snapshots) sessions.set(s.header?.id ?? names.get(s.objectId) ?? s.objectId, s);
-    const checked = check({ scenario, history: runner.history, ids: runner.ids, sessions });
+    const roots = scenario.roots.flatMap((r) => (runner.ids.has(r.ref) ? [runner.ids.get(r.ref)!] : []));
+    const directory = await directoryOf(roots);
+    const checked = check({ scenario, history: runner.history, ids: runner.ids, sessions, directory });
     // alarms that keep re-arming (or logs that keep growing) past the drain's bound never settle
     if (!quiesced)
       checked.violations.push({ category: "stuck", session: "*", message: "the drain never quiesced" });
@@ -381,6 +384,19 @@ function describeSeed(
     for (const r of s.epochs) lines.push(`  epoch ${r.runId} ${runner.refOf(r.childId)} ${r.state}`);
   }
   return lines.join("\n");
+}
+
+/** Which of `ids` the registry's session directory lists (the registry is one object, shared). */
+async function directoryOf(ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const registry = env.REGISTRY.get(env.REGISTRY.idFromName("registry"));
+  const listed = await runInDurableObject(registry, (_instance: unknown, state: DurableObjectState) =>
+    state.storage.sql
+      .exec<{ id: string }>(`SELECT id FROM sessions WHERE id IN (${ids.map(() => "?").join(", ")})`, ...ids)
+      .toArray()
+      .map((r) => r.id),
+  );
+  return new Set(listed);
 }
 
 /** Registers one test per seed, then the check that the campaign fired every named fault point. */

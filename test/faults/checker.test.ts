@@ -189,6 +189,15 @@ describe("the checker", () => {
         at(s, root).runs[0]!.state = "running";
       }),
     ).toContain("stuck");
+    // a created session the registry's directory does not list
+    expect(categories({ ...copy(clean), directory: new Set() })).toContain("lost");
+    expect(check({ ...copy(clean), directory: new Set([root]) }).violations).toEqual([]);
+    // a transport row no operation made
+    expect(
+      plant((s) => {
+        at(s, root).transports.push({ table: "remote_runs", runId: "planted", phase: "await" });
+      }),
+    ).toContain("unexpected");
     // a hole in the log
     expect(
       plant((s) => {

@@ -41,6 +41,8 @@ export interface CheckInput {
   ids: ReadonlyMap<string, string>;
   /** Every object the seed created, by session id (objects without a header keyed by object id). */
   sessions: ReadonlyMap<string, Snapshot>;
+  /** The ids the registry's session directory lists, of those the seed's roots were given. */
+  directory?: ReadonlySet<string>;
 }
 
 export interface CheckResult {
@@ -96,6 +98,9 @@ export function check(input: CheckInput): CheckResult {
     }
     checkLog(id, s, flag);
     checkOwed(id, s, get, flag, notes);
+    // the schedule delegates only in this deployment: no far-side or ACP transport may exist
+    for (const t of s.transports)
+      flag("unexpected", id, `a ${t.table} row for run ${t.runId} no operation made`);
   }
 
   // ---- roots: every user message is an operation's; every acknowledged one was taken ----
@@ -107,6 +112,8 @@ export function check(input: CheckInput): CheckResult {
         flag("lost", id ?? root.ref, "a created session has no header");
       continue;
     }
+    if (input.directory && !input.directory.has(id))
+      flag("lost", id, "a created top-level session is absent from the registry's session directory");
     const sends = opsOn(root.ref, "send", "resend", "flush", "retry");
     const byKey = new Map<string, Op[]>();
     for (const op of sends) {

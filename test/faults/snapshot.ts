@@ -67,6 +67,12 @@ export interface Snapshot {
   epochs: { runId: string; childId: string; state: string; pendingNotice: boolean }[];
   flags: Record<string, string>;
   alarm: number | null;
+  /** The receiver's per-link order: the next link sequence it expects from each sender. */
+  links: { sender: string; nextSeq: number }[];
+  /** Far-side and ACP transport rows (protocol, phase; their credentials are not read). */
+  transports: { table: "remote_runs" | "acp_runs"; runId: string; phase: string }[];
+  /** The schema version the object migrated to (`meta`). */
+  schemaVersion: number | null;
 }
 
 export async function snapshot(objectId: DurableObjectId): Promise<Snapshot> {
@@ -158,6 +164,27 @@ export async function snapshot(objectId: DurableObjectId): Promise<Snapshot> {
           ]),
         ),
         alarm: await state.storage.getAlarm(),
+        links: rows<{ sender: string; next_seq: number }>("links", "SELECT sender, next_seq FROM links").map(
+          (r) => ({ sender: r.sender, nextSeq: r.next_seq }),
+        ),
+        transports: [
+          ...rows<{ run_id: string; phase: string }>(
+            "remote_runs",
+            "SELECT run_id, phase FROM remote_runs",
+          ).map((r) => ({ table: "remote_runs" as const, runId: r.run_id, phase: r.phase })),
+          ...rows<{ run_id: string }>("acp_runs", "SELECT run_id FROM acp_runs").map((r) => ({
+            table: "acp_runs" as const,
+            runId: r.run_id,
+            phase: "-",
+          })),
+        ],
+        schemaVersion: (() => {
+          const row = rows<{ value: string }>(
+            "meta",
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+          )[0];
+          return row ? Number(row.value) : null;
+        })(),
       };
     },
   );
