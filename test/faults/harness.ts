@@ -149,6 +149,8 @@ export class Runner {
         if (done >= rule.times) continue;
         this.#ruleState.set(rule, done + 1);
         this.fired.push({ kind: rule.kind, point, scope: ref });
+        // a delay, created inside the object, lets later sends and deliveries overtake this one
+        if (rule.kind === "delay") return new Promise<void>((resolve) => setTimeout(resolve, rule.ms ?? 20));
         // a crash is the object going down at that point (the platform's semantics): inside the
         // model call, where a thrown error would be a failed call, the instance is reset too
         if (rule.kind === "abort" || (rule.kind === "crash" && RESETTING_POINTS.has(point)))

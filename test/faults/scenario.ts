@@ -34,7 +34,9 @@ export type RuleKind =
   /** `after-send` throws: the receiver applied the envelope, the sender saw a failure */
   | "ambiguous"
   /** `in-alarm` throws: the alarm fails and is retried */
-  | "alarm";
+  | "alarm"
+  /** waits `ms` right there: a send or a delivery is overtaken by later ones (reordering) */
+  | "delay";
 
 /** Every kind of injected fault the summary counts (rules plus resets between operations). */
 export type FaultKind = RuleKind | "evict" | "reset-storm";
@@ -48,6 +50,8 @@ export interface FaultRule {
   after: number;
   /** How many times the rule fires at most. */
   times: number;
+  /** For `delay`: how long it waits. */
+  ms?: number;
 }
 
 export interface RootSpec {
@@ -374,6 +378,21 @@ export function generate(seed: number): Scenario {
   if (focus === "in-alarm") steps.splice(rng.int(0, steps.length), 0, { op: "alarm", target: first.scope });
   const extra = rng.int(3, 5);
   for (let i = 0; i < extra; i++) rules.push(ruleFor(rng.pick(POINTS)));
+  // delays that reorder sends and deliveries, from a stream of their own (so the rest of each
+  // seed's schedule, and the regression seeds, stay what they were)
+  const reorder = new Rng(seed * 7919 + 17);
+  const delays = reorder.int(0, 2);
+  for (let i = 0; i < delays; i++) {
+    const point = reorder.pick(["before-send", "before-apply"] as const);
+    rules.push({
+      scope: scopeFor(reorder, point, roots, children),
+      point,
+      kind: "delay",
+      after: reorder.int(0, 2),
+      times: reorder.int(1, 4),
+      ms: reorder.int(5, 60),
+    });
+  }
 
   return { seed, roots, children, steps, rules };
 }
