@@ -39,6 +39,7 @@ export function sessionHost(
     interruptAgent: (targetId) => children.interrupt(targetId, { kind: "ancestor", ancestorId: id() }),
     listAgents: async (scope) =>
       ok(scope === "children" ? (await childEntriesOf(ctx)).map(publicEntry) : await descendantsOf(ctx)),
-    report: (text) => self.report(text, ctx.header()?.options.reportDelivery ?? "next-step"),
+    report: (text, callKey) =>
+      self.report(text, ctx.header()?.options.reportDelivery ?? "next-step", callKey),
   };
 }

@@ -8,6 +8,7 @@ import { UsageTotals } from "./usage-totals";
 import { Flags } from "./flags";
 import { Inbox } from "./inbox";
 import { Outbox } from "./outbox";
+import { faultPoint } from "../../src/core/faults";
 import { AcpStore } from "./acp-store";
 import { RemoteStore } from "./remote-store";
 import { Children, Runs } from "./runs";
@@ -59,10 +60,20 @@ export class SessionStores implements DriverStores {
     this.#loopRow = new SingleRow<LoopState>(this.sql, "loop");
   }
 
+  /** The session's id for fault points (empty before the header exists). */
+  #scope(): string {
+    return this.header.get()?.id ?? "";
+  }
+
   transact<T>(fn: () => T): T {
     let result: T;
     try {
-      result = this.storage.transactionSync(fn);
+      result = this.storage.transactionSync(() => {
+        const value = fn();
+        // a storage failure at the commit: everything the transaction wrote is rolled back
+        void faultPoint(this.#scope(), "in-transaction");
+        return value;
+      });
     } catch (error) {
       this.log.rollback();
       this.header.forget();

@@ -70,8 +70,8 @@ export const reportTool: Tool<{ output: string }, SessionHost> = {
   description:
     "Deliver a self-contained result to the agent that started you, before you finish. Reporting never ends your turn.",
   schema: z.strictObject({ output: z.string().min(1).max(200_000) }),
-  async run(args, _ctx, host) {
-    const sent = await host.report(args.output);
+  async run(args, ctx, host) {
+    const sent = await host.report(args.output, ctx.callKey);
     return sent.ok
       ? text(`report accepted by the agent that started you as message ${sent.value.messageId}`)
       : text(`Error: ${sent.message}`, true);

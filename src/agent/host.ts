@@ -34,5 +34,9 @@ export interface ContinuationHost {
   followup(childId: string, text: string, callKey?: string): Promise<Outcome<{ messageId: string }>>;
   interruptAgent(targetId: string): Promise<Outcome<{ accepted: true }>>;
   listAgents(scope: "children" | "descendants"): Promise<Outcome<(ChildEntry | DescendantEntry)[]>>;
-  report(text: string): Promise<Outcome<{ messageId: string }>>;
+  /**
+   * The `report` tool: one report to the parent for the tool call `callKey`; the same call run
+   * again after a restart is the same report (the parent applies it once).
+   */
+  report(text: string, callKey: string): Promise<Outcome<{ messageId: string }>>;
 }

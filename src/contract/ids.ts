@@ -17,3 +17,12 @@ export function newMessageId(): MessageId {
 export function newRunId(): RunId {
   return crypto.randomUUID() as RunId;
 }
+
+/**
+ * A message id derived from a SHA-256 hex digest (same digest, same id): for a message that a
+ * retried operation must send again under the same id, such as a report its tool call re-runs.
+ */
+export function messageIdFromDigest(hex: string): MessageId {
+  const h = hex.slice(0, 32).padEnd(32, "0");
+  return `msg_${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-9${h.slice(17, 20)}-${h.slice(20, 32)}` as MessageId;
+}

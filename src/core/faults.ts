@@ -6,7 +6,8 @@
  * `after-model` around the model call, `before-append` / `after-append` around the step's
  * append, `before-send` / `after-send` around an outbox send (the row is committed; `after-send`
  * before it is marked delivered), `before-apply` as a delivery arrives, `in-alarm`, `in-init`
- * (a child's creation), `mid-drain` (between the children of a drain).
+ * (a child's creation), `mid-drain` (between the children of a drain), `in-transaction` (as a
+ * storage transaction is about to commit: a throw there is a storage failure, rolled back).
  */
 
 export type FaultPointName =
@@ -20,7 +21,8 @@ export type FaultPointName =
   | "before-apply"
   | "in-alarm"
   | "in-init"
-  | "mid-drain";
+  | "mid-drain"
+  | "in-transaction";
 
 export type FaultPlan = (point: FaultPointName) => void | Promise<void>;
 

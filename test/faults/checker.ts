@@ -120,6 +120,7 @@ export function check(input: CheckInput): CheckResult {
       const key = String(op.input?.key);
       byKey.set(key, [...(byKey.get(key) ?? []), op]);
     }
+    const conflicts = opsOn(root.ref, "conflict");
     for (const row of s.inbox) {
       if (row.source?.kind !== "user") continue;
       const ops = row.idempotencyKey ? byKey.get(row.idempotencyKey) : undefined;
@@ -127,8 +128,11 @@ export function check(input: CheckInput): CheckResult {
         flag("unexpected", id, `user message ${row.messageId} (key ${row.idempotencyKey}) matches no send`);
         continue;
       }
-      const sent = String(ops[0]!.input?.content);
-      if (textOf(row.content) !== sent)
+      // the body of an operation under this key that may have landed (a refused one did not)
+      const landed = [...ops, ...conflicts.filter((o) => o.input?.key === row.idempotencyKey)]
+        .filter((o) => o.outcome !== "fail")
+        .map((o) => String(o.input?.content));
+      if (!landed.includes(textOf(row.content)))
         flag("unexpected", id, `message ${row.messageId} holds content no send with its key sent`);
     }
     for (const [key, ops] of byKey) {
@@ -144,8 +148,15 @@ export function check(input: CheckInput): CheckResult {
         flag("lost", id, `key ${key} acknowledged as ${[...messageIds]} but stored as ${row.messageId}`);
     }
     checkMessageAnswers(id, root.ref, s, sends, scenario, history, answers, flag);
-    for (const op of opsOn(root.ref, "conflict")) {
-      if (op.outcome === "ok")
+    for (const op of conflicts) {
+      // a changed body under a key is refused once the key's first body landed; when that one was
+      // refused itself (a storage failure, say), the changed body is the key's first use
+      const firstLanded = (byKey.get(String(op.input?.key)) ?? []).some(
+        (o) => o.outcome === "ok" && o.end <= op.start,
+      );
+      const stored = s.inbox.find((r) => r.idempotencyKey === op.input?.key);
+      const otherBody = stored !== undefined && textOf(stored.content) !== String(op.input?.content);
+      if (op.outcome === "ok" && (firstLanded || otherBody))
         flag("duplicated", id, `a different body under key ${op.input?.key} was accepted`);
       else if (op.status !== 422) notes.push(`conflict on ${root.ref} answered ${op.status} ${op.code}`);
     }

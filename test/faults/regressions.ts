@@ -21,4 +21,11 @@ export const REGRESSION_SEEDS: readonly { seed: number; bug: string }[] = [
       "a crash of the parent inside a `subagent` tool call (run_in_background, continuable): the " +
       "re-run tool call starts a second child (continuable starts have no per-call idempotency)",
   },
+  {
+    seed: 77,
+    bug:
+      "a storage failure in a continuable child after its `report` tool call delivered: the re-run " +
+      "call sent the report again under a new envelope id (a random message id), so the parent " +
+      "received it twice; found against 80d7a73 by the campaign's storage faults",
+  },
 ];

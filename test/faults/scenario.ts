@@ -20,6 +20,9 @@ export const POINTS: readonly FaultPointName[] = [
   "in-init",
 ];
 
+/** Points of the rules drawn from their own stream (delays, storage failures): also checked to fire. */
+export const EXTRA_POINTS: readonly FaultPointName[] = ["in-transaction"];
+
 /** How a rule acts when it fires at its point. */
 export type RuleKind =
   /**
@@ -36,7 +39,9 @@ export type RuleKind =
   /** `in-alarm` throws: the alarm fails and is retried */
   | "alarm"
   /** waits `ms` right there: a send or a delivery is overtaken by later ones (reordering) */
-  | "delay";
+  | "delay"
+  /** `in-transaction` throws as a storage transaction commits: it is rolled back, like a failed write */
+  | "storage";
 
 /** Every kind of injected fault the summary counts (rules plus resets between operations). */
 export type FaultKind = RuleKind | "evict" | "reset-storm";
@@ -382,6 +387,17 @@ export function generate(seed: number): Scenario {
   // seed's schedule, and the regression seeds, stay what they were)
   const reorder = new Rng(seed * 7919 + 17);
   const delays = reorder.int(0, 2);
+  // storage failures: a transaction of that session throws as it commits
+  const failures = reorder.int(0, 2);
+  for (let i = 0; i < failures; i++) {
+    rules.push({
+      scope: scopeFor(reorder, "in-transaction", roots, children),
+      point: "in-transaction",
+      kind: "storage",
+      after: reorder.int(0, 8),
+      times: reorder.int(1, 2),
+    });
+  }
   for (let i = 0; i < delays; i++) {
     const point = reorder.pick(["before-send", "before-apply"] as const);
     rules.push({

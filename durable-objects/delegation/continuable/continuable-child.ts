@@ -4,7 +4,8 @@ import type { ContinuableInit, FollowupInput, InterruptAuthority } from "../../.
 import type { ReportDelivery, ReportEnvelope } from "../../../src/contract/envelope";
 import { faultPoint } from "../../../src/core/faults";
 import { fail, type Outcome, ok } from "../../../src/contract/errors";
-import { newMessageId } from "../../../src/contract/ids";
+import { messageIdFromDigest, newMessageId } from "../../../src/contract/ids";
+import { sha256Hex } from "../../../src/core/hash";
 import type { SessionHeader } from "../../../src/contract/session";
 import { type Descriptor, foldDescriptor } from "../../../src/core/descriptor";
 import {
@@ -263,14 +264,22 @@ export class ContinuableChild implements SessionPart {
     });
   }
 
-  /** The child's `report` tool: exactly one edge up, to the durable parent. */
-  async report(text: string, delivery: ReportDelivery): Promise<Outcome<{ messageId: string }>> {
+  /**
+   * The child's `report` tool: exactly one edge up, to the durable parent. Its envelope and
+   * message ids come from the tool call (`callKey`), so a call run again after a restart sends
+   * the same report, which the parent applies once.
+   */
+  async report(
+    text: string,
+    delivery: ReportDelivery,
+    callKey: string,
+  ): Promise<Outcome<{ messageId: string }>> {
     const header = this.#ctx.header();
     if (header?.mode !== "continuable" || !this.activation()) {
       return fail("UNAUTHORIZED", "only a continuable child can report to its parent");
     }
     if (this.#drains.draining()) return fail("DRAINING", "this subagent is draining");
-    const messageId = newMessageId();
+    const messageId = messageIdFromDigest(await sha256Hex(`report/${header.id}/${callKey}`));
     const envelope: ReportEnvelope = {
       v: 1,
       id: `report:${messageId}`,
