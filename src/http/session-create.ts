@@ -58,13 +58,15 @@ export async function createTopLevelSession(
       : { createKey: await sha256Hex(JSON.stringify({ tenant, model, body })) }),
   });
   if (!created.ok) return created;
-  if (created.value.replayed) return { ok: true, value: created.value.view };
   // The directory lives outside any jurisdiction: it keeps no label of a session confined to one.
+  // A replay writes the entry again (a no-op when it is there): a create whose directory write
+  // failed after the session existed is completed by its retry.
   await registryStub(env).addSession(tenant, {
     id,
     createdAt: created.value.view.createdAt,
     ...(label === undefined || jurisdiction !== undefined ? {} : { label }),
     ...placement,
   });
+  if (created.value.replayed) return { ok: true, value: created.value.view };
   return { ok: true, value: { ...created.value.view, token } };
 }
