@@ -66,9 +66,9 @@ export async function hashOf(value: unknown): Promise<string> {
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-/** SHA-256 over every row of every table of the session's database. */
+/** SHA-256 over every row of every table of the session's database, and its alarm. */
 export async function tablesHash(id: string): Promise<string> {
-  return hashOf(await dumpTables(id));
+  return hashOf({ tables: await dumpTables(id), alarm: await alarmOf(id) });
 }
 
 /** The names of the session's tables (none for an object that was never created). */
