@@ -10,7 +10,8 @@
 //                           hold; implies --no-readme unless --readme is given
 //   --no-readme             print only, do not touch bench/README.md
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { writeBlock } from "../scripts/lib/readme-block.mjs";
 import { availableParallelism, cpus, loadavg, release } from "node:os";
 import { join } from "node:path";
 import { Client } from "./lib/client.mjs";
@@ -115,19 +116,8 @@ function writeSummary(f) {
     "",
     `Written by \`npm run bench\` (${measured}, ${f.date}; ${f.machine}). Every row and more in [bench/README.md](bench/README.md) and \`test-results/bench.json\`.`,
   ];
-  const path = join(ROOT, "README.md");
-  const text = readFileSync(path, "utf8");
-  const start = text.indexOf(BENCH_START);
-  const end = text.indexOf(BENCH_END);
-  if (start < 0 || end < start) throw new Error(`README.md has no ${BENCH_START} ... ${BENCH_END} block`);
-  writeFileSync(
-    path,
-    `${text.slice(0, start + BENCH_START.length)}\n${lines.join("\n")}\n${text.slice(end)}`,
-  );
+  writeBlock(join(ROOT, "README.md"), "benchmark", lines.join("\n"));
 }
-
-const BENCH_START = "<!-- benchmark:start -->";
-const BENCH_END = "<!-- benchmark:end -->";
 
 const log = (line) => console.log(`[${(performance.now() / 1000).toFixed(1)}s] ${line}`);
 

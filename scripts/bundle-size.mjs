@@ -6,9 +6,10 @@
 //   npm run bundle-size -- --baseline=<ref>  another baseline
 //   npm run bundle-size -- --no-readme       print only
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { writeBlock } from "./lib/readme-block.mjs";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const args = new Map(
@@ -19,8 +20,6 @@ const args = new Map(
 );
 /** The runtime as a closed application: its Worker before `createSubagents`, the AI SDK and the embedded dashboard. */
 const BASELINE = args.get("baseline") ?? "4f49b43";
-const START = "<!-- bundle-size:start -->";
-const END = "<!-- bundle-size:end -->";
 
 const git = (...a) => execFileSync("git", a, { cwd: ROOT, encoding: "utf8" }).trim();
 
@@ -76,10 +75,6 @@ const lines = [
 console.log(lines.join("\n"));
 if (args.get("no-readme") !== "true") {
   const path = join(ROOT, "README.md");
-  const readme = readFileSync(path, "utf8");
-  const start = readme.indexOf(START);
-  const end = readme.indexOf(END);
-  if (start < 0 || end < start) throw new Error(`README.md has no ${START} ... ${END} block`);
-  writeFileSync(path, `${readme.slice(0, start + START.length)}\n${lines.join("\n")}\n${readme.slice(end)}`);
+  writeBlock(path, "bundle-size", lines.join("\n"));
   console.log("wrote README.md");
 }

@@ -3,12 +3,11 @@
 // reliability markers) from test-results/faults.json, the figures the campaign's reporter wrote
 // for the run that just finished, with the commit they were measured at. Only a full campaign
 // (every seed, no FAULT_SEED replay) rewrites the block; a replay leaves it as it is.
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { writeBlock } from "./lib/readme-block.mjs";
 
 const ROOT = resolve(import.meta.dirname, "..");
-const START = "<!-- reliability:start -->";
-const END = "<!-- reliability:end -->";
 
 const faults = JSON.parse(readFileSync(join(ROOT, "test-results/faults.json"), "utf8"));
 if (process.env.FAULT_SEED || process.env.FAULT_SEEDS) {
@@ -59,10 +58,5 @@ const lines = [
   `Written by \`npm run test:faults\` from \`test-results/faults.json\` at ${faults.commit}, ${faults.generatedAt.slice(0, 10)} (${faults.wallSeconds} s). Replay one schedule with \`FAULT_SEED=<n> npm run test:faults\`.`,
 ];
 
-const path = join(ROOT, "README.md");
-const readme = readFileSync(path, "utf8");
-const start = readme.indexOf(START);
-const end = readme.indexOf(END);
-if (start < 0 || end < start) throw new Error(`README.md has no ${START} ... ${END} block`);
-writeFileSync(path, `${readme.slice(0, start + START.length)}\n${lines.join("\n")}\n${readme.slice(end)}`);
+writeBlock(join(ROOT, "README.md"), "reliability", lines.join("\n"));
 console.log("wrote the reliability block of README.md");

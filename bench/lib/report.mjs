@@ -1,9 +1,6 @@
 // Turns the figures into a table (stdout and bench/README.md, between the results markers).
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeBlock } from "../../scripts/lib/readme-block.mjs";
 import { ms, ratio } from "./stats.mjs";
-
-const START = "<!-- results:start -->";
-const END = "<!-- results:end -->";
 
 /**
  * rows: { name, n, p50, p99, floor?: { p50, p99 }, target? }; the ratio columns divide by the
@@ -51,9 +48,5 @@ export function grid(head, body) {
 }
 
 export function writeReadme(path, section) {
-  const text = readFileSync(path, "utf8");
-  const start = text.indexOf(START);
-  const end = text.indexOf(END);
-  if (start < 0 || end < start) throw new Error(`${path} has no ${START} ... ${END} section`);
-  writeFileSync(path, `${text.slice(0, start + START.length)}\n${section.trim()}\n${text.slice(end)}`);
+  writeBlock(path, "results", section);
 }

@@ -8,7 +8,7 @@ import { UsageTotals } from "./usage-totals";
 import { Flags } from "./flags";
 import { Inbox } from "./inbox";
 import { Outbox } from "./outbox";
-import { faultPoint } from "../../src/core/faults";
+import { faultPoint, faultsArmed } from "../../src/core/faults";
 import { AcpStore } from "./acp-store";
 import { RemoteStore } from "./remote-store";
 import { Children, Runs } from "./runs";
@@ -71,7 +71,7 @@ export class SessionStores implements DriverStores {
       result = this.storage.transactionSync(() => {
         const value = fn();
         // a storage failure at the commit: everything the transaction wrote is rolled back
-        void faultPoint(this.#scope(), "in-transaction");
+        if (faultsArmed()) void faultPoint(this.#scope(), "in-transaction");
         return value;
       });
     } catch (error) {

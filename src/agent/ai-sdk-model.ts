@@ -48,13 +48,20 @@ interface StreamingModel {
   doStream(options: StepCall): PromiseLike<{ stream: ReadableStream<unknown> }>;
 }
 
+/**
+ * The three specification versions type their call options apart, so their union has no
+ * signature TypeScript can call; each accepts the subset StepCall sends (tested against v2 and v4
+ * models and the real openai-compatible and workers-ai providers). What is checked at run time is
+ * that the value has a `doStream` to call.
+ */
+function isStreamingModel(model: unknown): model is StreamingModel {
+  return typeof model === "object" && model !== null && typeof Reflect.get(model, "doStream") === "function";
+}
+
 export function aiSdkModel(model: AiSdkLanguageModel, options: AiSdkModelOptions = {}): ModelClient {
-  // Checked at run time below. The three specification versions type their call options apart,
-  // so their union has no signature TypeScript can call; each accepts the subset StepCall sends
-  // (tested against v2 and v4 models and the real openai-compatible and workers-ai providers).
-  const streaming = model as unknown as StreamingModel;
-  if (typeof streaming?.doStream !== "function")
+  if (!isStreamingModel(model))
     throw new TypeError("aiSdkModel: not an AI SDK language model (it has no doStream)");
+  const streaming = model;
   return {
     async generate(request: ModelRequest): Promise<ModelReply> {
       const call: StepCall = {

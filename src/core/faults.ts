@@ -35,6 +35,11 @@ export function installFaults(scope: string, plan: FaultPlan): () => void {
   };
 }
 
+/** Whether any plan is installed (hot paths skip even naming their scope otherwise). */
+export function faultsArmed(): boolean {
+  return plans.size > 0;
+}
+
 export function faultPoint(scope: string, point: FaultPointName): void | Promise<void> {
   const plan = plans.get(scope);
   return plan ? plan(point) : undefined;

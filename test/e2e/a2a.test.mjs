@@ -12,7 +12,7 @@ import {
   DefaultAgentCardResolver,
   JsonRpcTransportFactory,
 } from "@a2a-js/sdk/client";
-import { allEvents, api, createSession, waitForEvents } from "./lib/api.mjs";
+import { allEvents, api, createSession, waitForEvents, settledRun } from "./lib/api.mjs";
 import { launchBrowser } from "./lib/browser.mjs";
 import {
   freePort,
@@ -24,17 +24,6 @@ import {
 } from "./lib/dev-server.mjs";
 
 const TEST_TIMEOUT_MS = 300_000;
-
-/** Waits for a run to settle (long polls of at most 10 s each). */
-async function settledRun(server, parentId, runId, timeoutMs = 180_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await api(server, "GET", `/v1/sessions/${parentId}/runs/${runId}?wait=10000`);
-    assert.equal(res.status, 200, JSON.stringify(res.body));
-    if (res.body.state === "settled") return res.body;
-    if (Date.now() > deadline) throw new Error(`run ${runId} did not settle: ${JSON.stringify(res.body)}`);
-  }
-}
 
 async function sessionIds(server) {
   const res = await api(server, "GET", "/v1/sessions?limit=200");

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { after, before, describe, it } from "node:test";
-import { allEvents, api, assistantTexts, createSession, waitForEvents } from "./lib/api.mjs";
+import { allEvents, api, assistantTexts, createSession, waitForEvents, settledRun } from "./lib/api.mjs";
 import {
   freePort,
   groupMembers,
@@ -54,17 +54,6 @@ async function recordingProxy(targetUrl) {
     recorded,
     close: () => new Promise((resolve) => server.close(resolve)),
   };
-}
-
-/** Waits for a run to settle (long polls of at most 25 s each). */
-async function settledRun(server, parentId, runId, timeoutMs = 180_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await api(server, "GET", `/v1/sessions/${parentId}/runs/${runId}?wait=10000`);
-    assert.equal(res.status, 200, JSON.stringify(res.body));
-    if (res.body.state === "settled") return res.body;
-    if (Date.now() > deadline) throw new Error(`run ${runId} did not settle: ${JSON.stringify(res.body)}`);
-  }
 }
 
 function lifecycle(events, runId) {

@@ -137,3 +137,22 @@ function withoutCallback(body: string): string {
   delete header.callback;
   return JSON.stringify(header);
 }
+
+/** A far-side run's transport row (remote or A2A), without its credentials. */
+export interface TransportRow {
+  protocol: string;
+  phase: string;
+  remote_id: string | null;
+  attempts: number;
+  last_error: string | null;
+  polls: number;
+}
+
+export async function transportOf(parentId: string, runId: string): Promise<TransportRow> {
+  const [row] = await sqlRows<TransportRow & Record<string, never>>(
+    parentId,
+    "SELECT protocol, phase, remote_id, attempts, last_error, polls FROM remote_runs WHERE run_id = ?",
+    runId,
+  );
+  return row!;
+}

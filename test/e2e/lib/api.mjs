@@ -179,3 +179,14 @@ export function openStream(server, id, { after, token, auth = "subprotocol" } = 
     });
   });
 }
+
+/** Waits for a run to settle (long polls of at most 10 s each); fails the test past `timeoutMs`. */
+export async function settledRun(server, parentId, runId, timeoutMs = 180_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await api(server, "GET", `/v1/sessions/${parentId}/runs/${runId}?wait=10000`);
+    if (res.status !== 200) throw new Error(`run ${runId}: HTTP ${res.status} ${JSON.stringify(res.body)}`);
+    if (res.body.state === "settled") return res.body;
+    if (Date.now() > deadline) throw new Error(`run ${runId} did not settle: ${JSON.stringify(res.body)}`);
+  }
+}

@@ -59,6 +59,18 @@ function send(message: Message, returnImmediately = false) {
   };
 }
 
+/** A ListTasks request for every task of the caller, on one page. */
+const EVERY_TASK = {
+  tenant: "",
+  contextId: "",
+  status: TaskState.TASK_STATE_UNSPECIFIED,
+  pageSize: 100,
+  pageToken: "",
+  historyLength: undefined,
+  statusTimestampAfter: undefined,
+  includeArtifacts: undefined,
+};
+
 function texts(parts: readonly Part[] | undefined): string {
   return (parts ?? []).map((p) => (p.content?.$case === "text" ? p.content.value : "")).join("");
 }
@@ -250,27 +262,9 @@ describe("A2A tasks are sessions (the SDK's client)", () => {
       /not found/,
     );
     await expect(other.sendMessage(send(userMessage("intrude", task.id)))).rejects.toThrow(/not found/);
-    const listed = await acme.listTasks({
-      tenant: "",
-      contextId: "",
-      status: TaskState.TASK_STATE_UNSPECIFIED,
-      pageSize: 100,
-      pageToken: "",
-      historyLength: undefined,
-      statusTimestampAfter: undefined,
-      includeArtifacts: undefined,
-    });
+    const listed = await acme.listTasks(EVERY_TASK);
     expect(listed.tasks.map((t) => t.id)).toContain(task.id);
-    const mine = await other.listTasks({
-      tenant: "",
-      contextId: "",
-      status: TaskState.TASK_STATE_UNSPECIFIED,
-      pageSize: 100,
-      pageToken: "",
-      historyLength: undefined,
-      statusTimestampAfter: undefined,
-      includeArtifacts: undefined,
-    });
+    const mine = await other.listTasks(EVERY_TASK);
     expect(mine.tasks.map((t) => t.id)).not.toContain(task.id);
   });
 });

@@ -29,6 +29,27 @@ afterEach(() => {
   clock.release();
 });
 
+/** A one-shot child whose result is owed to a parent session that was never created. */
+async function orphanChild(): Promise<{ ghost: string; childId: string; runId: string }> {
+  // a real spec, pointed at a parent that does not exist
+  const template = await startWithFaults("spec template");
+  const ghost = crypto.randomUUID();
+  const childId = crypto.randomUUID();
+  const runId = crypto.randomUUID();
+  const spec: ChildInit = {
+    ...(await specOf(template.parentId, template.childId)),
+    id: childId,
+    parentSession: ghost,
+    runId,
+    lineage: [ghost],
+    prompt: [{ type: "text", text: "orphan" }],
+  };
+  expect(await stub(childId).init(spec)).toEqual({ ok: true, value: { id: childId } });
+  await waitForEvents(childId, (l) => ofType(l, "turn/end").length > 0, { what: "the child's turn to end" });
+  await quiesce([childId]);
+  return { ghost, childId, runId };
+}
+
 describe("delivery between objects (semantics.md §11)", () => {
   it("a result delivered twice is applied once", async () => {
     const s = await startWithFaults("double delivery");
@@ -65,24 +86,7 @@ describe("delivery between objects (semantics.md §11)", () => {
   });
 
   it("a result for a parent that does not exist dead-letters after the attempt limit and the alarm stops", async () => {
-    // a real spec, pointed at a parent session that was never created
-    const template = await startWithFaults("spec template");
-    const ghost = crypto.randomUUID();
-    const childId = crypto.randomUUID();
-    const runId = crypto.randomUUID();
-    const spec: ChildInit = {
-      ...(await specOf(template.parentId, template.childId)),
-      id: childId,
-      parentSession: ghost,
-      runId,
-      lineage: [ghost],
-      prompt: [{ type: "text", text: "orphan" }],
-    };
-    expect(await stub(childId).init(spec)).toEqual({ ok: true, value: { id: childId } });
-    await waitForEvents(childId, (l) => ofType(l, "turn/end").length > 0, {
-      what: "the child's turn to end",
-    });
-    await quiesce([childId]);
+    const { ghost, childId, runId } = await orphanChild();
 
     const backoffs: number[] = [];
     for (let attempt = 1; attempt < MAX_ATTEMPTS; attempt++) {
@@ -123,23 +127,7 @@ describe("delivery between objects (semantics.md §11)", () => {
   });
 
   it("a send the object never finished (it restarted during it) is a failed attempt; crashing during every send dead-letters", async () => {
-    const template = await startWithFaults("spec template");
-    const ghost = crypto.randomUUID();
-    const childId = crypto.randomUUID();
-    const runId = crypto.randomUUID();
-    const spec: ChildInit = {
-      ...(await specOf(template.parentId, template.childId)),
-      id: childId,
-      parentSession: ghost,
-      runId,
-      lineage: [ghost],
-      prompt: [{ type: "text", text: "orphan" }],
-    };
-    expect(await stub(childId).init(spec)).toEqual({ ok: true, value: { id: childId } });
-    await waitForEvents(childId, (l) => ofType(l, "turn/end").length > 0, {
-      what: "the child's turn to end",
-    });
-    await quiesce([childId]);
+    const { ghost, childId, runId } = await orphanChild();
     const [first] = await outboxOf(childId);
     expect(first).toMatchObject({ attempts: 1, sends: 1 }); // one send, finished (failed)
 

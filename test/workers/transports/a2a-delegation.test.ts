@@ -3,7 +3,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { ADMIN, api, createSession, putProvider, startOneShot, waitForRun } from "../../support/api";
 import { allEvents, eventually, ofType } from "../../support/logs";
 import { sqlRows, stub } from "../../support/objects";
-import { expectNoCredential, installRemoteNet, REMOTE_URL, type RemoteNet } from "../../support/remote";
+import {
+  expectNoCredential,
+  installRemoteNet,
+  REMOTE_URL,
+  type RemoteNet,
+  transportOf,
+} from "../../support/remote";
 import { LONG_TURN, script } from "../../support/scripts";
 
 /**
@@ -34,23 +40,6 @@ async function registerA2a(url: string, token?: string): Promise<string> {
   const res = await putProvider(name, { kind: "a2a", url, ...(token === undefined ? {} : { token }) });
   expect(res.status).toBe(201);
   return name;
-}
-
-interface TransportRow {
-  phase: string;
-  remote_id: string | null;
-  attempts: number;
-  last_error: string | null;
-  protocol: string;
-}
-
-async function transport(parentId: string, runId: string): Promise<TransportRow> {
-  const [row] = await sqlRows<TransportRow & Record<string, never>>(
-    parentId,
-    "SELECT phase, remote_id, attempts, last_error, protocol FROM remote_runs WHERE run_id = ?",
-    runId,
-  );
-  return row!;
 }
 
 async function agentStats(): Promise<{
@@ -84,7 +73,7 @@ describe("a2a providers: a deployment delegating to another over A2A", () => {
     });
 
     // the task is a session of the far deployment, which got the prompt once
-    const row = await transport(parent.id, started.runId);
+    const row = await transportOf(parent.id, started.runId);
     expect(row).toMatchObject({ protocol: "a2a", phase: "done" });
     expect(run.counterpart).toEqual({ kind: "a2a", id: row.remote_id });
     const taskLog = await allEvents(row.remote_id!);
@@ -111,7 +100,7 @@ describe("a2a providers: a deployment delegating to another over A2A", () => {
       prompt: script({ think: 1500 }, { say: "after the restart" }),
     });
     const before = await eventually(
-      () => transport(parent.id, runId),
+      () => transportOf(parent.id, runId),
       (t) => t.phase === "await",
     );
     await evictDurableObject(stub(parent.id));
@@ -121,7 +110,7 @@ describe("a2a providers: a deployment delegating to another over A2A", () => {
       output: [{ type: "text", text: "after the restart" }],
       stopReason: "completed",
     });
-    expect((await transport(parent.id, runId)).remote_id).toBe(before.remote_id);
+    expect((await transportOf(parent.id, runId)).remote_id).toBe(before.remote_id);
     expect(net.calls.filter((c) => c.path === "/v1/a2a" && c.body.includes(`run-${runId}`))).toHaveLength(1);
     expect(ofType(await allEvents(parent.id), "subagent/end")).toHaveLength(1);
   });
@@ -131,7 +120,7 @@ describe("a2a providers: a deployment delegating to another over A2A", () => {
     const parent = await createSession();
     const { runId } = await startOneShot(parent.id, { provider, prompt: LONG_TURN });
     const { remote_id: taskId } = await eventually(
-      () => transport(parent.id, runId),
+      () => transportOf(parent.id, runId),
       (t) => t.phase === "await",
     );
     expect((await api("DELETE", `/v1/sessions/${parent.id}/runs/${runId}`)).status).toBe(202);
@@ -142,7 +131,7 @@ describe("a2a providers: a deployment delegating to another over A2A", () => {
       diagnostic: "the run was cancelled by its parent",
     });
     await eventually(
-      () => transport(parent.id, runId),
+      () => transportOf(parent.id, runId),
       (t) => t.phase === "done",
     );
     const taskLog = await eventually(
@@ -193,13 +182,13 @@ describe("a2a providers: an agent built on the SDK's server side", () => {
     const cancelsBefore = (await agentStats()).cancels;
     const { runId } = await startOneShot(parent.id, { provider, prompt: "hang" });
     await eventually(
-      () => transport(parent.id, runId),
+      () => transportOf(parent.id, runId),
       (t) => t.phase === "await",
     );
     expect((await api("DELETE", `/v1/sessions/${parent.id}/runs/${runId}`)).status).toBe(202);
     expect((await waitForRun(parent.id, runId, 3_000)).result.stopReason).toBe("aborted");
     await eventually(
-      () => transport(parent.id, runId),
+      () => transportOf(parent.id, runId),
       (t) => t.phase === "done",
     );
     expect((await agentStats()).cancels).toBe(cancelsBefore + 1);
@@ -210,7 +199,7 @@ describe("a2a providers: an agent built on the SDK's server side", () => {
     const parent = await createSession();
     const { runId } = await startOneShot(parent.id, { provider, prompt: "hang" });
     const { remote_id: taskId } = await eventually(
-      () => transport(parent.id, runId),
+      () => transportOf(parent.id, runId),
       (t) => t.phase === "await",
     );
     // someone else cancels the task at the agent
@@ -245,7 +234,7 @@ describe("a2a providers: an agent built on the SDK's server side", () => {
     const parent = await createSession();
     const { runId } = await startOneShot(parent.id, { provider, prompt: "echo: nobody home" });
     const row = await eventually(
-      () => transport(parent.id, runId),
+      () => transportOf(parent.id, runId),
       (t) => t.attempts >= 1,
     );
     expect(row.last_error).toMatch(/^accept the task: no answer/);

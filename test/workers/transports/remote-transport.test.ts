@@ -3,7 +3,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { ADMIN, api, createSession, runOf, startOneShot, waitForRun } from "../../support/api";
 import { allEvents, eventually, ofType, sleep } from "../../support/logs";
 import { sqlRows, stub } from "../../support/objects";
-import { installRemoteNet, registerRemote, remoteIdOf, type RemoteNet } from "../../support/remote";
+import {
+  installRemoteNet,
+  registerRemote,
+  remoteIdOf,
+  type RemoteNet,
+  transportOf,
+} from "../../support/remote";
 import { script } from "../../support/scripts";
 
 /**
@@ -26,23 +32,6 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-interface TransportRow {
-  phase: string;
-  remote_id: string | null;
-  attempts: number;
-  last_error: string | null;
-  polls: number;
-}
-
-async function transport(parentId: string, runId: string): Promise<TransportRow> {
-  const [row] = await sqlRows<TransportRow & Record<string, never>>(
-    parentId,
-    "SELECT phase, remote_id, attempts, last_error, polls FROM remote_runs WHERE run_id = ?",
-    runId,
-  );
-  return row!;
-}
-
 describe("the remote transport (semantics.md §12.2, §10.6)", () => {
   it("retries an unreachable remote with backoff and, once it answers, goes on where it stopped", async () => {
     const provider = await registerRemote();
@@ -50,7 +39,7 @@ describe("the remote transport (semantics.md §12.2, §10.6)", () => {
     net.remoteDown = true;
     const runId = (await startOneShot(parent.id, { provider, prompt: "patience" })).runId;
     const failing = await eventually(
-      () => transport(parent.id, runId),
+      () => transportOf(parent.id, runId),
       (t) => t.attempts >= 2,
     );
     expect(failing).toMatchObject({ phase: "create", remote_id: null });
@@ -68,7 +57,7 @@ describe("the remote transport (semantics.md §12.2, §10.6)", () => {
       output: [{ type: "text", text: "echo: patience" }],
       stopReason: "completed",
     });
-    const done = await transport(parent.id, runId);
+    const done = await transportOf(parent.id, runId);
     expect(done).toMatchObject({ phase: "done", attempts: 0, last_error: null });
     // the remote session, recorded once, for transcripts and listings
     const counterpart = (await allEvents(parent.id)).filter((e) => e.type === "subagent/remote");
@@ -110,7 +99,7 @@ describe("the remote transport (semantics.md §12.2, §10.6)", () => {
       await startOneShot(parent.id, { provider, prompt: script({ think: 1500 }, { say: "from afar" }) })
     ).runId;
     await eventually(
-      () => transport(parent.id, runId),
+      () => transportOf(parent.id, runId),
       (t) => t.phase === "await",
     );
     await evictDurableObject(stub(parent.id));
@@ -123,7 +112,7 @@ describe("the remote transport (semantics.md §12.2, §10.6)", () => {
     expect(polls[0]!.path).toContain("after=-1");
     expect(new Set(polls.map((c) => c.path)).size).toBeGreaterThan(1);
     expect(ofType(await allEvents(parent.id), "subagent/end")).toHaveLength(1);
-    expect((await transport(parent.id, runId)).phase).toBe("done");
+    expect((await transportOf(parent.id, runId)).phase).toBe("done");
   });
 
   it("ends a run as error at once when the remote refuses it (a wrong token), without retrying or leaking", async () => {
@@ -141,7 +130,7 @@ describe("the remote transport (semantics.md §12.2, §10.6)", () => {
       net.calls.filter((c) => c.path === "/v1/sessions" && c.body.includes(`run:${runId}`)),
     ).toHaveLength(1);
     expect(JSON.stringify(await allEvents(parent.id))).not.toContain(wrong);
-    expect(await transport(parent.id, runId)).toMatchObject({ phase: "done" });
+    expect(await transportOf(parent.id, runId)).toMatchObject({ phase: "done" });
   });
 
   it("ends a run whose remote vanished as error after the deadline since its last successful answer", async () => {
@@ -152,12 +141,12 @@ describe("the remote transport (semantics.md §12.2, §10.6)", () => {
       await startOneShot(parent.id, { provider, prompt: script({ think: 60_000 }, { say: "never" }) })
     ).runId;
     await eventually(
-      () => transport(parent.id, runId),
+      () => transportOf(parent.id, runId),
       (t) => t.phase === "await",
     );
     net.remoteDown = true; // it vanishes mid-run
     await eventually(
-      () => transport(parent.id, runId),
+      () => transportOf(parent.id, runId),
       (t) => t.attempts >= 1,
     );
     expect((await runOf(parent.id, runId)).state).toBe("running");
@@ -171,13 +160,13 @@ describe("the remote transport (semantics.md §12.2, §10.6)", () => {
     );
     expect(run.result.diagnostic).not.toContain(ADMIN);
     // it then tries (bounded) to stop the remote session, which may still be running
-    expect((await transport(parent.id, runId)).phase).toBe("interrupt");
+    expect((await transportOf(parent.id, runId)).phase).toBe("interrupt");
     net.remoteDown = false;
     vi.setSystemTime(Date.now() + 60_000); // the next try is due (its time was taken on the moved clock)
     await runDurableObjectAlarm(stub(parent.id));
     const remoteId = await remoteIdOf(parent.id, runId);
     await eventually(
-      () => transport(parent.id, runId),
+      () => transportOf(parent.id, runId),
       (t) => t.phase === "done",
       { timeoutMs: 15_000 },
     );
@@ -194,7 +183,7 @@ describe("the remote transport (semantics.md §12.2, §10.6)", () => {
       await startOneShot(parent.id, { provider, prompt: script({ think: 5000 }, { say: "too late" }) })
     ).runId;
     await eventually(
-      () => transport(parent.id, runId),
+      () => transportOf(parent.id, runId),
       (t) => t.phase === "await",
     );
     const remoteId = await remoteIdOf(parent.id, runId);
@@ -206,7 +195,7 @@ describe("the remote transport (semantics.md §12.2, §10.6)", () => {
       diagnostic: "the run was cancelled by its parent",
     });
     await eventually(
-      () => transport(parent.id, runId),
+      () => transportOf(parent.id, runId),
       (t) => t.phase === "done",
     );
     expect(
@@ -236,7 +225,7 @@ describe("the remote transport (semantics.md §12.2, §10.6)", () => {
     await api("DELETE", `/v1/sessions/${parent.id}/runs/${runId}`);
     const run = await waitForRun(parent.id, runId, 5_000);
     expect(run.result.stopReason).toBe("aborted");
-    expect(await transport(parent.id, runId)).toMatchObject({ phase: "done", remote_id: null });
+    expect(await transportOf(parent.id, runId)).toMatchObject({ phase: "done", remote_id: null });
     net.remoteDown = false;
     await sleep(300);
     expect(net.calls.filter((c) => c.body.includes(`run:${runId}`) && c.status !== "down")).toEqual([]);
