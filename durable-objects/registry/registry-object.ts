@@ -8,6 +8,7 @@ import {
 } from "../../src/providers/catalog";
 import type { DirectoryEntry, RegistryEvent } from "../../src/contract/session-api";
 import type { Jurisdiction, LocationHint } from "../../src/core/placement";
+import { faultPoint, faultsArmed, REGISTRY_FAULT_SCOPE } from "../../src/core/faults";
 import { migrate } from "../store/schema";
 
 const REGISTRY_MIGRATIONS: readonly string[] = [
@@ -56,15 +57,18 @@ export class RegistryObject extends DurableObject<Env> {
   }
 
   list(): ProviderInfo[] {
+    this.#fault();
     return this.#records().map(describeProvider);
   }
 
   /** The full record, transport credentials included: for the runtime only, never for listings. */
   resolve(name: string): ProviderRecord | undefined {
+    this.#fault();
     return this.#records().find((r) => r.name === name);
   }
 
   register(record: ProviderRecord): Outcome<ProviderInfo> {
+    this.#fault();
     if (this.resolve(record.name))
       return fail("DUPLICATE_PROVIDER", `provider ${record.name} is already registered`);
     this.ctx.storage.transactionSync(() => this.#insert(record));
@@ -72,6 +76,7 @@ export class RegistryObject extends DurableObject<Env> {
   }
 
   remove(name: string): Outcome<{ removed: string }> {
+    this.#fault();
     const { sql } = this.ctx.storage;
     const removed = this.ctx.storage.transactionSync(() => {
       const gone = sql.exec("DELETE FROM providers WHERE name = ? RETURNING name", name).toArray().length > 0;
@@ -83,6 +88,7 @@ export class RegistryObject extends DurableObject<Env> {
 
   /** Records a top-level session in the directory (idempotent). */
   addSession(tenant: string, entry: DirectoryEntry): void {
+    this.#fault();
     this.ctx.storage.sql.exec(
       "INSERT INTO sessions (id, created_at, label, tenant, jurisdiction, location_hint) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
       entry.id,
@@ -142,6 +148,11 @@ export class RegistryObject extends DurableObject<Env> {
         at: r.at,
         data: JSON.parse(r.data),
       }));
+  }
+
+  /** The registry's fault point, on every call that reads or writes it (nothing unless a test armed it). */
+  #fault(): void {
+    if (faultsArmed()) void faultPoint(REGISTRY_FAULT_SCOPE, "in-registry");
   }
 
   #records(): ProviderRecord[] {

@@ -5,6 +5,15 @@ import type { SessionPart } from "./part";
 const SAFETY_NET_MS = 5_000;
 
 /**
+ * An armed alarm this long past its time was lost: the platform never fired it. (A pass that runs
+ * past its safety net is joined by that alarm within seconds, so a live alarm is never this late.)
+ */
+export const LOST_ALARM_MS = 60_000;
+
+/** How often a request touching the object may check that owed work still has a wake-up. */
+const TOUCH_CHECK_MS = 10_000;
+
+/**
  * The drive loop of one session object: runs its parts' work until none is owed, then arms the
  * one alarm for the earliest due item (or clears it). Accepted work starts in-process at once
  * (`kickSoon`), with the alarm armed first as the safety net; the alarm (`kick`) is the retry
@@ -16,6 +25,7 @@ export class DriveLoop {
   #parts: readonly SessionPart[] = [];
   #running: Promise<void> | null = null;
   #wake = false;
+  #touchCheckedAt = Number.NEGATIVE_INFINITY;
 
   /** `scope` names the session for its fault points (its id once it has a header). */
   constructor(storage: DurableObjectStorage, scope: () => string) {
@@ -63,11 +73,35 @@ export class DriveLoop {
     return due;
   }
 
-  /** Boot-time repair: owed work with no alarm armed would never wake up. */
-  async armIfOwed(): Promise<void> {
-    if (this.nextDue() !== undefined && (await this.#storage.getAlarm()) === null) {
-      await this.#storage.setAlarm(Date.now() + 1);
-    }
+  /**
+   * The repair of a lost wake-up, at boot, when a request touches the object and when its parent's
+   * watchdog asks: owed work whose alarm is missing, long overdue (lost) or later than the work
+   * is due (a boot finds work the last instance kept in memory) gets one for when it is due.
+   * Resolves true when it had to.
+   */
+  async armIfOwed(): Promise<boolean> {
+    const due = this.nextDue();
+    if (due === undefined) return false;
+    const alarm = await this.#storage.getAlarm();
+    if (alarm !== null && alarm > Date.now() - LOST_ALARM_MS && alarm <= due) return false;
+    await this.#storage.setAlarm(Math.max(due, Date.now() + 1));
+    return true;
+  }
+
+  /** Arms the alarm for `at` unless it is armed earlier already. */
+  async wakeBy(at: number): Promise<void> {
+    const alarm = await this.#storage.getAlarm();
+    if (alarm === null || alarm > at) await this.#storage.setAlarm(at);
+  }
+
+  /** A request touched the object: at most every TOUCH_CHECK_MS, `armIfOwed` runs beside it (no await). */
+  touched(): void {
+    const now = Date.now();
+    if (now - this.#touchCheckedAt < TOUCH_CHECK_MS) return;
+    this.#touchCheckedAt = now;
+    this.armIfOwed().catch((error: unknown) => {
+      console.error("wake-up check failed", error instanceof Error ? error.message : error);
+    });
   }
 
   async #drive(): Promise<void> {

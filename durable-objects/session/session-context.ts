@@ -31,4 +31,6 @@ export interface SessionContext {
   remoteSettings: { publicUrl: string | undefined; deadlineMs: number };
   /** Runs the drive loop without waiting (steps, outbox, repairs, settlement). */
   kick(): void;
+  /** A local child began working for this session: its watchdog (child-watch.ts) is armed. */
+  childStarted(): void;
 }

@@ -247,6 +247,11 @@ export class SessionObject extends DurableObject<Env> {
     return this.#parts ? this.#parts.self.drainFrom(parentId) : ok({ drained: [] });
   }
 
+  /** The parent's watchdog (child-watch.ts): repairs a lost wake-up; true when there was one to repair. */
+  async wake(): Promise<boolean> {
+    return this.#parts ? this.#parts.loop.armIfOwed() : false;
+  }
+
   knowsEpoch(runId: string): boolean {
     return this.#parts ? this.#parts.self.knowsEpoch(runId) : false;
   }
@@ -327,6 +332,8 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   #authorize(caller: Caller, need: Need): Outcome<SessionHeader> {
+    // every caller's request is a chance to notice owed work whose alarm was lost
+    this.#parts?.loop.touched();
     const header = this.#parts?.stores.header.get();
     const denied = checkAccess(header, caller, need);
     return denied ?? ok(header!);

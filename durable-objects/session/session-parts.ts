@@ -13,6 +13,7 @@ import { CallbackSender } from "../messaging/callback-sender";
 import { ContinuableChild } from "../delegation/continuable/continuable-child";
 import { ContinuableParent } from "../delegation/continuable/continuable-parent";
 import { Drains } from "../delegation/continuable/drains";
+import { ChildWatch } from "../delegation/child-watch";
 import { Delivery } from "../messaging/delivery";
 import { EventStream } from "./event-stream";
 import { OneShotChild } from "../delegation/one-shot/one-shot-child";
@@ -64,7 +65,15 @@ export function assembleParts(state: DurableObjectState, env: Env, deployment: D
   const stores = new SessionStores(state.storage, log, (events) => stream.publish(events));
   const loop = new DriveLoop(state.storage, () => stores.header.get()?.id ?? "");
   const turns = new TurnControlRelay();
-  const ctx = sessionContext(env, deployment, stores, turns, () => loop.kickSoon());
+  const watch = new ChildWatch(
+    stores,
+    (id) => sessionStub(env, id),
+    (at) => loop.wakeBy(at),
+  );
+  const ctx = sessionContext(env, deployment, stores, turns, {
+    kick: () => loop.kickSoon(),
+    childStarted: () => watch.started(),
+  });
   const header = ctx.header;
   const callbacks = new CallbackSender(ctx);
   const delivery = new Delivery(ctx, (envelope) => callbacks.send(envelope));
@@ -113,7 +122,20 @@ export function assembleParts(state: DurableObjectState, env: Env, deployment: D
     },
   });
   turns.attach(driver);
-  parts.push(self, turnPart(driver), delivery, runs, local, children, oneShot, remote, acp, a2a, callbacks);
+  parts.push(
+    self,
+    turnPart(driver),
+    delivery,
+    runs,
+    local,
+    children,
+    oneShot,
+    remote,
+    acp,
+    a2a,
+    callbacks,
+    watch,
+  );
   delivery.install(envelopeHandlers(parts, DELIVERED_KINDS));
   loop.install(parts);
   const mcp = new McpFace(ctx, host, runs);
@@ -126,7 +148,7 @@ function sessionContext(
   deployment: Deployment,
   stores: SessionStores,
   turns: TurnControl,
-  kick: () => void,
+  loop: Pick<SessionContext, "kick" | "childStarted">,
 ): SessionContext {
   return {
     stores,
@@ -146,7 +168,7 @@ function sessionContext(
     defaultModel: defaultModelOf(env),
     limits: { depthCap: env.MAX_DEPTH_CAP, childCap: env.MAX_CHILDREN_PER_SESSION },
     remoteSettings: remoteSettings(env),
-    kick,
+    ...loop,
   };
 }
 

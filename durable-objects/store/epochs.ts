@@ -64,6 +64,14 @@ export class Epochs {
     this.sql.exec("DELETE FROM epochs WHERE run_id = ? AND state = 'starting'", runId);
   }
 
+  /** Children of epochs published and not ended: their settled notice is still to come. */
+  publishedChildren(): string[] {
+    return this.sql
+      .exec<{ child_id: string }>("SELECT DISTINCT child_id FROM epochs WHERE state = 'published'")
+      .toArray()
+      .map((r) => r.child_id);
+  }
+
   /** Starts reserved but never published (the object died mid-start). */
   starting(): { runId: string; childId: string }[] {
     return this.sql

@@ -218,6 +218,14 @@ export class Runs {
       .map(toRow);
   }
 
+  /** Children of published local runs without a result yet (the parent's watchdog looks after them). */
+  runningLocalChildren(): string[] {
+    return this.sql
+      .exec<{ child_id: string }>("SELECT child_id FROM runs WHERE state = 'running' AND local = 1")
+      .toArray()
+      .map((r) => r.child_id);
+  }
+
   unsettledCount(): number {
     return this.sql
       .exec<{ n: number }>("SELECT count(*) AS n FROM runs WHERE state != 'settled' AND held_until IS NULL")

@@ -187,6 +187,7 @@ export class LocalRuns implements ChildTransport, SessionPart {
       if (pending.result) this.#ledger.settle(pending, pending.result);
       else if (pending.cancelRequested) outbox.retryNow(`cancel:${runId}`); // the child exists now
     });
+    if (runs.get(runId)?.state === "running") ctx.childStarted();
     if (runs.get(runId)?.cancelRequested) ctx.kick();
     return ok(runId);
   }

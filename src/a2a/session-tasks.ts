@@ -21,7 +21,7 @@ import {
   UnsupportedOperationError,
 } from "@a2a-js/sdk/errors";
 import type { A2ARequestHandler } from "@a2a-js/sdk/server";
-import type { ContentBlock } from "../contract/content";
+import { type ContentBlock, MAX_CONTENT_BLOCKS } from "../contract/content";
 import type { Outcome } from "../contract/errors";
 import type { EventPage } from "../contract/session-api";
 import { sha256Hex } from "../core/hash";
@@ -178,6 +178,8 @@ export class SessionTaskHandler implements A2ARequestHandler {
         `message parts of kind ${content.unsupported} are not supported`,
       );
     if (content.blocks.length === 0) throw new RequestMalformedError("message.parts is empty");
+    if (content.blocks.length > MAX_CONTENT_BLOCKS)
+      throw new RequestMalformedError(`message.parts holds more than ${MAX_CONTENT_BLOCKS} parts`);
     const key = `a2a:${await sha256Hex(message.messageId)}`;
     let id = message.taskId || message.contextId;
     if (id) {

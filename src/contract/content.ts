@@ -5,8 +5,11 @@ export const TextBlock = z.strictObject({ type: z.literal("text"), text: z.strin
 export type TextBlock = z.infer<typeof TextBlock>;
 export type ContentBlock = TextBlock;
 
+/** The most blocks one piece of content may hold, on every route (HTTP, RPC, A2A, MCP). */
+export const MAX_CONTENT_BLOCKS = 1000;
+
 /** Content on the wire: a string, or an array of text blocks. */
-export const WireContent = z.union([z.string(), z.array(TextBlock).max(1000)]);
+export const WireContent = z.union([z.string(), z.array(TextBlock).max(MAX_CONTENT_BLOCKS)]);
 export type WireContent = z.infer<typeof WireContent>;
 
 export function toBlocks(content: WireContent): ContentBlock[] {

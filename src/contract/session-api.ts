@@ -66,6 +66,8 @@ export interface SessionRpc extends SessionApi {
   interruptBy(authority: InterruptAuthority): Promise<Outcome<{ accepted: true }>>;
   drainFrom(parentId: string): Promise<Outcome<{ drained: string[] }>>;
   /** Whether this continuable child ever ran epoch `runId` (repair of an unpublished start). */
+  /** Re-arms the child's owed work if its wake-up was lost; true when it had to (the parent's watchdog). */
+  wake(): Promise<boolean>;
   knowsEpoch(runId: string): Promise<boolean>;
   /** This session as a row of its parent's listing (null while it has no descriptor). */
   entry(expectedParent: string): Promise<ChildEntry | null>;

@@ -7,7 +7,8 @@
  * append, `before-send` / `after-send` around an outbox send (the row is committed; `after-send`
  * before it is marked delivered), `before-apply` as a delivery arrives, `in-alarm`, `in-init`
  * (a child's creation), `mid-drain` (between the children of a drain), `in-transaction` (as a
- * storage transaction is about to commit: a throw there is a storage failure, rolled back).
+ * storage transaction is about to commit: a throw there is a storage failure, rolled back),
+ * `in-registry` (as the provider registry object takes a call; its scope is `REGISTRY_FAULT_SCOPE`).
  */
 
 export type FaultPointName =
@@ -22,7 +23,11 @@ export type FaultPointName =
   | "in-alarm"
   | "in-init"
   | "mid-drain"
-  | "in-transaction";
+  | "in-transaction"
+  | "in-registry";
+
+/** The scope of the registry object's fault point (it is one object per deployment). */
+export const REGISTRY_FAULT_SCOPE = "registry";
 
 export type FaultPlan = (point: FaultPointName) => void | Promise<void>;
 

@@ -1,6 +1,6 @@
 import { compact } from "../core/compact";
 import { z } from "zod";
-import { type ContentBlock, isEmptyContent, TextBlock } from "../contract/content";
+import { type ContentBlock, isEmptyContent, MAX_CONTENT_BLOCKS, TextBlock } from "../contract/content";
 import type { SubagentResult, SubagentStopReason } from "../contract/run";
 import { capDiagnostic, oneShotResult } from "../core/run-result";
 
@@ -90,7 +90,7 @@ export async function verifyCallback(input: {
 
 /** A result as another deployment sends it (unknown stop reasons are kept and read as failures). */
 export const WireResult = z.strictObject({
-  output: z.array(TextBlock).max(1000),
+  output: z.array(TextBlock).max(MAX_CONTENT_BLOCKS),
   structured: z.unknown().optional(),
   stopReason: z.string().min(1).max(64),
   diagnostic: z.string().max(65_536).optional(),

@@ -57,7 +57,9 @@ function explanation(
   // every attempt of a step cut short (by faults in its steps or by resets) spends the step's
   // durable attempt budget: the bounded end of a crash loop
   const spent = /the model step failed \d+ times/.test(error);
-  if (spent && (rules.some((r) => r.scope === scope) || on("abort", "storm", "race", "evict")))
+  // (a delay or a lost alarm only postpones work: neither spends an attempt)
+  const spending = rules.some((r) => r.scope === scope && r.kind !== "delay" && r.kind !== "lost-alarm");
+  if (spent && (spending || on("abort", "storm", "race", "evict")))
     return "faults during every attempt of a step";
   return undefined;
 }

@@ -3,7 +3,16 @@ import { env } from "cloudflare:workers";
 import { describe, expect, inject, test } from "vitest";
 import { check } from "./checker";
 import { allObjects, restoreClock, Runner, sleep, sqlOf, type Op } from "./harness";
-import { type ChildSpec, EXTRA_POINTS, generate, POINTS, type Scenario, type Step } from "./scenario";
+import { REGISTRY_FAULT_SCOPE } from "../../src/core/faults";
+import {
+  type ChildSpec,
+  EXTRA_POINTS,
+  generate,
+  POINTS,
+  REGISTRY_REF,
+  type Scenario,
+  type Step,
+} from "./scenario";
 import { snapshot, type Snapshot } from "./snapshot";
 import { REGRESSION_SEEDS } from "./regressions";
 import type { SeedReport } from "./summary";
@@ -66,6 +75,7 @@ async function runSeed(seed: number): Promise<{ report: SeedReport; detail: stri
       });
       if (op.outcome === "ok") runner.bind(root.ref, String(op.result?.id));
     }
+    runner.bind(REGISTRY_REF, REGISTRY_FAULT_SCOPE);
     runner.startReaper();
     const t1 = performance.now();
     for (const step of scenario.steps) {
@@ -75,10 +85,12 @@ async function runSeed(seed: number): Promise<{ report: SeedReport; detail: stri
     await runner.stopReaper();
 
     const t2 = performance.now();
-    let quiesced = await runner.drain(objects);
+    const rootIds = () =>
+      scenario.roots.flatMap((r) => (runner.ids.has(r.ref) ? [runner.ids.get(r.ref)!] : []));
+    let quiesced = await runner.drain(objects, rootIds);
     await runner.discoverModelChildren(httpIds);
     await flush(runner, scenario);
-    quiesced = (await runner.drain(objects)) && quiesced;
+    quiesced = (await runner.drain(objects, rootIds)) && quiesced;
     runner.removePlans();
     await runner.settle();
     const t3 = performance.now();

@@ -97,7 +97,8 @@ export function check(input: CheckInput): CheckResult {
       continue;
     }
     checkLog(id, s, flag);
-    checkOwed(id, s, get, flag, notes);
+    const alarmLost = scenario.rules.some((r) => r.kind === "lost-alarm" && ids.get(r.scope) === id);
+    checkOwed(id, s, get, flag, notes, alarmLost);
     // the schedule delegates only in this deployment: no far-side or ACP transport may exist
     for (const t of s.transports)
       flag("unexpected", id, `a ${t.table} row for run ${t.runId} no operation made`);
@@ -391,6 +392,7 @@ function checkOwed(
   get: (id: string) => Snapshot | undefined,
   flag: Flag,
   notes: string[],
+  alarmLost: boolean,
 ): void {
   if (s.loop?.openTurn !== null && s.loop?.openTurn !== undefined)
     flag("stuck", id, `turn ${s.loop.openTurn} never ended`);
@@ -404,6 +406,16 @@ function checkOwed(
   for (const row of s.outbox) {
     const target = get(row.target);
     if (row.deliveredAt === null && row.deadAt === null) {
+      // An envelope the receiver applied, whose send looked failed (it was retried), and whose
+      // sender's alarm was then lost: the sender marks it delivered when it next wakes (a boot, a
+      // request, a parent's watchdog). Nobody waits for it, so nothing woke it: owed bookkeeping,
+      // nothing lost.
+      if (alarmLost && row.attempts > 0 && target?.seen.includes(row.id)) {
+        notes.push(
+          `outbox ${row.id}: applied, its sender's bookkeeping waits for its next wake-up (lost alarm)`,
+        );
+        continue;
+      }
       flag(
         "stuck",
         id,

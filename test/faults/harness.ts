@@ -6,7 +6,7 @@ import {
 } from "cloudflare:test";
 import { env, exports } from "cloudflare:workers";
 import { vi } from "vitest";
-import { type FaultPointName, installFaults } from "../../src/core/faults";
+import { type FaultPointName, installFaults, REGISTRY_FAULT_SCOPE } from "../../src/core/faults";
 import type { FaultKind, FaultRule, RuleKind } from "./scenario";
 
 /**
@@ -26,6 +26,12 @@ import type { FaultKind, FaultRule, RuleKind } from "./scenario";
  */
 
 export const ADMIN = "test-admin-token";
+
+/**
+ * Rounds of the drain (five mocked minutes each) with alarms firing and nothing moving after which
+ * it counts as quiet: long enough for a parent's watchdog at its longest interval to look twice.
+ */
+const ARMED_STABLE_ROUNDS = 12;
 
 /** Fault points inside a call that catches errors (the model call): a crash there is a reset. */
 const RESETTING_POINTS = new Set<FaultPointName>(["before-model", "after-model"]);
@@ -73,7 +79,9 @@ export async function bounded<T>(promise: Promise<T>, ms: number): Promise<{ val
   }
 }
 
+/** A session's object, or the registry's for its fault scope. */
 export function stubOf(id: string): DurableObjectStub {
+  if (id === REGISTRY_FAULT_SCOPE) return env.REGISTRY.get(env.REGISTRY.idFromName("registry"));
   return env.SESSIONS.get(env.SESSIONS.idFromName(id));
 }
 
@@ -112,6 +120,8 @@ export class Runner {
   readonly #condemned = new Set<string>();
   readonly #plans = new Map<string, () => void>();
   readonly #ruleState = new Map<FaultRule, number>();
+  /** Alarms of its scope each `lost-alarm` rule saw delivered (its `after`). */
+  readonly #alarmsSeen = new Map<FaultRule, number>();
   readonly #pending: Promise<unknown>[] = [];
   #opId = 0;
   #reaping = false;
@@ -135,7 +145,8 @@ export class Runner {
   bind(ref: string, id: string): void {
     if (this.ids.get(ref) === id && this.#plans.has(id)) return;
     this.ids.set(ref, id);
-    const rules = this.rules.filter((r) => r.scope === ref);
+    // a lost alarm is the platform's doing (see #fireAlarm), not a plan inside the object
+    const rules = this.rules.filter((r) => r.scope === ref && r.kind !== "lost-alarm");
     if (rules.length === 0 || this.#plans.has(id)) return;
     const counts: Partial<Record<FaultPointName, number>> = {};
     // Runs inside the object: plain counters only, and a synchronous throw.
@@ -331,10 +342,16 @@ export class Runner {
 
   /**
    * Fires every owed alarm of every listed object until no alarm is armed and nothing moved for a
-   * few rounds (bounded). A failed alarm is retried the way the platform would (alarm() again with
-   * a retry count), and condemned instances are evicted. Backoffs elapse on a mocked clock.
+   * few rounds, or alarms fired for `ARMED_STABLE_ROUNDS` rounds and nothing moved (bounded). A
+   * failed alarm is retried the way the platform would (alarm() again with a retry count),
+   * condemned instances are evicted, and the roots are looked at as a polling client would.
+   * Backoffs elapse on a mocked clock.
    */
-  async drain(objects: () => Promise<DurableObjectId[]>, rounds = 400): Promise<boolean> {
+  async drain(
+    objects: () => Promise<DurableObjectId[]>,
+    roots: () => readonly string[] = () => [],
+    rounds = 400,
+  ): Promise<boolean> {
     let stable = 0;
     let last = "";
     for (let round = 0; round < rounds; round++) {
@@ -342,25 +359,74 @@ export class Runner {
       const ids = await objects();
       const states = await Promise.all(ids.map((id) => probe(id)));
       const armed = ids.filter((_, i) => states[i]?.alarm !== null);
-      if (armed.length === 0) {
-        const signature = states.map((s) => s?.signature ?? "?").join("|");
-        if (signature === last && ++stable >= 2) return true;
-        if (signature !== last) stable = 0;
+      const signature = states.map((s) => s?.signature ?? "?").join("|");
+      if (signature === last) stable++;
+      else {
+        stable = 0;
         last = signature;
+      }
+      if (armed.length === 0 || stable > 0) {
+        // a client waiting for its answers looks at its sessions now and then: a root's lost
+        // alarm is repaired by that touch (a child's by its parent's watchdog)
+        advanceClock(15_000);
+        await Promise.all(roots().map((id) => this.look(id)));
+      }
+      if (armed.length === 0) {
+        if (stable >= 2) return true;
         await sleep(10);
         continue;
       }
-      stable = 0;
-      last = "";
+      // alarms fired round after round and nothing moved: what is left are periodic wake-ups (a
+      // parent's watchdog over a child that waits for input), each fired several times already
+      if (stable >= ARMED_STABLE_ROUNDS) return true;
       // alarms of different objects fire independently
       await Promise.all(armed.map((id) => this.#fireAlarm(id)));
       advanceClock(5 * 60_000);
+      if (round === rounds - 1) {
+        const names = new Map(
+          [...this.ids].map(([ref, id]) => [env.SESSIONS.idFromName(id).toString(), ref]),
+        );
+        this.notes.push(
+          `still armed after the drain: ${armed.map((id) => names.get(id.toString()) ?? id.toString()).join(", ")}`,
+        );
+      }
     }
     return false;
   }
 
+  /**
+   * A `lost-alarm` rule of this object that is due: its alarm is then not delivered but deleted,
+   * as if the platform had lost it (owed work stays owed, with no wake-up).
+   */
+  #losesAlarm(id: DurableObjectId): FaultRule | undefined {
+    for (const rule of this.rules) {
+      if (rule.kind !== "lost-alarm") continue;
+      const sessionId = this.ids.get(rule.scope);
+      if (sessionId === undefined || env.SESSIONS.idFromName(sessionId).toString() !== id.toString())
+        continue;
+      const seen = (this.#alarmsSeen.get(rule) ?? 0) + 1;
+      this.#alarmsSeen.set(rule, seen);
+      const done = this.#ruleState.get(rule) ?? 0;
+      if (seen <= rule.after || done >= rule.times) continue;
+      this.#ruleState.set(rule, done + 1);
+      return rule;
+    }
+    return undefined;
+  }
+
   /** Stubs are taken fresh for every call: an aborted instance breaks the stubs that reached it. */
   async #fireAlarm(id: DurableObjectId): Promise<void> {
+    const lost = this.#losesAlarm(id);
+    if (lost) {
+      this.fired.push({ kind: "lost-alarm", point: "alarm-delivery", scope: lost.scope });
+      await bounded(
+        runInDurableObject(env.SESSIONS.get(id), (_i: unknown, state: DurableObjectState) =>
+          state.storage.deleteAlarm(),
+        ),
+        5_000,
+      );
+      return;
+    }
     let error: unknown;
     try {
       const ran = await bounded(runDurableObjectAlarm(env.SESSIONS.get(id)), 10_000);
@@ -388,6 +454,17 @@ export class Runner {
       this.alarmErrors++;
     }
     this.notes.push(`alarm kept failing after 6 retries: ${String(error).slice(0, 120)}`);
+  }
+
+  /** `GET /v1/sessions/:id`, as a polling client does (not recorded: it changes nothing). */
+  async look(id: string): Promise<void> {
+    const request = new Request(`http://example.com/v1/sessions/${id}`, {
+      headers: { authorization: `Bearer ${ADMIN}` },
+    });
+    await bounded(
+      workerFetch(request).then((response) => response.text()),
+      5_000,
+    );
   }
 
   async settle(): Promise<void> {
@@ -418,7 +495,7 @@ export async function allObjects(): Promise<DurableObjectId[]> {
 
 /**
  * An object's armed alarm (`null` when none; `undefined` when it did not answer) and a fingerprint
- * of how far it got: log length, pending inbox, undelivered outbox.
+ * of how far it got: log length, pending inbox, undelivered outbox, delivery attempts.
  */
 async function probe(id: DurableObjectId): Promise<{ alarm: number | null | undefined; signature: string }> {
   const read = await bounded(
@@ -435,6 +512,8 @@ async function probe(id: DurableObjectId): Promise<{ alarm: number | null | unde
         has("outbox")
           ? n("SELECT count(*) AS n FROM outbox WHERE delivered_at IS NULL AND dead_at IS NULL")
           : 0,
+        // a delivery being retried is movement too
+        has("outbox") ? n("SELECT coalesce(sum(attempts), 0) AS n FROM outbox") : 0,
       ].join(".");
       return { alarm, signature };
     }),

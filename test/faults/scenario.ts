@@ -20,8 +20,14 @@ export const POINTS: readonly FaultPointName[] = [
   "in-init",
 ];
 
-/** Points of the rules drawn from their own stream (delays, storage failures): also checked to fire. */
-export const EXTRA_POINTS: readonly FaultPointName[] = ["in-transaction"];
+/**
+ * Points of the rules drawn from their own stream, also checked to fire: storage failures, and
+ * the platform's delivery of an alarm (where the harness loses one; not a point of the runtime).
+ */
+export const EXTRA_POINTS: readonly string[] = ["in-transaction", "alarm-delivery", "in-registry"];
+
+/** The provider registry's scope in rules (one object per deployment). */
+export const REGISTRY_REF = "registry";
 
 /** How a rule acts when it fires at its point. */
 export type RuleKind =
@@ -41,7 +47,12 @@ export type RuleKind =
   /** waits `ms` right there: a send or a delivery is overtaken by later ones (reordering) */
   | "delay"
   /** `in-transaction` throws as a storage transaction commits: it is rolled back, like a failed write */
-  | "storage";
+  | "storage"
+  /**
+   * the platform loses the object's next alarm (`alarm-delivery`): it never fires and is gone, so
+   * owed work waits for a repair (the parent's watchdog, a request that touches the object, a boot)
+   */
+  | "lost-alarm";
 
 /** Every kind of injected fault the summary counts (rules plus resets between operations). */
 export type FaultKind = RuleKind | "evict" | "reset-storm";
@@ -407,6 +418,32 @@ export function generate(seed: number): Scenario {
       after: reorder.int(0, 2),
       times: reorder.int(1, 4),
       ms: reorder.int(5, 60),
+    });
+  }
+
+  // lost alarms, drawn after the delays (the earlier draws of this stream stay what they were)
+  const losses = reorder.int(0, 1);
+  for (let i = 0; i < losses; i++) {
+    rules.push({
+      scope: scopeFor(reorder, "in-alarm", roots, children),
+      point: "in-alarm",
+      kind: "lost-alarm",
+      after: reorder.int(0, 1),
+      times: 1,
+    });
+  }
+
+  // faults in the registry object (provider lookups of starts, the directory, provider lists),
+  // from a third stream of their own; installed once the roots exist
+  const registry = new Rng(seed * 104729 + 3);
+  const registryFaults = registry.int(0, 2);
+  for (let i = 0; i < registryFaults; i++) {
+    rules.push({
+      scope: REGISTRY_REF,
+      point: "in-registry",
+      kind: registry.pick(["crash", "overloaded", "abort"] as const),
+      after: registry.int(0, 6),
+      times: registry.int(1, 2),
     });
   }
 

@@ -244,9 +244,16 @@ export class ContinuableChild implements SessionPart {
     return true;
   }
 
-  /** Now while a drain cut short by a reset waits to be finished. */
+  /**
+   * Now while a drain cut short by a reset waits to be finished, or while a settled epoch waits
+   * for its end (`repair`): an instance that died between the turn's end and the settlement, or
+   * whose alarm was lost, still owes the parent its notice.
+   */
   nextDue(): number | undefined {
-    return this.#drains.drainCutShort() === undefined ? undefined : Math.max(Date.now(), this.#drainRetry.at);
+    if (this.#drains.drainCutShort() !== undefined) return Math.max(Date.now(), this.#drainRetry.at);
+    if (this.#ctx.header()?.mode === "continuable" && this.activation() && this.residency() === "settled")
+      return Date.now();
+    return undefined;
   }
 
   /** In the drive loop when no step is owed: a settled epoch ends here (notice in the outbox). */

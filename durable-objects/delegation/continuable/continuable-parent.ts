@@ -341,6 +341,7 @@ export class ContinuableParent implements SessionPart {
     if (!published) return;
     this.#ctx.stores.log.append("subagent/start", { runId, provider, id: childId, local: true });
     if (early) this.#applyNotice(early);
+    else this.#ctx.childStarted();
   }
 
   #applyNotice(notice: SettledEnvelope): void {
