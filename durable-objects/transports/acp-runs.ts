@@ -22,6 +22,10 @@ const ACP_WATCHDOG_MS = 15_000;
 
 const LOST = "connection lost: the session restarted while the ACP agent was running";
 
+/** An agent that could not be reached is tried this many times in all, backing off from `ACP_RETRY_MS`. */
+export const ACP_CONNECT_ATTEMPTS = 5;
+const ACP_RETRY_MS = 250;
+
 /**
  * ACP delegation, parent side: a one-shot run handed to an external Agent Client Protocol server
  * over one WebSocket (acp-client.ts). Publication is local and immediate (the run row, its
@@ -32,7 +36,8 @@ const LOST = "connection lost: the session restarted while the ACP agent was run
  * mid-run has no connection: the drive loop (or the alarm) reconnects it, loading the agent's
  * session (`session/load`) and prompting again there, at most MAX_ACP_RESUMES times; a run whose
  * agent does not offer `session/load` ends `error` saying so (a run whose prompt never went out
- * starts over), `aborted` if it had been cancelled. The result never rejects: transport failures
+ * starts over), `aborted` if it had been cancelled. An agent that could not be reached (no answer
+ * to the upgrade, HTTP 429 or 5xx) is tried again, ACP_CONNECT_ATTEMPTS times in all. The result never rejects: transport failures
  * are `error` with a bounded diagnostic, without credentials.
  */
 export class AcpRuns implements ChildTransport, SessionPart {
@@ -46,6 +51,8 @@ export class AcpRuns implements ChildTransport, SessionPart {
   readonly #applying = new Map<string, Promise<void>>();
   /** Results whose application failed: retried by the next pump. */
   readonly #owed = new Map<string, SubagentResult>();
+  /** Runs waiting to try an unreachable agent again, with the attempts made so far (memory only). */
+  readonly #retrying = new Map<string, { attempts: number; timer: ReturnType<typeof setTimeout> }>();
 
   constructor(ctx: SessionContext, sink: ResultSink, timeouts?: AcpTimeouts) {
     this.#ctx = ctx;
@@ -86,6 +93,11 @@ export class AcpRuns implements ChildTransport, SessionPart {
   /** The parent cancelled the run: `session/cancel` to the agent; the result arrives `aborted`. */
   requestCancel(run: RunRow): void {
     const live = this.#live.get(run.runId);
+    const waiting = this.#retrying.get(run.runId);
+    if (waiting) {
+      clearTimeout(waiting.timer);
+      this.#retrying.delete(run.runId);
+    }
     if (live)
       queueMicrotask(() => live.cancel()); // never inside the caller's transaction
     else this.#ctx.kick(); // no connection here: the pump settles it
@@ -114,7 +126,7 @@ export class AcpRuns implements ChildTransport, SessionPart {
    */
   nextDue(): number | undefined {
     if (this.#owed.size > 0 || this.#orphans().length > 0) return Date.now();
-    return this.#live.size > 0 ? Date.now() + ACP_WATCHDOG_MS : undefined;
+    return this.#live.size + this.#retrying.size > 0 ? Date.now() + ACP_WATCHDOG_MS : undefined;
   }
 
   /**
@@ -147,7 +159,7 @@ export class AcpRuns implements ChildTransport, SessionPart {
   }
 
   /** Opens the run's connection: a new agent session, or `resume` (the agent's session) loaded. */
-  #connect(runId: string, prompt: ContentBlock[], resume: string | undefined): void {
+  #connect(runId: string, prompt: ContentBlock[], resume: string | undefined, attempts = 1): void {
     const row = this.#ctx.stores.acpRuns.get(runId)!;
     const target = { url: row.url, token: row.token, secrets: row.token === null ? [] : [row.token] };
     const connection = new AcpConnection(target, prompt, {
@@ -165,8 +177,26 @@ export class AcpRuns implements ChildTransport, SessionPart {
     this.#live.set(runId, connection);
     void connection.result.then((result) => {
       this.#live.delete(runId);
+      // the agent never saw this attempt: try again, backing off, while attempts remain
+      if (connection.unreachable && attempts < ACP_CONNECT_ATTEMPTS && !this.#cancelRequested(runId)) {
+        const timer = setTimeout(
+          () => {
+            this.#retrying.delete(runId);
+            if (this.#cancelRequested(runId)) this.#ctx.kick();
+            else this.#connect(runId, prompt, resume, attempts + 1);
+          },
+          ACP_RETRY_MS * 2 ** (attempts - 1),
+        );
+        this.#retrying.set(runId, { attempts, timer });
+        return;
+      }
       this.#apply(runId, result);
     });
+  }
+
+  #cancelRequested(runId: string): boolean {
+    const run = this.#ctx.stores.runs.get(runId);
+    return run === undefined || run.state === "settled" || run.cancelRequested;
   }
 
   /** Unsettled ACP runs with no connection (and no result on its way) in this instance. */
@@ -177,6 +207,7 @@ export class AcpRuns implements ChildTransport, SessionPart {
         (run) =>
           this.owns(run) &&
           !this.#live.has(run.runId) &&
+          !this.#retrying.has(run.runId) &&
           !this.#applying.has(run.runId) &&
           !this.#owed.has(run.runId),
       );

@@ -77,6 +77,7 @@ export class AcpConnection {
   readonly #resume: string | undefined;
   /** While `session/load` replays the session's history, its updates are not this run's output. */
   #replaying = false;
+  #unreachable = false;
 
   constructor(target: AcpTarget, prompt: readonly ContentBlock[], options: AcpRunOptions = {}) {
     this.#target = target;
@@ -90,6 +91,14 @@ export class AcpConnection {
       const reason = error instanceof Error ? error.message : String(error);
       this.#fail(reason);
     });
+  }
+
+  /**
+   * Whether the run failed before the agent saw anything: no answer to the upgrade, or a refusal
+   * that may pass (HTTP 429 or 5xx). Such a run may be tried again as if it never started.
+   */
+  get unreachable(): boolean {
+    return this.#unreachable && !this.#cancelled;
   }
 
   /** Local cancellation: asks the agent to stop, and ends the run `aborted` within the grace. */
@@ -116,6 +125,7 @@ export class AcpConnection {
       response = await fetch(upgradeUrl(this.#target.url), { headers, signal: controller.signal });
     } catch (error) {
       const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+      this.#unreachable = true;
       return this.#fail(`no answer (${reason})`);
     } finally {
       this.#clear(timer);
@@ -123,6 +133,7 @@ export class AcpConnection {
     const socket = response.webSocket;
     if (response.status !== 101 || socket === null) {
       await response.body?.cancel();
+      this.#unreachable = response.status === 429 || response.status >= 500;
       return this.#fail(`the upgrade was refused: HTTP ${response.status}`);
     }
     if (this.#finished) return void socket.close(1000, "cancelled");

@@ -345,12 +345,12 @@ export class Runner {
    * few rounds, or alarms fired for `ARMED_STABLE_ROUNDS` rounds and nothing moved (bounded). A
    * failed alarm is retried the way the platform would (alarm() again with a retry count),
    * condemned instances are evicted, and the roots are looked at as a polling client would.
-   * Backoffs elapse on a mocked clock.
+   * Backoffs elapse on a mocked clock, `stepMs` per round.
    */
   async drain(
     objects: () => Promise<DurableObjectId[]>,
     roots: () => readonly string[] = () => [],
-    rounds = 400,
+    { rounds = 400, stepMs = 5 * 60_000 }: { rounds?: number; stepMs?: number } = {},
   ): Promise<boolean> {
     let stable = 0;
     let last = "";
@@ -381,7 +381,7 @@ export class Runner {
       if (stable >= ARMED_STABLE_ROUNDS) return true;
       // alarms of different objects fire independently
       await Promise.all(armed.map((id) => this.#fireAlarm(id)));
-      advanceClock(5 * 60_000);
+      advanceClock(stepMs);
       if (round === rounds - 1) {
         const names = new Map(
           [...this.ids].map(([ref, id]) => [env.SESSIONS.idFromName(id).toString(), ref]),

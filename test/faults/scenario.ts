@@ -55,7 +55,15 @@ export type RuleKind =
   | "lost-alarm";
 
 /** Every kind of injected fault the summary counts (rules plus resets between operations). */
-export type FaultKind = RuleKind | "evict" | "reset-storm";
+export type FaultKind =
+  | RuleKind
+  | "evict"
+  | "reset-storm"
+  /** the far-side campaign's network faults (far-side.ts) */
+  | "net-down"
+  | "net-lose-answer"
+  | "net-overloaded"
+  | "net-delay";
 
 export interface FaultRule {
   /** A session reference: a root ("r0"), an HTTP-started child ("h0") or a model-started one ("m:r0:0"). */

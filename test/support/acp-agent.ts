@@ -41,9 +41,10 @@ export function installAcpAgent(): AcpNet {
     },
   };
   globalThis.fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
-    const request = new Request(input, init);
-    const url = new URL(request.url);
+    // the URL first: a Request built from `input` would take its body from the call passed on
+    const url = new URL(input instanceof Request ? input.url : String(input));
     if (!url.hostname.endsWith("acp.test")) return real(input, init);
+    const request = new Request(input, init);
     if (url.hostname === "down.acp.test") return new Response("overloaded", { status: 503 });
     if (request.headers.get("upgrade") !== "websocket") return new Response("upgrade only", { status: 426 });
     const log: AcpAgentLog = { host: url.hostname, auth: request.headers.get("authorization"), received: [] };

@@ -44,9 +44,10 @@ export function installRemoteNet(): RemoteNet {
     },
   };
   globalThis.fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
-    const request = new Request(input, init);
-    const url = new URL(request.url);
+    // the URL first: a Request built from `input` would take its body from the call passed on
+    const url = new URL(input instanceof Request ? input.url : String(input));
     if (url.host !== "remote.test" && url.host !== "parent.test") return real(input, init);
+    const request = new Request(input, init);
     const body = request.method === "GET" ? "" : await request.text();
     const record: Recorded = {
       host: url.host,

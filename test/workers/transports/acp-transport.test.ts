@@ -150,6 +150,52 @@ describe("the ACP transport (semantics.md §12.4)", () => {
     });
   });
 
+  it("tries an agent it could not reach again (no answer, 5xx), as if the run had not started, up to 5 times", async () => {
+    // the first two upgrades to this host fail before the agent sees them: no answer, then a 503
+    const real = globalThis.fetch;
+    let upgrades = 0;
+    let downUpgrades = 0;
+    globalThis.fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      if (url.hostname === "down.acp.test") downUpgrades++;
+      if (url.hostname !== "flaky.acp.test") return real(input, init);
+      upgrades++;
+      if (upgrades === 1) throw new TypeError("Network connection lost.");
+      if (upgrades === 2) return new Response("busy", { status: 503 });
+      return real(input, init);
+    }) as typeof fetch;
+    try {
+      const parent = await createSession();
+      const provider = await registerAcp("wss://flaky.acp.test/acp");
+      const before = net.connections.length;
+      const { runId } = await startOneShot(parent.id, { provider, prompt: "third time" });
+      const run = await waitForRun(parent.id, runId);
+      expect(run.result).toEqual({
+        output: [{ type: "text", text: "echo: third time" }],
+        stopReason: "completed",
+      });
+      expect(upgrades).toBe(3);
+      // the agent saw one connection and one prompt
+      const seen = net.connections.slice(before);
+      expect(seen.map((c) => c.received.filter((m) => m.method === "session/prompt").length)).toEqual([1]);
+      const log = await allEvents(parent.id);
+      expect(ofType(log, "subagent/start")).toHaveLength(1);
+      expect(ofType(log, "subagent/end").map((e) => e.data.stopReason)).toEqual(["completed"]);
+
+      // an agent that never answers is given up after five attempts
+      const gone = await startOneShot(parent.id, {
+        provider: await registerAcp("https://down.acp.test/acp"),
+        prompt: "hi",
+      });
+      const ended = await waitForRun(parent.id, gone.runId);
+      expect(ended.result.stopReason).toBe("error");
+      expect(downUpgrades).toBe(5);
+      expect(ended.result.diagnostic).toMatch(/the upgrade was refused: HTTP 503/);
+    } finally {
+      globalThis.fetch = real;
+    }
+  });
+
   it("turns a broken agent into error with a bounded diagnostic that never holds the token", async () => {
     const parent = await createSession();
     const broken = (await startOneShot(parent.id, { provider: await registerAcp(), prompt: "break" })).runId;

@@ -1,0 +1,3 @@
+import { defineFarSideCampaign } from "./far-side";
+
+defineFarSideCampaign();
