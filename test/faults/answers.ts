@@ -1,5 +1,5 @@
 import type { Op } from "./harness";
-import type { FaultRule, Scenario } from "./scenario";
+import type { Scenario } from "./scenario";
 import type { LogEvent, Snapshot } from "./snapshot";
 
 /**
@@ -44,12 +44,24 @@ function explanation(
   scope: string,
   reason: string,
   error: string,
-  rules: readonly FaultRule[],
+  scenario: Scenario,
   ops: readonly Op[],
 ): string | undefined {
+  const rules = scenario.rules;
   const on = (...kinds: string[]) => ops.some((o) => o.target === scope && kinds.includes(o.kind));
   if (reason === "aborted") {
     if (on("interrupt", "interrupt-child", "dispose", "drain")) return "interrupted by the schedule";
+    // a continuable child's parent drains its children, or its model interrupts this one
+    const child = scenario.children.find((c) => c.ref === scope);
+    const byParent = ops.some(
+      (o) =>
+        o.target === child?.root &&
+        (o.kind === "drain" ||
+          ((o.kind === "send" || o.kind === "together") &&
+            String(o.input?.content ?? "").includes("interrupt_agent") &&
+            String(o.input?.content ?? "").includes(child.id))),
+    );
+    if (byParent) return "interrupted by its parent";
     return undefined;
   }
   if (rules.some((r) => r.scope === scope && MODEL_POINTS.has(r.point)))
@@ -108,12 +120,6 @@ export function checkMessageAnswers(
   tally: AnswerTally,
   flag: Flag,
 ): void {
-  const claims = session.events.filter((e) => e.type === "agent/inbox/claimed");
-  const discarded = session.events.filter((e) => e.type === "agent/inbox/discarded");
-  const turns = turnsOf(session.events);
-  const allTexts = session.events
-    .filter((e) => e.type === "assistant/message")
-    .map((e) => textOf(e.data.content));
   const answersOf = (messageId: string): string[] | undefined => {
     const row = session.inbox.find((r) => r.messageId === messageId);
     const op = sends.find((o) => o.input?.key === row?.idempotencyKey && Array.isArray(o.input?.answers));
@@ -124,9 +130,67 @@ export function checkMessageAnswers(
       .filter((o) => o.outcome === "ok" && Array.isArray(o.input?.answers))
       .map((o) => String(o.input?.key)),
   );
-  for (const key of keys) {
+  const acknowledged = [...keys].flatMap((key) => {
     const row = session.inbox.find((r) => r.idempotencyKey === key);
-    if (!row) continue; // already `lost`
+    return row ? [{ key, row }] : []; // a missing row is `lost` already
+  });
+  checkAnswered(id, ref, session, acknowledged, answersOf, scenario, history, tally, flag);
+}
+
+/**
+ * The acknowledged messages of a continuable child (its first message and each follow-up): each
+ * one's turn says the message's scripted text exactly once in the child's log, or ends as the
+ * schedule explains (an interrupt or drain by its parent counts too).
+ */
+export function checkChildAnswers(
+  id: string,
+  ref: string,
+  session: Snapshot,
+  ops: readonly Op[],
+  scenario: Scenario,
+  history: readonly Op[],
+  tally: AnswerTally,
+  flag: Flag,
+): void {
+  const byMessage = new Map<string, string[]>();
+  for (const op of ops)
+    if (op.outcome === "ok" && Array.isArray(op.input?.answers) && op.result?.messageId)
+      byMessage.set(String(op.result.messageId), op.input.answers as string[]);
+  const acknowledged = [...byMessage.keys()].flatMap((messageId) => {
+    const row = session.inbox.find((r) => r.messageId === messageId);
+    return row ? [{ key: messageId, row }] : []; // a missing row is `lost` already
+  });
+  checkAnswered(
+    id,
+    ref,
+    session,
+    acknowledged,
+    (messageId) => byMessage.get(messageId),
+    scenario,
+    history,
+    tally,
+    flag,
+  );
+}
+
+function checkAnswered(
+  id: string,
+  ref: string,
+  session: Snapshot,
+  acknowledged: readonly { key: string; row: { messageId: string; state: string } }[],
+  answersOf: (messageId: string) => string[] | undefined,
+  scenario: Scenario,
+  history: readonly Op[],
+  tally: AnswerTally,
+  flag: Flag,
+): void {
+  const claims = session.events.filter((e) => e.type === "agent/inbox/claimed");
+  const discarded = session.events.filter((e) => e.type === "agent/inbox/discarded");
+  const turns = turnsOf(session.events);
+  const allTexts = session.events
+    .filter((e) => e.type === "assistant/message")
+    .map((e) => textOf(e.data.content));
+  for (const { key, row } of acknowledged) {
     const claim = claims.find((c) => c.data.messageId === row.messageId);
     if (!claim) {
       tally.checked++;
@@ -160,7 +224,7 @@ export function checkMessageAnswers(
       tally.asExpected++; // the scripted failure
       continue;
     }
-    const why = explanation(ref, turn.reason, turn.error, scenario.rules, history);
+    const why = explanation(ref, turn.reason, turn.error, scenario, history);
     if (why) refuse(tally, `${turn.reason}: ${why}`);
     else
       flag("wrong", id, `message ${key}: turn ${turn.turn} ended ${turn.reason} (${turn.error}) unexplained`);
@@ -197,7 +261,7 @@ export function checkRunAnswer(
     tally.asExpected++;
     return;
   }
-  const why = explanation(childRef, reason, error, scenario.rules, history);
+  const why = explanation(childRef, reason, error, scenario, history);
   if (why) refuse(tally, `${reason}: ${why}`);
   else flag("wrong", parentId, `run of ${childRef} ended ${reason} (${error}) unexplained`);
 }

@@ -358,7 +358,7 @@ async function flush(runner: Runner, scenario: Scenario): Promise<void> {
       "POST",
       `/v1/sessions/${parent}/subagents/${id}/messages`,
       { content: `flush ${ref}` },
-      { answers: [] },
+      { answers: [`echo: flush ${ref}`] },
     );
   }
 }

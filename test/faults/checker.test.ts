@@ -48,13 +48,23 @@ async function cleanForest(): Promise<CheckInput> {
     { provider: "spawn", prompt: "task s0-2", mode: "one-shot", childId: scenario.children[0]!.id },
     { answers: ["echo: task s0-2"] },
   );
-  await runner.call("start-continuable", "h1", "POST", `/v1/sessions/${root}/subagents`, {
-    provider: "spawn",
-    prompt: script({ call: [{ tool: "report", args: { output: "progress s0-3" } }] }, { say: "final s0-3" }),
-    mode: "continuable",
-    label: "http s0-3",
-    childId: scenario.children[1]!.id,
-  });
+  await runner.call(
+    "start-continuable",
+    "h1",
+    "POST",
+    `/v1/sessions/${root}/subagents`,
+    {
+      provider: "spawn",
+      prompt: script(
+        { call: [{ tool: "report", args: { output: "progress s0-3" } }] },
+        { say: "final s0-3" },
+      ),
+      mode: "continuable",
+      label: "http s0-3",
+      childId: scenario.children[1]!.id,
+    },
+    { answers: ["final s0-3"] },
+  );
   await send(
     script(
       {
@@ -213,7 +223,7 @@ describe("the checker", () => {
     expect(env.SESSIONS).toBeDefined();
   });
 
-  test("compares answers with the ledger: a dropped answer, an error after a crash, a wrong result", async () => {
+  test("compares answers with the ledger: a dropped answer, an error after a crash, a wrong result, a child's wrong answer", async () => {
     const clean = await cleanForest();
     const root = clean.ids.get("r0")!;
     const plant = (damage: (r: Snapshot) => void): Category[] => {
@@ -254,6 +264,15 @@ describe("the checker", () => {
         };
       }),
     ).toEqual(["wrong"]);
+    // a continuable child whose first message was answered with another text
+    const child = clean.ids.get("h1")!;
+    const damaged = copy(clean);
+    const c = damaged.sessions.get(child)!;
+    const final = c.events.find(
+      (e) => e.type === "assistant/message" && JSON.stringify(e.data).includes("final s0-3"),
+    )!;
+    final.data = { ...final.data, content: [{ type: "text", text: "final s0-9" }] };
+    expect(categories(damaged)).toEqual(["wrong"]);
     // a message answered twice (a step redone after its append)
     expect(
       plant((r) => {

@@ -1,4 +1,10 @@
-import { type AnswerTally, checkMessageAnswers, checkRunAnswer, emptyTally } from "./answers";
+import {
+  type AnswerTally,
+  checkChildAnswers,
+  checkMessageAnswers,
+  checkRunAnswer,
+  emptyTally,
+} from "./answers";
 import type { Op } from "./harness";
 import type { ChildSpec, Scenario } from "./scenario";
 import type { InboxRow, LogEvent, Snapshot } from "./snapshot";
@@ -235,6 +241,17 @@ export function check(input: CheckInput): CheckResult {
         if (!c?.inbox.some((r) => r.messageId === messageId))
           flag("lost", child.id, `acknowledged follow-up ${messageId} absent`);
       }
+      if (c?.header)
+        checkChildAnswers(
+          child.id,
+          child.ref,
+          c,
+          [...(acked ? [acked] : []), ...followups],
+          scenario,
+          history,
+          answers,
+          flag,
+        );
       const delivered =
         c?.inbox.filter((r) => r.source?.kind === "user" || r.source?.kind === "coordinator") ?? [];
       if (delivered.length > possible)
