@@ -10,7 +10,12 @@ import { writeBlock } from "./lib/readme-block.mjs";
 const ROOT = resolve(import.meta.dirname, "..");
 
 const faults = JSON.parse(readFileSync(join(ROOT, "test-results/faults.json"), "utf8"));
-if (process.env.FAULT_SEED || process.env.FAULT_SEEDS) {
+if (
+  process.env.FAULT_SEED ||
+  process.env.FAULT_SEEDS ||
+  process.env.FAR_SIDE_SEED ||
+  process.env.FAR_SIDE_SEEDS
+) {
   console.log("a replay of chosen seeds: the README's reliability block is left as it is");
   process.exit(0);
 }
@@ -45,15 +50,19 @@ const refusedWhy = Object.entries(faults.refusedByReason)
   .map(([why, k]) => `${why} ${n(k)}`)
   .join("; ");
 
+// far-side schedules (test/faults/far-side.ts) are numbered from 1001
+const farSide = faults.seedList.filter((seed) => seed > 1000).length;
+const inProcess = faults.seeds - farSide;
+
 const lines = [
   "| what | result |",
   "|---|---|",
-  `| schedules | ${n(faults.seeds)} seeded schedules, ${n(faults.sessions)} sessions; ${failing === 0 ? "every one passed its checks" : `${failing} failed: ${faults.failingSeeds.map((s) => s.seed).join(", ")}`} |`,
+  `| schedules | ${n(faults.seeds)} seeded schedules (${n(inProcess)} in this deployment, ${n(farSide)} across its out-of-process paths), ${n(faults.sessions)} sessions; ${failing === 0 ? "every one passed its checks" : `${failing} failed: ${faults.failingSeeds.map((s) => s.seed).join(", ")}`} |`,
   `| faults injected | ${n(faults.injected)}: ${kinds} |`,
   `| where they fired | ${Object.keys(faults.faultPointsFired).length} places: ${points} |`,
   `| operations | ${n(faults.ops)}: ${n(faults.ok)} acknowledged (${faults.okPercent} %), ${n(faults.fail)} refused, ${n(faults.ambiguous)} cut off without an answer; acknowledged per kind: ${opsKinds} |`,
-  `| answers compared with the ledger | ${n(faults.answersChecked)} acknowledged messages and one-shot runs: ${n(faults.answeredAsExpected)} said exactly what they were scripted to say, once; ${n(refusedTotal)} ended otherwise for a reason the schedule explains (${refusedWhy || "none"}); wrong ${n(faults.wrong)} |`,
-  `| checked after every alarm drained | ${violations} (every table of every session of the schedule) |`,
+  `| answers compared with the ledger | ${n(faults.answersChecked)} acknowledged messages, follow-ups and runs (local, remote, A2A, ACP) and MCP calls: ${n(faults.answeredAsExpected)} said exactly what they were scripted to say, once; ${n(refusedTotal)} ended otherwise for a reason the schedule explains (${refusedWhy || "none"}); wrong ${n(faults.wrong)} |`,
+  `| checked after every alarm drained | ${violations} (every table of every session of the schedule, and the registry's directory) |`,
   "",
   `Written by \`npm run test:faults\` from \`test-results/faults.json\` at ${faults.commit}, ${faults.generatedAt.slice(0, 10)} (${faults.wallSeconds} s). Replay one schedule with \`FAULT_SEED=<n> npm run test:faults\`.`,
 ];
