@@ -1,15 +1,16 @@
 import { defineConfig } from "vitest/config";
-import base from "./vitest.config.ts";
+import base, { workersPool } from "./vitest.config.ts";
 
 /**
  * `npm run test:faults`: the seeded fault campaign (test/faults/) with the same Workers plugin
- * setup as the main suite. The main config includes only test/unit and test/workers, so the two
+ * setup as the main suite, its Worker the product's plus a user tool (test/faults/worker.ts). The main config includes only test/unit and test/workers, so the two
  * never double-run. FAULT_SEEDS (how many seeds) and FAULT_SEED (replay one seed), and
  * FAR_SIDE_SEEDS / FAR_SIDE_SEED for the out-of-process half (far-side.ts), come from the
  * environment; the reporter prints the summary line and writes test-results/faults.json.
  */
 export default defineConfig({
   ...base,
+  plugins: [workersPool("./test/faults/worker.ts")],
   test: {
     ...base.test,
     include: ["test/faults/**/*.test.ts"],

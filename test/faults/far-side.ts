@@ -8,6 +8,7 @@ import type { Violation } from "./checker";
 import { allObjects, type Fired, type Op, restoreClock, Runner, sleep, sqlOf } from "./harness";
 import { Rng } from "./prng";
 import type { SeedReport } from "./summary";
+import { FAR_TOOL_TIMEOUT_MS } from "./worker";
 
 /**
  * The fault campaign's out-of-process half: a session delegates through every provider kind that
@@ -16,7 +17,9 @@ import type { SeedReport } from "./summary";
  * seeded schedule and the parent is reset mid-run. The far sides are real: the remote deployment
  * and the A2A agent are this Worker itself behind a loopback network (test/support/remote.ts;
  * the A2A face is served by the SDK's handlers), the ACP agent is the ACP SDK's agent side
- * (test/support/acp-agent.ts), the MCP server is the MCP SDK's (test/setup/mcp-server.ts).
+ * (test/support/acp-agent.ts), the MCP server is the MCP SDK's (test/setup/mcp-server.ts), and
+ * the user tool is the campaign Worker's own (test/faults/worker.ts: it answers, throws or hangs
+ * past its timeout, as the step tells it).
  *
  * Each network fault acts at one of the paths below, on the calls after `after` hits, `times`
  * times: `down` (the connection fails before the far side sees the call), `lose-answer` (the far
@@ -66,6 +69,7 @@ const testEnv = env as unknown as { TEST_MCP_URL: string; TEST_MCP_TOKEN: string
 type FarStep =
   | { op: "start"; provider: Provider; tag: string; prompt: string; answer: string }
   | { op: "mcp"; tag: string }
+  | { op: "tool"; tag: string; behaviour: "answer" | "throw" | "hang" }
   | { op: "abort" }
   | { op: "evict" }
   | { op: "pause"; ms: number };
@@ -86,6 +90,7 @@ export function generateFarSide(seed: number): FarScenario {
     const kind = rng.weighted([
       ["start", 8],
       ["mcp", 3],
+      ["tool", 3],
       ["abort", 2],
       ["evict", 1],
       ["pause", 2],
@@ -96,6 +101,16 @@ export function generateFarSide(seed: number): FarScenario {
       // the far sides answer with an echo: this Worker's scripted model, the ACP agent's echo
       steps.push({ op: "start", provider, tag: t, prompt: `far ${t}`, answer: `echo: far ${t}` });
     } else if (kind === "mcp") steps.push({ op: "mcp", tag: tag() });
+    else if (kind === "tool")
+      steps.push({
+        op: "tool",
+        tag: tag(),
+        behaviour: rng.weighted([
+          ["answer", 4],
+          ["throw", 1],
+          ["hang", 1],
+        ] as const),
+      });
     else if (kind === "pause") steps.push({ op: "pause", ms: rng.int(5, 60) });
     else steps.push({ op: kind });
   }
@@ -296,6 +311,21 @@ async function execute(runner: Runner, root: string, step: FarStep): Promise<voi
         { tag: step.tag },
       );
       return;
+    case "tool":
+      await runner.call(
+        "far-tool",
+        "r0",
+        "POST",
+        `/v1/sessions/${root}/messages`,
+        {
+          content: script(
+            { call: [{ tool: "far_tool", args: { tag: step.tag, behaviour: step.behaviour } }] },
+            { say: `tooled ${step.tag}` },
+          ),
+        },
+        { tag: step.tag, behaviour: step.behaviour },
+      );
+      return;
     case "abort": {
       const start = performance.now();
       const outcome = await runner.abort(root);
@@ -446,6 +476,59 @@ async function checkFarSide(
       flag(
         results.length > 1 ? "duplicated" : "wrong",
         `the MCP call of ${tag} answered ${results.length} times: ${JSON.stringify(log.filter((e) => e.type === "tool/result").map((e) => e.data)).slice(0, 400)}`,
+      );
+  }
+
+  // user tools: each acknowledged call's turn answered once, the tool's result what it was told
+  // to produce (its answer, its error, its timeout), or the bounded end of resets during its runs
+  for (const op of history.filter((o) => o.kind === "far-tool")) {
+    if (op.outcome !== "ok") continue;
+    tally.checked++;
+    const tag = String(op.input?.tag);
+    const behaviour = String(op.input?.behaviour);
+    const finals = log.filter(
+      (e) => e.type === "assistant/message" && JSON.stringify(e.data.content).includes(`tooled ${tag}"`),
+    );
+    if (finals.length !== 1) {
+      flag(
+        finals.length === 0 ? "lost" : "duplicated",
+        `tool message ${tag} answered ${finals.length} times`,
+      );
+      continue;
+    }
+    const call = log.find(
+      (e) =>
+        e.type === "assistant/message" &&
+        (e.data.toolCalls ?? []).some(
+          (c: { name: string; args: { tag?: string } }) => c.name === "far_tool" && c.args.tag === tag,
+        ),
+    );
+    const callId = (call?.data.toolCalls ?? []).find((c: { name: string }) => c.name === "far_tool")?.id;
+    // tool call ids repeat across turns: the call's results lie between it and its turn's answer
+    const results = log.filter(
+      (e) =>
+        e.type === "tool/result" &&
+        e.data.toolCallId === callId &&
+        call !== undefined &&
+        e.seq > call.seq &&
+        e.seq < finals[0]!.seq,
+    );
+    const text = results
+      .map((e) => (e.data.content as { text: string }[]).map((b) => b.text).join(""))
+      .join("|");
+    const expected =
+      behaviour === "answer"
+        ? `tool ${tag}`
+        : behaviour === "throw"
+          ? `Error: tool failed ${tag}`
+          : `Error: far_tool timed out after ${FAR_TOOL_TIMEOUT_MS} ms`;
+    if (results.length === 1 && text === expected) tally.asExpected++;
+    else if (results.length === 1 && /ran 3 times|restarted/.test(text) && resets)
+      refuse("tool call cut short by a reset during every run");
+    else
+      flag(
+        results.length > 1 ? "duplicated" : "wrong",
+        `tool ${tag} (${behaviour}) answered ${JSON.stringify(text).slice(0, 160)}`,
       );
   }
 
