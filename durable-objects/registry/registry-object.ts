@@ -56,27 +56,27 @@ export class RegistryObject extends DurableObject<Env> {
     }
   }
 
-  list(): ProviderInfo[] {
-    this.#fault();
+  async list(): Promise<ProviderInfo[]> {
+    await this.#fault();
     return this.#records().map(describeProvider);
   }
 
   /** The full record, transport credentials included: for the runtime only, never for listings. */
-  resolve(name: string): ProviderRecord | undefined {
-    this.#fault();
+  async resolve(name: string): Promise<ProviderRecord | undefined> {
+    await this.#fault();
     return this.#records().find((r) => r.name === name);
   }
 
-  register(record: ProviderRecord): Outcome<ProviderInfo> {
-    this.#fault();
-    if (this.resolve(record.name))
+  async register(record: ProviderRecord): Promise<Outcome<ProviderInfo>> {
+    await this.#fault();
+    if (this.#records().some((r) => r.name === record.name))
       return fail("DUPLICATE_PROVIDER", `provider ${record.name} is already registered`);
     this.ctx.storage.transactionSync(() => this.#insert(record));
     return ok(describeProvider(record));
   }
 
-  remove(name: string): Outcome<{ removed: string }> {
-    this.#fault();
+  async remove(name: string): Promise<Outcome<{ removed: string }>> {
+    await this.#fault();
     const { sql } = this.ctx.storage;
     const removed = this.ctx.storage.transactionSync(() => {
       const gone = sql.exec("DELETE FROM providers WHERE name = ? RETURNING name", name).toArray().length > 0;
@@ -87,8 +87,8 @@ export class RegistryObject extends DurableObject<Env> {
   }
 
   /** Records a top-level session in the directory (idempotent). */
-  addSession(tenant: string, entry: DirectoryEntry): void {
-    this.#fault();
+  async addSession(tenant: string, entry: DirectoryEntry): Promise<void> {
+    await this.#fault();
     this.ctx.storage.sql.exec(
       "INSERT INTO sessions (id, created_at, label, tenant, jurisdiction, location_hint) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
       entry.id,
@@ -151,8 +151,8 @@ export class RegistryObject extends DurableObject<Env> {
   }
 
   /** The registry's fault point, on every call that reads or writes it (nothing unless a test armed it). */
-  #fault(): void {
-    if (faultsArmed()) void faultPoint(REGISTRY_FAULT_SCOPE, "in-registry");
+  async #fault(): Promise<void> {
+    if (faultsArmed()) await faultPoint(REGISTRY_FAULT_SCOPE, "in-registry");
   }
 
   #records(): ProviderRecord[] {

@@ -1,4 +1,5 @@
 import { compact } from "../../src/core/compact";
+import { turnCallOf } from "../../src/agent/call-keys";
 import type { ChildInit } from "../../src/contract/child-init";
 import { toBlocks } from "../../src/contract/content";
 import { fail, type Outcome, ok } from "../../src/contract/errors";
@@ -75,7 +76,10 @@ export class LocalRuns implements ChildTransport, SessionPart {
     };
     const createdAt = Date.now();
     const { childId } = placed.value;
-    ctx.stores.transact(() => {
+    const reservedRun = ctx.stores.transact(() => {
+      // a foreground call whose turn ended while the start was on its way (an interrupt between
+      // the calls of one step started side by side) starts nothing: nobody waits for its result
+      if (origin && !origin.background && !turnOpen(ctx, origin.callKey)) return false;
       children.own(childId, provider.name, "one-shot", request.label, createdAt);
       runs.insert(
         {
@@ -89,7 +93,9 @@ export class LocalRuns implements ChildTransport, SessionPart {
         },
         key,
       );
+      return true;
     });
+    if (!reservedRun) return fail("OUT_OF_ORDER", "the turn that asked for this start has ended");
     return this.#publish(runId);
   }
 
@@ -240,4 +246,10 @@ export class LocalRuns implements ChildTransport, SessionPart {
 
 function seedOf(seed: NonNullable<ChildInit["seed"]>): Pick<ChildInit, "seed"> {
   return seed.length === 0 ? {} : { seed };
+}
+
+/** Whether the turn of a model tool call's key is still the open one. */
+function turnOpen(ctx: SessionContext, key: string): boolean {
+  const call = turnCallOf(key);
+  return call === undefined || ctx.stores.loop.get().openTurn === call.turn;
 }

@@ -43,6 +43,8 @@ export function subagentTool(
     name: toolName,
     description: `Delegate a task to a subagent (provider "${provider.name}") and get its final answer. ${context}`,
     schema: SubagentArgs,
+    // a step's subagent calls start their children side by side (each start is idempotent by call key)
+    concurrent: true,
     async run(args, ctx, host) {
       const continuable = backgroundMode === "continuable" && provider.continuable;
       const background = args.run_in_background ?? false;

@@ -30,6 +30,12 @@ export interface Tool<Args = unknown, Host = unknown> {
   parameters?: Record<string, unknown>;
   /** How long one call may take before it is an error result (none: as long as it takes). */
   timeoutMs?: number;
+  /**
+   * Calls of this tool in one model step may run at the same time as the step's other concurrent
+   * calls (their results are still recorded in call order). For tools that only start work whose
+   * results arrive later and share no state between calls, such as starting a subagent.
+   */
+  concurrent?: boolean;
   run(args: Args, context: ToolContext, host: Host): Promise<ToolOutcome> | ToolOutcome;
 }
 

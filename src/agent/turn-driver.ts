@@ -354,12 +354,11 @@ export class TurnDriver<Host> implements TurnControl {
   async #runTools(calls: readonly ToolCall[], fence: Fence): Promise<void> {
     const agent = this.#agent;
     const tools = await agent.tools();
-    for (const [index, call] of calls.entries()) {
+    const run = async (call: ToolCall): Promise<ToolOutcome> => {
       const controller = new AbortController();
       this.#inFlight.add(controller);
-      let outcome: ToolOutcome;
       try {
-        outcome = await executeTool(
+        return await executeTool(
           tools,
           call.name,
           call.args,
@@ -374,6 +373,17 @@ export class TurnDriver<Host> implements TurnControl {
       } finally {
         this.#inFlight.delete(controller);
       }
+    };
+    const concurrent = (call: ToolCall): boolean =>
+      tools.find((t) => t.name === call.name)?.concurrent === true;
+    // consecutive calls of concurrent tools run side by side; every result is recorded in call order
+    const started = new Map<number, Promise<ToolOutcome>>();
+    for (const [index, call] of calls.entries()) {
+      if (!started.has(index) && concurrent(call)) {
+        for (let next = index; next < calls.length && concurrent(calls[next]!); next++)
+          started.set(next, run(calls[next]!));
+      }
+      const outcome = await (started.get(index) ?? run(call));
       if ("deferred" in outcome) continue;
       const appended = agent.stores.transact(() => {
         if (!this.#current(fence)) return false;
