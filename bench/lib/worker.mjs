@@ -32,16 +32,19 @@ async function bundle(main, outdir) {
     mainFields: ["module", "main"],
     external: ["cloudflare:*", "node:*"],
     sourcemap: false,
+    // unminified: the profiler (bench/profile.mjs) reads the `// path` comment esbuild writes
+    // above each module to tell whose code a sample ran
     logLevel: "warning",
   });
   return outfile;
 }
 
 /**
- * Starts the Worker (`bindings` add to or override wrangler.toml's vars). Returns { url, adminToken, restart(), stop() }. `restart()` restarts workerd
+ * Starts the Worker (`bindings` add to or override wrangler.toml's vars; `inspectorPort` opens
+ * workerd's V8 inspector there, for the profiler). Returns { url, adminToken, scriptPath, restart(), stop() }. `restart()` restarts workerd
  * on the same persistence (every Durable Object starts cold and reopens its SQLite from disk).
  */
-export async function startWorker({ bindings = {} } = {}) {
+export async function startWorker({ bindings = {}, inspectorPort } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "subagents-bench-"));
   // also on an exit that skips stop() (Miniflare exits on SIGINT by itself)
   const cleanup = () => rmSync(dir, { recursive: true, force: true });
@@ -73,6 +76,7 @@ export async function startWorker({ bindings = {} } = {}) {
       unsafeObservability: false,
       unsafeLocalExplorer: false,
       enableDevRegistry: false,
+      ...(inspectorPort === undefined ? {} : { inspectorPort }),
     });
     const mf = new Miniflare(options);
     const url = (await mf.ready).origin;
@@ -81,6 +85,7 @@ export async function startWorker({ bindings = {} } = {}) {
     return {
       url,
       adminToken,
+      scriptPath,
       buildMs,
       startMs: performance.now() - t0,
       /** Restarts workerd on the same options and persistence; resolves with the (new) origin. */

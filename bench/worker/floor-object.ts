@@ -1,4 +1,5 @@
 import { DurableObject } from "cloudflare:workers";
+import { patchSql } from "./sql-count";
 
 /** Most children one fan-out may spawn: enough for the delegation benchmarks, bounded for safety. */
 export const MAX_FANOUT = 1_000;
@@ -53,6 +54,11 @@ export class FloorObject extends DurableObject<BenchEnv> {
       }),
     );
     return answers.length;
+  }
+
+  /** Lets the profiler count SQL statements (sql-count.ts): patches the isolate's `SqlStorage`. */
+  patchSql(): void {
+    patchSql(this.ctx.storage.sql);
   }
 
   #newChild(): DurableObjectStub<FloorObject> {

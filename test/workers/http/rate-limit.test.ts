@@ -3,14 +3,23 @@ import { api, createSession } from "../../support/api";
 
 describe("per-token rate limiting (semantics.md §8)", () => {
   it("answers 429 RATE_LIMITED past the per-minute budget of a session token, storing nothing, and never limits the admin", async () => {
-    const session = await createSession();
-    let refused: { status: number; headers: Headers; body: any } | undefined;
-    let allowed = 0;
-    for (let i = 0; i < 700 && !refused; i++) {
-      const res = await api("GET", `/v1/sessions/${session.id}`, { token: session.token });
-      if (res.status === 429) refused = res;
-      else allowed++;
-    }
+    // The limiter counts in fixed one-minute windows: a burst that crosses a window's end (a slow
+    // machine) gets a fresh budget mid-way, so such a burst is measured again, in one window.
+    const burst = async () => {
+      const session = await createSession();
+      const window = Math.floor(Date.now() / 60_000);
+      let refused: { status: number; headers: Headers; body: any } | undefined;
+      let allowed = 0;
+      for (let i = 0; i < 1300 && !refused; i++) {
+        const res = await api("GET", `/v1/sessions/${session.id}`, { token: session.token });
+        if (res.status === 429) refused = res;
+        else allowed++;
+      }
+      return { session, refused, allowed, oneWindow: Math.floor(Date.now() / 60_000) === window };
+    };
+    let measured = await burst();
+    if (!measured.oneWindow) measured = await burst();
+    const { session, refused, allowed } = measured;
     expect(allowed).toBe(600);
     expect(refused?.body.error.code).toBe("RATE_LIMITED");
     // a 429 always says when to come back: the limit's window is a minute

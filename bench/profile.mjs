@@ -1,0 +1,274 @@
+#!/usr/bin/env node
+// `npm run bench:profile`: where a delegation's CPU goes, measured. Starts the benchmark Worker
+// (bench/lib/worker.mjs) with workerd's V8 inspector open, runs spawn-to-result delegations over
+// the API (a one-shot `spawn` child answering "echo: hi", then the long poll of its run) under the
+// V8 sampling profiler, and attributes every sample to the module whose code it ran (esbuild
+// writes a `// <path>` comment above each module of the unminified bundle). It prints CPU per
+// delegation by part of the code and the busiest functions, writes test-results/profile.json and
+// the block between the profile markers of bench/README.md.
+//
+//   --n=<count>        delegations profiled (default 300), after 30 unprofiled warm-up ones
+//   --floor            profile the spawn floor instead (POST /bench/floor/spawn), for comparison
+//   --no-readme        leave bench/README.md alone
+//   PROFILE_LINES=1    also print the hottest anonymous functions and the callers of SQL `exec`
+import { execSync } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { writeBlock } from "../scripts/lib/readme-block.mjs";
+import { Client } from "./lib/client.mjs";
+import { startWorker } from "./lib/worker.mjs";
+
+const ROOT = resolve(import.meta.dirname, "..");
+const args = Object.fromEntries(
+  process.argv.slice(2).map((a) => {
+    const [k, v] = a.replace(/^--/, "").split("=");
+    return [k, v ?? "true"];
+  }),
+);
+const N = Math.min(5_000, Math.max(10, Number(args.n ?? 300)));
+const WARMUP = 30;
+const SAMPLING_US = 100;
+
+/** Parts of the code, by the path of the module a sample ran in (first match wins). */
+const PARTS = [
+  ["zod (request and envelope validation)", /node_modules\/zod\//],
+  ["other libraries", /node_modules\//],
+  ["HTTP routing, auth and bodies (src/http)", /^src\/http\//],
+  ["contract: schemas, ids, errors (src/contract, src/core)", /^src\/(contract|core)\//],
+  ["turn driver, tools, scripted model (src/agent)", /^src\/agent\//],
+  ["the Worker and RPC entry (src/worker, src/rpc, src/platform)", /^src\/(worker|rpc|platform|index)/],
+  ["providers and start checks (src/providers)", /^src\/providers\//],
+  ["stores: log, inbox, outbox, runs, schema (durable-objects/store)", /^durable-objects\/store\//],
+  ["delegation: runs, children, child specs (durable-objects/delegation)", /^durable-objects\/delegation\//],
+  ["transports (durable-objects/transports)", /^durable-objects\/transports\//],
+  ["delivery and outbox sends (durable-objects/messaging)", /^durable-objects\/messaging\//],
+  ["session shell, parts, drive loop, stream (durable-objects/session)", /^durable-objects\/session\//],
+  ["registry object (durable-objects/registry)", /^durable-objects\/registry\//],
+  ["benchmark worker", /^bench\//],
+];
+
+/** Line number (0-based) -> module path, from esbuild's `// path` comments. */
+function moduleMap(bundlePath) {
+  const lines = readFileSync(bundlePath, "utf8").split("\n");
+  const starts = [];
+  for (const [i, line] of lines.entries()) {
+    const m = /^\/\/ ((?:\.\.\/)*(?:node_modules|src|durable-objects|bench)\/\S+\.(?:ts|js|mjs|cjs))$/.exec(
+      line,
+    );
+    if (m) starts.push([i, m[1].replace(/^(\.\.\/)+/, "")]);
+  }
+  return (line) => {
+    let lo = 0;
+    let hi = starts.length - 1;
+    let found = "(bundle prelude)";
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (starts[mid][0] <= line) {
+        found = starts[mid][1];
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return found;
+  };
+}
+
+/** A minimal Chrome DevTools Protocol session over the inspector's WebSocket. */
+async function inspect(port, target) {
+  const list = await (await fetch(`http://127.0.0.1:${port}/json`)).json();
+  const entry = list.find((t) => t.id === target);
+  if (!entry) throw new Error(`no inspector target ${target}: ${list.map((t) => t.id).join(", ")}`);
+  const socket = new WebSocket(entry.webSocketDebuggerUrl);
+  await new Promise((ok, no) => {
+    socket.onopen = ok;
+    socket.onerror = () => no(new Error("the inspector did not open"));
+  });
+  let id = 0;
+  const waiting = new Map();
+  socket.onmessage = (event) => {
+    const message = JSON.parse(String(event.data));
+    const pending = waiting.get(message.id);
+    if (!pending) return;
+    waiting.delete(message.id);
+    if (message.error) pending.no(new Error(`${pending.method}: ${message.error.message}`));
+    else pending.ok(message.result);
+  };
+  return {
+    send(method, params = {}) {
+      const n = ++id;
+      socket.send(JSON.stringify({ id: n, method, params }));
+      return new Promise((ok, no) => waiting.set(n, { ok, no, method }));
+    },
+    close: () => socket.close(),
+  };
+}
+
+async function delegate(client, parentId) {
+  if (args.floor) {
+    await client.call("POST", `/bench/floor/spawn?key=${parentId}`, undefined, 200);
+    return;
+  }
+  const started = await client.call(
+    "POST",
+    `/v1/sessions/${parentId}/subagents`,
+    { provider: "spawn", prompt: "hi", mode: "one-shot" },
+    201,
+  );
+  const { body } = await client.call(
+    "GET",
+    `/v1/sessions/${parentId}/runs/${started.body.runId}?wait=30000`,
+    undefined,
+    200,
+    40_000,
+  );
+  if (body.state !== "settled" || body.result?.output?.[0]?.text !== "echo: hi")
+    throw new Error(`the run settled with ${JSON.stringify(body).slice(0, 300)}`);
+}
+
+const port = 9300 + Math.floor(Math.random() * 600);
+const worker = await startWorker({ inspectorPort: port });
+let report;
+try {
+  const client = new Client(worker.url, worker.adminToken);
+  const parents = [];
+  for (let k = 0; k < 4; k++) parents.push((await client.createSession({ label: `profile-${k}` })).id);
+  for (let i = 0; i < WARMUP; i++) await delegate(client, parents[i % 4]);
+  const cdp = await inspect(port, "core:user:subagents");
+  await cdp.send("Profiler.enable");
+  await cdp.send("Profiler.setSamplingInterval", { interval: SAMPLING_US });
+  await cdp.send("Profiler.start");
+  const t0 = performance.now();
+  for (let i = 0; i < N; i++) await delegate(client, parents[i % 4]);
+  const wallMs = performance.now() - t0;
+  const { profile } = await cdp.send("Profiler.stop");
+  cdp.close();
+  // the SQL statements of a delegation, counted apart (the count is not in the profiled time)
+  const COUNTED = 50;
+  await client.call("POST", "/bench/sql?count=on", undefined, 200);
+  for (let i = 0; i < COUNTED; i++) await delegate(client, parents[i % 4]);
+  await client.call("POST", "/bench/sql?count=off", undefined, 200);
+  const { body: sql } = await client.call("GET", "/bench/sql", undefined, 200);
+  const sqlRows = Object.entries(sql.statements)
+    .map(([statement, count]) => ({ statement, perDelegation: Math.round((count / COUNTED) * 10) / 10 }))
+    .sort((a, b) => b.perDelegation - a.perDelegation);
+  const sqlPerDelegation = Math.round(sqlRows.reduce((n, r) => n + r.perDelegation, 0) * 10) / 10;
+
+  const moduleOf = moduleMap(worker.scriptPath);
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const selfUs = new Map();
+  profile.samples.forEach((nodeId, i) => {
+    const delta = profile.timeDeltas[i + 1] ?? SAMPLING_US;
+    selfUs.set(nodeId, (selfUs.get(nodeId) ?? 0) + delta);
+  });
+  const parts = new Map();
+  const functions = new Map();
+  let busyUs = 0;
+  const lineHits = new Map();
+  for (const [nodeId, us] of selfUs) {
+    const frame = byId.get(nodeId).callFrame;
+    const name = frame.functionName || "(anonymous)";
+    if (name === "(idle)" || name === "(program)") continue;
+    busyUs += us;
+    const inBundle = frame.url.endsWith("worker.mjs");
+    const module = inBundle ? moduleOf(frame.lineNumber) : "";
+    const part = inBundle
+      ? (PARTS.find(([, re]) => re.test(module))?.[0] ?? `other: ${module}`)
+      : name === "(garbage collector)"
+        ? "garbage collection"
+        : "workerd built-ins: SQLite, RPC, JSON, crypto, streams";
+    parts.set(part, (parts.get(part) ?? 0) + us);
+    const fn = `${name} (${inBundle ? module : "built-in"})`;
+    if (process.env.PROFILE_LINES && inBundle && name === "(anonymous)")
+      lineHits.set(frame.lineNumber, (lineHits.get(frame.lineNumber) ?? 0) + us);
+    functions.set(fn, (functions.get(fn) ?? 0) + us);
+  }
+  if (process.env.PROFILE_LINES) {
+    const parentOf = new Map();
+    for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
+    const execBy = new Map();
+    const text0 = readFileSync(worker.scriptPath, "utf8").split("\n");
+    for (const [nodeId, us] of selfUs) {
+      const frame = byId.get(nodeId).callFrame;
+      if (frame.functionName !== "exec" && frame.functionName !== "transactionSync") continue;
+      let up = parentOf.get(nodeId);
+      let caller = byId.get(up)?.callFrame;
+      while (caller && !caller.url.endsWith("worker.mjs")) {
+        up = parentOf.get(up);
+        caller = byId.get(up)?.callFrame;
+      }
+      const key = caller
+        ? `${frame.functionName} <- ${moduleOf(caller.lineNumber)}: ${text0[caller.lineNumber]?.trim().slice(0, 100)}`
+        : frame.functionName;
+      execBy.set(key, (execBy.get(key) ?? 0) + us);
+    }
+    for (const [key, us] of [...execBy].sort((a, b) => b[1] - a[1]).slice(0, 14))
+      console.log(Math.round(us / N), "us", key);
+    const text = readFileSync(worker.scriptPath, "utf8").split("\n");
+    for (const [line, us] of [...lineHits].sort((a, b) => b[1] - a[1]).slice(0, 8))
+      console.log(Math.round(us / N), "us", moduleOf(line), text[line]?.trim().slice(0, 140));
+  }
+  const perDelegation = (us) => Math.round((us / 1000 / N) * 100) / 100;
+  const rows = [...parts]
+    .sort((a, b) => b[1] - a[1])
+    .map(([part, us]) => ({
+      part,
+      msPerDelegation: perDelegation(us),
+      share: Math.round((us / busyUs) * 1000) / 10,
+    }));
+  const top = [...functions]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 15)
+    .map(([fn, us]) => ({ fn, msPerDelegation: perDelegation(us) }));
+  let commit = "unknown";
+  try {
+    commit = execSync("git rev-parse --short HEAD", { cwd: ROOT, encoding: "utf8" }).trim();
+  } catch {}
+  report = {
+    commit,
+    generatedAt: new Date().toISOString(),
+    delegations: N,
+    wallMsPerDelegation: Math.round((wallMs / N) * 100) / 100,
+    cpuMsPerDelegation: perDelegation(busyUs),
+    samplingMicroseconds: SAMPLING_US,
+    parts: rows,
+    topFunctions: top,
+    sqlStatementsPerDelegation: sqlPerDelegation,
+    sqlStatements: sqlRows,
+  };
+} finally {
+  await worker.stop();
+}
+
+console.log(
+  `\nCPU of one spawn-to-result delegation in the Worker's isolate (${report.delegations} profiled)`,
+);
+console.log(`wall ${report.wallMsPerDelegation} ms, CPU ${report.cpuMsPerDelegation} ms per delegation\n`);
+for (const r of report.parts)
+  console.log(`${String(r.msPerDelegation).padStart(7)} ms  ${String(r.share).padStart(5)} %  ${r.part}`);
+console.log(`\nSQL statements per delegation: ${report.sqlStatementsPerDelegation}`);
+for (const r of report.sqlStatements.slice(0, 25))
+  console.log(`${String(r.perDelegation).padStart(6)}  ${r.statement}`);
+console.log("\nbusiest functions (self time):");
+for (const f of report.topFunctions) console.log(`${String(f.msPerDelegation).padStart(7)} ms  ${f.fn}`);
+
+mkdirSync(join(ROOT, "test-results"), { recursive: true });
+writeFileSync(join(ROOT, "test-results/profile.json"), `${JSON.stringify(report, null, 2)}\n`);
+if (args["no-readme"] === undefined && !args.floor) {
+  const lines = [
+    `CPU of one spawn-to-result delegation (\`POST …/subagents\`, the child's echo turn, its result delivered to the parent, the long poll answered) in the Worker's isolate, ${report.delegations} delegations sampled every ${SAMPLING_US} µs: **${report.cpuMsPerDelegation} ms CPU** of ${report.wallMsPerDelegation} ms wall per delegation.`,
+    "",
+    "| part of the code | CPU ms per delegation | share |",
+    "|---|---|---|",
+    ...report.parts.map((r) => `| ${r.part} | ${r.msPerDelegation} | ${r.share} % |`),
+    "",
+    "Busiest functions (self time per delegation): " +
+      report.topFunctions
+        .slice(0, 10)
+        .map((f) => `\`${f.fn}\` ${f.msPerDelegation} ms`)
+        .join(", ") +
+      ".",
+    "",
+    `Written by \`npm run bench:profile\` at ${report.commit}, ${report.generatedAt.slice(0, 10)}.`,
+  ];
+  writeBlock(join(ROOT, "bench/README.md"), "profile", lines.join("\n"));
+  console.log("\nwrote the profile block of bench/README.md");
+}
