@@ -23,6 +23,7 @@ import { alignTable, grid, table, terminalTable, writeReadme } from "./lib/repor
 import * as bench from "./lib/scenarios.mjs";
 import { ms, ratio } from "./lib/stats.mjs";
 import { startWorker } from "./lib/worker.mjs";
+import { ensurePeerInstalled, startPeer } from "./lib/peer.mjs";
 
 const args = new Map(
   process.argv.slice(2).map((a) => {
@@ -72,6 +73,8 @@ function revision() {
  * headline rows of this run, each as p50 and its ratio to the floor of the same run, with the
  * commit it measured. Nothing in the block is written by hand.
  */
+const kib = (bytes) => Math.round(bytes / 1024).toLocaleString("en-US");
+
 function writeSummary(f) {
   const row = (name, stat, floorName, floorStat, target) => ({
     name,
@@ -91,8 +94,26 @@ function writeSummary(f) {
     row("subagent-tool", f.tool.extra, "spawn floor", f.spawn.floor, 1.8),
     row("fanout-per-child", f.fanout.perChild, "fan-out floor", f.fanout.floorPerChild, 2),
     row("session-cold-open-large", f.coldLarge, "cold open of a fresh session", f.coldFresh),
+    // this runtime over the peer on the same work (below 1: this runtime is faster)
+    { ...row("peer-spawn", f.spawn.spawn, "Agents SDK spawn", f.spawn.peer, 0.7), peerP50: f.spawn.peer.p50 },
+    {
+      ...row(
+        "peer-fanout-per-child",
+        f.fanout.perChild,
+        "Agents SDK fan-out per child",
+        f.fanout.peerPerChild,
+        0.7,
+      ),
+      peerP50: f.fanout.peerPerChild.p50,
+    },
   ];
-  const json = { commit: measured, date: new Date().toISOString(), machine: f.machine, rows: entries };
+  const json = {
+    commit: measured,
+    date: new Date().toISOString(),
+    machine: f.machine,
+    bundles: { runtimeBytes: f.bundles.product, peerBytes: f.bundles.peer },
+    rows: entries,
+  };
   writeFileSync(join(ROOT, "test-results", "bench.json"), `${JSON.stringify(json, null, 2)}\n`);
   const what = {
     accepted: "message accepted (202), session token",
@@ -103,16 +124,20 @@ function writeSummary(f) {
     "subagent-tool": "`subagent` tool: message to final answer, minus the echo turn",
     "fanout-per-child": `fan-out of ${f.fanout.children} children, per child`,
     "session-cold-open-large": `opening a session with ${f.largeEvents.toLocaleString("en-US")} events, cold`,
+    "peer-spawn": "spawn to result, against the Agents SDK starting a new agent and calling it",
+    "peer-fanout-per-child": `fan-out of ${f.fanout.children}, per child, against the Agents SDK's`,
   };
   const lines = [
     "| measurement | p50 | floor | vs floor | target |",
     "|---|---|---|---|---|",
     ...entries.map(
       (e) =>
-        `| ${what[e.name]} | ${e.p50.toFixed(1)} ms | ${e.floor} | ${e.ratio.toFixed(2)}x | ${
+        `| ${what[e.name]} | ${e.p50.toFixed(1)} ms | ${e.floor}${e.peerP50 === undefined ? "" : ` (${e.peerP50.toFixed(1)} ms)`} | ${e.ratio.toFixed(2)}x | ${
           e.target === undefined ? "-" : `${e.target}x: ${e.ratio <= e.target ? "met" : "missed"}`
         } |`,
     ),
+    "",
+    `Bundles: this runtime's Worker ${kib(f.bundles.product)} KiB, the Agents SDK peer's ${kib(f.bundles.peer)} KiB (esbuild, unminified, the same settings).`,
     "",
     `Written by \`npm run bench\` (${measured}, ${f.date}; ${f.machine}). Every row and more in [bench/README.md](bench/README.md) and \`test-results/bench.json\`.`,
   ];
@@ -127,11 +152,14 @@ const pressureAtStart = pressure();
 // the streaming model the `openai:` route reaches (its first-token rows)
 const model = await startStreamingModel();
 const worker = await startWorker({ bindings: { OPENAI_BASE_URL: model.baseUrl } });
+ensurePeerInstalled(log);
+const peerWorker = await startPeer();
 let stopping = false;
 const stop = async () => {
   if (stopping) return;
   stopping = true;
   await worker.stop();
+  await peerWorker.stop();
   await model.close();
 };
 /** Stops workerd (at most 10 s) and exits with `code`. */
@@ -154,12 +182,14 @@ try {
   log("floor A, accepted, accepted while busy, echo (interleaved rounds)");
   const lat = await bench.latencies(admin, { n: N, warmup: 50, sessions: 5, budgetMs: 90_000 });
   const floorA = lat.floor;
-  log(`spawn to result (${PLAN.spawns}) beside the spawn floor (interleaved rounds)`);
+  log(`spawn to result (${PLAN.spawns}) beside the spawn floor and the Agents SDK peer (interleaved rounds)`);
+  const peer = new Client(peerWorker.url, "none");
   const spawn = await delegation.spawnRounds(admin, {
     n: PLAN.spawns,
     warmup: 10,
     parents: 4,
     budgetMs: 40_000,
+    peer,
   });
   log(`spawn through the model's subagent tool (${PLAN.toolRounds}) beside echo (interleaved rounds)`);
   const tool = await delegation.toolRounds(admin, {
@@ -175,12 +205,13 @@ try {
     sessions: 4,
     budgetMs: 30_000,
   });
-  log("fan-out of 100 children beside the fan-out floor (interleaved rounds)");
+  log("fan-out of 100 children beside the fan-out floor and the Agents SDK peer (interleaved rounds)");
   const fanout = await delegation.fanoutRounds(admin, {
     children: 100,
     rounds: PLAN.fanoutRounds,
     warmup: 1,
     budgetMs: 45_000,
+    peer,
   });
   log(`building a session with ${EVENTS} events through POST /v1/sessions/:id/messages`);
   const large = await bench.buildLargeSession(admin, { events: EVENTS, concurrency: 32, budgetMs: 120_000 });
@@ -239,6 +270,7 @@ try {
     },
     { name: "  of which: POST .../subagents until its 201", ...spawn.accepted, floor: spawnFloor },
     { name: "  of which: 201 until the long-poll has the result", ...spawn.settle, floor: spawnFloor },
+    { name: "peer: Agents SDK, new agent started and called", ...spawn.peer, floor: spawnFloor },
     { name: "subagent tool: message -> parent's final answer", ...tool.tool, floor: spawnFloor },
     { name: "echo message -> answer (same rounds)", ...tool.echo, floor: spawnFloor },
     { name: "subagent tool minus echo (paired per round)", ...tool.extra, floor: spawnFloor },
@@ -246,6 +278,11 @@ try {
     { name: `floor: fan-out of ${fanout.children}, per child`, ...fanout.floorPerChild, floor: fanoutFloor },
     { name: `fan-out of ${fanout.children}: starts to last result, total`, ...fanout.total },
     { name: `  of which: all ${fanout.children} starts (to the last 201)`, ...fanout.starts },
+    {
+      name: `peer: Agents SDK fan-out of ${fanout.children}, per child`,
+      ...fanout.peerPerChild,
+      floor: fanoutFloor,
+    },
     {
       name: `fan-out of ${fanout.children}: per child`,
       ...fanout.perChild,
@@ -486,6 +523,7 @@ try {
       coldLarge,
       coldFresh,
       largeEvents: large.events,
+      bundles: { product: peerWorker.productBundleBytes, peer: peerWorker.bundleBytes },
       date,
       machine,
     });

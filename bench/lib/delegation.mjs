@@ -1,7 +1,8 @@
 // Delegation measurements: spawn-to-result of a scripted one-shot child (over the API and through
 // the model's own `subagent` tool) and fan-out of many children, each beside its raw Durable
-// Object floor (src/bench-routes.ts) in interleaved rounds, so that a ratio compares samples
-// taken under the same background load. Every loop is bounded in count and in time.
+// Object floor (bench/worker/bench-routes.ts) and the peer (the same delegation with the Agents
+// SDK, bench/peer/) in interleaved rounds, so that a ratio compares samples taken under the same
+// background load. Every loop is bounded in count and in time.
 import { textOf } from "./client.mjs";
 import { summarize } from "./stats.mjs";
 
@@ -58,10 +59,10 @@ async function started(client, parentId, refusals, deadline) {
  * the admin token (the floor route has no rate limiter either). Floor: POST /bench/floor/spawn
  * on as many floor parents.
  */
-export async function spawnRounds(admin, { n, warmup, parents, budgetMs }) {
+export async function spawnRounds(admin, { n, warmup, parents, budgetMs, peer }) {
   const sessions = [];
   for (let k = 0; k < parents; k++) sessions.push(await admin.createSession({ label: `bench-spawn-${k}` }));
-  const samples = { floor: [], spawn: [], accepted: [], settle: [] };
+  const samples = { floor: [], spawn: [], accepted: [], settle: [], peer: [] };
   const refusals = new Map();
   const deadline = performance.now() + budgetMs;
   for (let i = 0; i < warmup + n && performance.now() < deadline; i++) {
@@ -84,13 +85,16 @@ export async function spawnRounds(admin, { n, warmup, parents, budgetMs }) {
       samples.accepted.push(t1 - t0);
       samples.settle.push(t2 - t1);
     };
-    if (i % 2 === 0) {
-      await floor();
-      await spawn();
-    } else {
-      await spawn();
-      await floor();
-    }
+    // the peer (the Agents SDK: a brand-new agent started with getAgentByName and called) in the same rounds
+    const peerSpawn = async () => {
+      if (!peer) return;
+      const t0 = performance.now();
+      const { body } = await peer.call("POST", `/peer/spawn?key=spawn-parent-${k}`, undefined, 200);
+      if (body.answer !== "done: x") throw new Error(`the peer answered ${JSON.stringify(body)}`);
+      if (keep) samples.peer.push(performance.now() - t0);
+    };
+    const order = [floor, spawn, peerSpawn];
+    for (let j = 0; j < order.length; j++) await order[(i + j) % order.length]();
   }
   return {
     ...Object.fromEntries(Object.entries(samples).map(([key, list]) => [key, summarize(list)])),
@@ -173,8 +177,8 @@ export async function toolRounds(admin, { n, warmup, parents, budgetMs }) {
  * at once until all results are in; timed from the first POST to the last settled answer, and
  * the starts alone (first POST to last 201). Floor: POST /bench/floor/fanout?n=<children>.
  */
-export async function fanoutRounds(admin, { children, rounds, warmup, budgetMs }) {
-  const samples = { floor: [], total: [], starts: [] };
+export async function fanoutRounds(admin, { children, rounds, warmup, budgetMs, peer }) {
+  const samples = { floor: [], total: [], starts: [], peer: [] };
   const refusals = new Map();
   const deadline = performance.now() + budgetMs;
   for (let r = 0; r < warmup + rounds && performance.now() < deadline; r++) {
@@ -204,13 +208,21 @@ export async function fanoutRounds(admin, { children, rounds, warmup, budgetMs }
       samples.total.push(t2 - t0);
       samples.starts.push(t1 - t0);
     };
-    if (r % 2 === 0) {
-      await floor();
-      await fanout();
-    } else {
-      await fanout();
-      await floor();
-    }
+    const peerFanout = async () => {
+      if (!peer) return;
+      const t0 = performance.now();
+      const { body } = await peer.call(
+        "POST",
+        `/peer/fanout?key=fanout-parent-${r}&n=${children}`,
+        undefined,
+        200,
+        60_000,
+      );
+      if (body.children !== children) throw new Error(`the peer's fan-out answered ${JSON.stringify(body)}`);
+      if (keep) samples.peer.push(performance.now() - t0);
+    };
+    const order = [floor, fanout, peerFanout];
+    for (let j = 0; j < order.length; j++) await order[(r + j) % order.length]();
   }
   const perChild = (list) => summarize(list.map((t) => t / children));
   return {
@@ -220,6 +232,7 @@ export async function fanoutRounds(admin, { children, rounds, warmup, budgetMs }
     total: summarize(samples.total),
     perChild: perChild(samples.total),
     starts: summarize(samples.starts),
+    peerPerChild: perChild(samples.peer),
     refusals: Object.fromEntries(refusals),
   };
 }
