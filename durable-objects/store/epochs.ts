@@ -1,3 +1,4 @@
+import { ReadMemo } from "./read-memo";
 import type { SettledEnvelope } from "../../src/contract/envelope";
 
 /**
@@ -6,9 +7,13 @@ import type { SettledEnvelope } from "../../src/contract/envelope";
  * published, so `subagent/start` always precedes `subagent/end`.
  */
 export class Epochs {
+  /** Reads of the hot polls, until the next write of the table (read-memo.ts). */
+  readonly memo = new ReadMemo();
+
   constructor(readonly sql: SqlStorage) {}
 
   reserve(runId: string, childId: string): void {
+    this.memo.changed();
     this.sql.exec(
       "INSERT INTO epochs (run_id, child_id, state) VALUES (?, ?, 'starting') ON CONFLICT DO NOTHING",
       runId,
@@ -25,6 +30,7 @@ export class Epochs {
 
   /** starting -> published, once; returns a notice that arrived early, if any. */
   publish(runId: string): { published: boolean; early?: SettledEnvelope } {
+    this.memo.changed();
     // read the held notice first: RETURNING would show the row after it was cleared
     const row = this.sql
       .exec<{ pending_notice: string | null }>(
@@ -40,6 +46,7 @@ export class Epochs {
   }
 
   holdEarly(notice: SettledEnvelope): void {
+    this.memo.changed();
     this.sql.exec(
       `INSERT INTO epochs (run_id, child_id, state, pending_notice) VALUES (?, ?, 'starting', ?)
        ON CONFLICT (run_id) DO UPDATE SET pending_notice = excluded.pending_notice`,
@@ -50,6 +57,7 @@ export class Epochs {
   }
 
   end(runId: string): boolean {
+    this.memo.changed();
     return (
       this.sql
         .exec(
@@ -61,11 +69,16 @@ export class Epochs {
   }
 
   forget(runId: string): void {
+    this.memo.changed();
     this.sql.exec("DELETE FROM epochs WHERE run_id = ? AND state = 'starting'", runId);
   }
 
   /** Children of epochs published and not ended: their settled notice is still to come. */
   publishedChildren(): string[] {
+    return this.memo.read("publishedChildren", () => this.#publishedChildren());
+  }
+
+  #publishedChildren(): string[] {
     return this.sql
       .exec<{ child_id: string }>("SELECT DISTINCT child_id FROM epochs WHERE state = 'published'")
       .toArray()
@@ -74,6 +87,10 @@ export class Epochs {
 
   /** Starts reserved but never published (the object died mid-start). */
   starting(): { runId: string; childId: string }[] {
+    return this.memo.read("starting", () => this.#starting());
+  }
+
+  #starting(): { runId: string; childId: string }[] {
     return this.sql
       .exec<{ run_id: string; child_id: string }>(
         "SELECT run_id, child_id FROM epochs WHERE state = 'starting'",

@@ -1,3 +1,4 @@
+import { ReadMemo } from "./read-memo";
 import type { ContentBlock } from "../../src/contract/content";
 import type { InboxLane, MessageSource } from "../../src/contract/events";
 import type { PendingItem } from "../../src/core/turn-plan";
@@ -23,12 +24,16 @@ export type AdmissionResult =
  * `agent/inbox/inserted` event together (callers run it inside one transaction).
  */
 export class Inbox {
+  /** Reads of the hot polls, until the next write of the table (read-memo.ts). */
+  readonly memo = new ReadMemo();
+
   constructor(
     readonly sql: SqlStorage,
     readonly log: EventLog,
   ) {}
 
   admit(item: Admission): AdmissionResult {
+    this.memo.changed();
     if (item.idempotencyKey !== undefined) {
       const prior = this.sql
         .exec<{ message_id: string; content_hash: string }>(
@@ -73,6 +78,10 @@ export class Inbox {
   }
 
   pending(limit = 256): PendingItem[] {
+    return this.memo.read(`pending:${limit}`, () => this.#pending(limit));
+  }
+
+  #pending(limit = 256): PendingItem[] {
     return this.sql
       .exec<{ message_id: string; lane: string; waking: number }>(
         "SELECT message_id, lane, waking FROM inbox WHERE state = 'pending' ORDER BY position LIMIT ?",
@@ -83,6 +92,7 @@ export class Inbox {
   }
 
   claim(messageId: string): { content: ContentBlock[]; source: MessageSource } | undefined {
+    this.memo.changed();
     const row = this.sql
       .exec<{ content: string; source: string }>(
         "UPDATE inbox SET state = 'claimed' WHERE message_id = ? AND state = 'pending' RETURNING content, source",
@@ -94,6 +104,7 @@ export class Inbox {
 
   /** Drops every pending item (a drain); each gets its `agent/inbox/discarded` event. */
   discardPending(reason: string): string[] {
+    this.memo.changed();
     const ids = this.sql
       .exec<{ message_id: string }>(
         "UPDATE inbox SET state = 'discarded' WHERE state = 'pending' RETURNING message_id",

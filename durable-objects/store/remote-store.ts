@@ -1,3 +1,4 @@
+import { ReadMemo } from "./read-memo";
 import type { ContentBlock } from "../../src/contract/content";
 import type { Jurisdiction, LocationHint } from "../../src/core/placement";
 
@@ -86,12 +87,16 @@ function toRow(r: Raw): RemoteRow {
 }
 
 export class RemoteStore {
+  /** Reads of the hot polls, until the next write of the table (read-memo.ts). */
+  readonly memo = new ReadMemo();
+
   constructor(readonly sql: SqlStorage) {}
 
   insert(
     row: Pick<RemoteRow, "protocol" | "runId" | "url" | "token" | "secret" | "request">,
     now: number,
   ): void {
+    this.memo.changed();
     this.sql.exec(
       `INSERT INTO remote_runs (protocol, run_id, url, token, secret, request, phase, next_at, contact_at)
        VALUES (?, ?, ?, ?, ?, ?, 'create', ?, ?)`,
@@ -113,6 +118,8 @@ export class RemoteStore {
 
   /** Runs of `protocol` with transport work due by `now`, oldest first. */
   due(protocol: FarSideProtocol, now: number, limit = 32): RemoteRow[] {
+    const next = this.nextDue(protocol);
+    if (next === undefined || next > now) return [];
     return this.sql
       .exec<Raw>(
         "SELECT * FROM remote_runs WHERE protocol = ? AND phase != 'done' AND next_at <= ? ORDER BY next_at LIMIT ?",
@@ -126,6 +133,10 @@ export class RemoteStore {
 
   /** When the earliest transport work of `protocol` is due, if any. */
   nextDue(protocol: FarSideProtocol): number | undefined {
+    return this.memo.read(`nextDue:${protocol}`, () => this.#nextDue(protocol));
+  }
+
+  #nextDue(protocol: FarSideProtocol): number | undefined {
     return (
       this.sql
         .exec<{ at: number | null }>(
@@ -141,6 +152,7 @@ export class RemoteStore {
     runId: string,
     change: { phase: RemotePhase; nextAt: number; now: number; remoteId?: string; poll?: PollProgress },
   ): void {
+    this.memo.changed();
     this.sql.exec(
       `UPDATE remote_runs SET phase = ?, next_at = ?, contact_at = ?, attempts = 0, last_error = NULL,
          remote_id = coalesce(?, remote_id), cursor = coalesce(?, cursor), output = coalesce(?, output),
@@ -158,6 +170,7 @@ export class RemoteStore {
 
   /** A failed attempt: the error (already scrubbed) and the next try. The contact time stays. */
   failed(runId: string, error: string, nextAt: number): number {
+    this.memo.changed();
     return this.sql
       .exec<{ attempts: number }>(
         "UPDATE remote_runs SET attempts = attempts + 1, last_error = ?, next_at = ? WHERE run_id = ? RETURNING attempts",
@@ -170,6 +183,7 @@ export class RemoteStore {
 
   /** Moves to `phase` at once (`done`, or `interrupt` after a settlement). */
   setPhase(runId: string, phase: RemotePhase, nextAt: number): void {
+    this.memo.changed();
     this.sql.exec(
       "UPDATE remote_runs SET phase = ?, next_at = ?, attempts = 0 WHERE run_id = ? AND phase != 'done'",
       phase,
@@ -180,6 +194,7 @@ export class RemoteStore {
 
   /** Makes live transport work due now (a cancel must not wait for the next poll). */
   wake(runId: string, now: number): void {
+    this.memo.changed();
     this.sql.exec("UPDATE remote_runs SET next_at = ? WHERE run_id = ? AND phase != 'done'", now, runId);
   }
 }

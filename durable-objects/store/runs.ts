@@ -1,3 +1,4 @@
+import { ReadMemo } from "./read-memo";
 import type { RunOrigin } from "../../src/agent/host";
 import type { SubagentResult } from "../../src/contract/run";
 import type { ChildInit } from "../../src/contract/child-init";
@@ -66,12 +67,16 @@ function toRow(r: RawRun): RunRow {
 }
 
 export class Runs {
+  /** Reads of the hot polls, until the next write of `runs` (read-memo.ts). */
+  readonly memo = new ReadMemo();
+
   constructor(readonly sql: SqlStorage) {}
 
   insert(
     row: Omit<RunRow, "state" | "result" | "cancelRequested" | "requestKey" | "heldUntil">,
     requestKey?: string,
   ): void {
+    this.memo.changed();
     this.sql.exec(
       `INSERT INTO runs (run_id, child_id, provider, local, call_key, task_id, tool_name, state, spec, created_at, request_key)
        VALUES (?, ?, ?, ?, ?, ?, ?, 'starting', ?, ?, ?)`,
@@ -88,6 +93,16 @@ export class Runs {
     );
   }
 
+  /** A result that arrived while its run was still being published (kept for the publication). */
+  keepEarlyResult(runId: string, result: SubagentResult): void {
+    this.memo.changed();
+    this.sql.exec(
+      "UPDATE runs SET result = ? WHERE run_id = ? AND result IS NULL",
+      JSON.stringify(result),
+      runId,
+    );
+  }
+
   /** The columns that tie a run to the tool call that started it (all null for API and RPC starts). */
   originColumns(origin: RunOrigin | undefined): Pick<RunRow, "callKey" | "taskId" | "toolName"> {
     return {
@@ -98,6 +113,10 @@ export class Runs {
   }
 
   get(runId: string): RunRow | undefined {
+    return this.memo.read(`get:${runId}`, () => this.#get(runId));
+  }
+
+  #get(runId: string): RunRow | undefined {
     return this.#one("SELECT * FROM runs WHERE run_id = ?", runId);
   }
 
@@ -112,15 +131,19 @@ export class Runs {
    * same request takes it up again (`unhold`). Past `until` it is abandoned.
    */
   hold(runId: string, until: number): void {
+    this.memo.changed();
     this.sql.exec("UPDATE runs SET held_until = ? WHERE run_id = ? AND state = 'starting'", until, runId);
   }
 
   unhold(runId: string): void {
+    this.memo.changed();
     this.sql.exec("UPDATE runs SET held_until = NULL WHERE run_id = ?", runId);
   }
 
   /** Held starts whose retry window has passed by `now` (every held start for `Infinity`). */
   heldExpired(now: number): RunRow[] {
+    const next = this.nextHeldExpiry();
+    if (next === undefined || next > now) return [];
     return this.sql
       .exec<RawRun>("SELECT * FROM runs WHERE held_until IS NOT NULL AND held_until <= ?", now)
       .toArray()
@@ -128,6 +151,10 @@ export class Runs {
   }
 
   nextHeldExpiry(): number | undefined {
+    return this.memo.read("nextHeldExpiry", () => this.#nextHeldExpiry());
+  }
+
+  #nextHeldExpiry(): number | undefined {
     const row = this.sql
       .exec<{ at: number | null }>("SELECT min(held_until) AS at FROM runs WHERE held_until IS NOT NULL")
       .one();
@@ -151,6 +178,7 @@ export class Runs {
 
   /** starting -> running, once; false when another publisher got there first. */
   markRunning(runId: string): boolean {
+    this.memo.changed();
     return (
       this.sql
         .exec(
@@ -163,6 +191,7 @@ export class Runs {
 
   /** Records the result once; resolves false if the run was already settled. */
   settle(runId: string, result: SubagentResult): boolean {
+    this.memo.changed();
     return (
       this.sql
         .exec(
@@ -175,10 +204,12 @@ export class Runs {
   }
 
   requestCancel(runId: string): void {
+    this.memo.changed();
     this.sql.exec("UPDATE runs SET cancel_requested = 1 WHERE run_id = ?", runId);
   }
 
   delete(runId: string): void {
+    this.memo.changed();
     this.sql.exec("DELETE FROM runs WHERE run_id = ?", runId);
   }
 
@@ -191,6 +222,10 @@ export class Runs {
 
   /** Ids of runs reserved but not yet published, held ones aside (cheap: no spec parsing). */
   startingIds(): string[] {
+    return this.memo.read("startingIds", () => this.#startingIds());
+  }
+
+  #startingIds(): string[] {
     return this.sql
       .exec<{ run_id: string }>("SELECT run_id FROM runs WHERE state = 'starting' AND held_until IS NULL")
       .toArray()
@@ -212,6 +247,10 @@ export class Runs {
 
   /** Published runs with no child session here (remote and ACP) that have no result yet. */
   unsettledRemote(): RunRow[] {
+    return this.memo.read("unsettledRemote", () => this.#unsettledRemote());
+  }
+
+  #unsettledRemote(): RunRow[] {
     return this.sql
       .exec<RawRun>("SELECT * FROM runs WHERE state = 'running' AND local = 0")
       .toArray()
@@ -220,6 +259,10 @@ export class Runs {
 
   /** Children of published local runs without a result yet (the parent's watchdog looks after them). */
   runningLocalChildren(): string[] {
+    return this.memo.read("runningLocalChildren", () => this.#runningLocalChildren());
+  }
+
+  #runningLocalChildren(): string[] {
     return this.sql
       .exec<{ child_id: string }>("SELECT child_id FROM runs WHERE state = 'running' AND local = 1")
       .toArray()

@@ -78,6 +78,9 @@ export class SessionStores implements DriverStores {
       this.log.rollback();
       this.header.forget();
       this.#loopRow.forget();
+      // a read inside the transaction may have seen what the rollback undid
+      for (const memo of [this.runs.memo, this.epochs.memo, this.inbox.memo, this.remoteRuns.memo])
+        memo.changed();
       throw error;
     }
     this.#onCommit(this.log.takeCommitted());

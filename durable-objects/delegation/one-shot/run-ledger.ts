@@ -71,16 +71,11 @@ export class RunLedger {
    * result from another child, changes nothing.
    */
   record(runId: string, from: string, result: SubagentResult): void {
-    const { runs, sql } = this.#ctx.stores;
+    const { runs } = this.#ctx.stores;
     const run = runs.get(runId);
     if (!run || run.childId !== from || run.state === "settled") return;
     if (run.state === "running") this.settle(run, result);
-    else
-      sql.exec(
-        "UPDATE runs SET result = ? WHERE run_id = ? AND result IS NULL",
-        JSON.stringify(result),
-        run.runId,
-      );
+    else runs.keepEarlyResult(run.runId, result);
   }
 
   /** Inside a transaction: settles the run once (a second call changes nothing). */
