@@ -61,7 +61,7 @@ const lines = [
   `| faults injected | ${n(faults.injected)}: ${kinds} |`,
   `| where they fired | ${Object.keys(faults.faultPointsFired).length} places: ${points} |`,
   `| operations | ${n(faults.ops)}: ${n(faults.ok)} acknowledged (${faults.okPercent} %), ${n(faults.fail)} refused, ${n(faults.ambiguous)} cut off without an answer; acknowledged per kind: ${opsKinds} |`,
-  `| answers compared with the ledger | ${n(faults.answersChecked)} acknowledged messages, follow-ups, runs (local, remote, A2A, ACP), MCP and user tool calls: ${n(faults.answeredAsExpected)} said exactly what they were scripted to say, once; ${n(refusedTotal)} ended otherwise for a reason the schedule explains (${refusedWhy || "none"}); wrong ${n(faults.wrong)} |`,
+  `| answers compared with the ledger | ${n(faults.answersChecked)} acknowledged messages, follow-ups, runs (local, remote, A2A, ACP), MCP calls both ways and user tool calls: ${n(faults.answeredAsExpected)} said exactly what they were scripted to say, once; ${n(refusedTotal)} ended otherwise for a reason the schedule explains (${refusedWhy || "none"}); wrong ${n(faults.wrong)} |`,
   `| checked after every alarm drained | ${violations} (every table of every session of the schedule, and the registry's directory) |`,
   "",
   `Written by \`npm run test:faults\` from \`test-results/faults.json\` at ${faults.commit}, ${faults.generatedAt.slice(0, 10)} (${faults.wallSeconds} s). Replay one schedule with \`FAULT_SEED=<n> npm run test:faults\`.`,

@@ -18,9 +18,7 @@ import { anyTool } from "../../src/agent/tools";
 import type { ProviderInfo } from "../../src/contract/provider";
 import type { SessionHeader } from "../../src/contract/session";
 import { DEFAULT_PROVIDERS, describeProvider } from "../../src/providers/catalog";
-
-/** How long the provider list behind the `subagent` tools may be reused (starts always re-check). */
-const PROVIDER_LIST_TTL_MS = 2_000;
+import { providerList } from "../../src/providers/provider-lists";
 
 const CONTROL_TOOLS = [
   anyTool(sendMessageTool),
@@ -39,10 +37,12 @@ const CONTROL_TOOLS = [
 export class DelegationTools implements ToolSource<SessionHost> {
   readonly name = "delegation";
   readonly #listProviders: () => Promise<ProviderInfo[]>;
-  #providers: { at: number; list: ProviderInfo[] } | undefined;
+  readonly #registry: string;
 
-  constructor(listProviders: () => Promise<ProviderInfo[]>) {
+  /** `registry` names the registry the list comes from (the isolate's lists are shared by it). */
+  constructor(listProviders: () => Promise<ProviderInfo[]>, registry: string) {
     this.#listProviders = listProviders;
+    this.#registry = registry;
   }
 
   knows(tool: string): boolean {
@@ -62,16 +62,7 @@ export class DelegationTools implements ToolSource<SessionHost> {
     return offered;
   }
 
-  async #providerList(): Promise<ProviderInfo[]> {
-    if (this.#providers && Date.now() - this.#providers.at < PROVIDER_LIST_TTL_MS)
-      return this.#providers.list;
-    try {
-      const list = await this.#listProviders();
-      this.#providers = { at: Date.now(), list };
-      return list;
-    } catch {
-      // the registry is unreachable: offer the last known tools; a start re-checks the registry
-      return this.#providers?.list ?? DEFAULT_PROVIDERS.map(describeProvider);
-    }
+  #providerList(): Promise<ProviderInfo[]> {
+    return providerList(this.#registry, this.#listProviders, () => DEFAULT_PROVIDERS.map(describeProvider));
   }
 }

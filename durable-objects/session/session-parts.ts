@@ -159,7 +159,7 @@ function sessionContext(
       builtinTools(),
       ...deployment.toolSources(env),
       new McpToolSource(),
-      new DelegationTools(() => registryStub(env).list()),
+      new DelegationTools(() => registryStub(env).list(), registryStub(env).id.toString()),
     ]),
     session: (id, locationHint) => sessionStub(env, id, locationHint),
     provider: (name) => registryStub(env).resolve(name),

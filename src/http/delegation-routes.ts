@@ -5,6 +5,7 @@ import { StartSubagentBody } from "../contract/run";
 import { ContinuableStartSchema, DrainBody, FollowupBody } from "../contract/continuable";
 import { compact } from "../core/compact";
 import { ProviderName, RegisterProviderBody } from "../providers/catalog";
+import { forgetProviderLists } from "../providers/provider-lists";
 import { type Authed, authed, reply } from "./authed";
 import { queryOf, readBody, validate } from "./body";
 import { failure, json } from "../contract/respond";
@@ -53,7 +54,9 @@ export function addDelegationRoutes(router: RouterType<IRequest, [Env, Execution
       return failure(fail("INVALID_REQUEST", name.error.issues[0]?.message ?? "bad provider name"));
     const body = await readBody(request, RegisterProviderBody);
     if (!body.ok) return failure(body);
-    return reply(await registryStub(env).register({ name: name.data, ...compact(body.value) }), 201);
+    const registered = await registryStub(env).register({ name: name.data, ...compact(body.value) });
+    forgetProviderLists();
+    return reply(registered, 201);
   };
   router.put("/v1/providers/:name", authed(putProvider, "deployment"));
 
@@ -61,6 +64,7 @@ export function addDelegationRoutes(router: RouterType<IRequest, [Env, Execution
     "/v1/providers/:name",
     authed(async (request, env) => {
       const removed = await registryStub(env).remove(request.params.name ?? "");
+      forgetProviderLists();
       return removed.ok ? new Response(null, { status: 204 }) : failure(removed);
     }, "deployment"),
   );

@@ -1,11 +1,13 @@
 import { runInDurableObject } from "cloudflare:test";
+import { Client as McpClient, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { installAcpAgent } from "../support/acp-agent";
+import { workerFetch } from "../support/api";
 import { installRemoteNet, REMOTE_URL } from "../support/remote";
 import { type AnswerTally, emptyTally } from "./answers";
 import type { Violation } from "./checker";
-import { allObjects, type Fired, type Op, restoreClock, Runner, sleep, sqlOf } from "./harness";
+import { ADMIN, allObjects, type Fired, type Op, restoreClock, Runner, sleep, sqlOf } from "./harness";
 import { Rng } from "./prng";
 import type { SeedReport } from "./summary";
 import { FAR_TOOL_TIMEOUT_MS } from "./worker";
@@ -19,7 +21,8 @@ import { FAR_TOOL_TIMEOUT_MS } from "./worker";
  * the A2A face is served by the SDK's handlers), the ACP agent is the ACP SDK's agent side
  * (test/support/acp-agent.ts), the MCP server is the MCP SDK's (test/setup/mcp-server.ts), and
  * the user tool is the campaign Worker's own (test/faults/worker.ts: it answers, throws or hangs
- * past its timeout, as the step tells it).
+ * past its timeout, as the step tells it), and the MCP SDK's client calls the session's own MCP
+ * server face (a foreground `subagent` call) through the same faulty network.
  *
  * Each network fault acts at one of the paths below, on the calls after `after` hits, `times`
  * times: `down` (the connection fails before the far side sees the call), `lose-answer` (the far
@@ -42,7 +45,14 @@ declare module "vitest" {
 }
 
 /** The paths a network fault can act at. */
-export const FAR_POINTS = ["remote-call", "a2a-call", "callback", "acp-connect", "mcp-call"] as const;
+export const FAR_POINTS = [
+  "remote-call",
+  "a2a-call",
+  "callback",
+  "acp-connect",
+  "mcp-call",
+  "mcp-face",
+] as const;
 type FarPoint = (typeof FAR_POINTS)[number];
 type NetKind = "down" | "lose-answer" | "overloaded" | "delay";
 
@@ -70,6 +80,7 @@ type FarStep =
   | { op: "start"; provider: Provider; tag: string; prompt: string; answer: string }
   | { op: "mcp"; tag: string }
   | { op: "tool"; tag: string; behaviour: "answer" | "throw" | "hang" }
+  | { op: "face"; tag: string }
   | { op: "abort" }
   | { op: "evict" }
   | { op: "pause"; ms: number };
@@ -91,6 +102,7 @@ export function generateFarSide(seed: number): FarScenario {
       ["start", 8],
       ["mcp", 3],
       ["tool", 3],
+      ["face", 2],
       ["abort", 2],
       ["evict", 1],
       ["pause", 2],
@@ -101,6 +113,7 @@ export function generateFarSide(seed: number): FarScenario {
       // the far sides answer with an echo: this Worker's scripted model, the ACP agent's echo
       steps.push({ op: "start", provider, tag: t, prompt: `far ${t}`, answer: `echo: far ${t}` });
     } else if (kind === "mcp") steps.push({ op: "mcp", tag: tag() });
+    else if (kind === "face") steps.push({ op: "face", tag: tag() });
     else if (kind === "tool")
       steps.push({
         op: "tool",
@@ -139,6 +152,7 @@ export function generateFarSide(seed: number): FarScenario {
 /** Which path a call of the parent (or of the far side's callbacks) travels, if any. */
 function pointOf(url: URL, mcpHost: string): FarPoint | undefined {
   if (url.hostname.endsWith("acp.test")) return "acp-connect";
+  if (url.host === "face.test") return "mcp-face";
   if (url.host === mcpHost) return "mcp-call";
   if (url.pathname.startsWith("/v1/callbacks/")) return "callback";
   if (url.pathname.startsWith("/v1/a2a") || url.pathname.includes("agent-card.json")) return "a2a-call";
@@ -174,11 +188,17 @@ class FaultyNet {
   }
 
   async #fetch(request: Request): Promise<Response> {
-    const point = pointOf(new URL(request.url), this.#mcpHost);
+    const url = new URL(request.url);
+    const point = pointOf(url, this.#mcpHost);
     if (point === undefined) return this.#inner(request);
+    // face.test is this Worker's MCP server face, reached by the campaign's MCP client
+    const onward = (r: Request) =>
+      point === "mcp-face"
+        ? workerFetch(new Request(`http://example.com${url.pathname}${url.search}`, r))
+        : this.#inner(r);
     this.hits[point] = (this.hits[point] ?? 0) + 1;
     const rule = this.#take(point);
-    if (!rule) return this.#inner(request);
+    if (!rule) return onward(request);
     this.fired.push({ kind: `net-${rule.kind}` as Fired["kind"], point, scope: point });
     switch (rule.kind) {
       case "down":
@@ -190,9 +210,9 @@ class FaultyNet {
         });
       case "delay":
         await sleep(rule.ms ?? 20);
-        return this.#inner(request);
+        return onward(request);
       case "lose-answer": {
-        const response = await this.#inner(request);
+        const response = await onward(request);
         await response.body?.cancel();
         throw new TypeError("Network connection lost.");
       }
@@ -214,6 +234,10 @@ class FaultyNet {
 }
 
 const script = (...steps: Record<string, unknown>[]): string => JSON.stringify({ script: steps });
+
+function textOfContent(content: unknown): string {
+  return ((content as { text?: string }[] | undefined) ?? []).map((c) => c.text ?? "").join("");
+}
 
 async function runFarSeed(seed: number, net: FaultyNet): Promise<SeedReport> {
   const t0 = performance.now();
@@ -326,6 +350,36 @@ async function execute(runner: Runner, root: string, step: FarStep): Promise<voi
         { tag: step.tag, behaviour: step.behaviour },
       );
       return;
+    case "face": {
+      // an MCP client (the MCP SDK's own) on the session's MCP server face, through the faulty
+      // network: a foreground subagent call, whose answer is the child's
+      const op: Op = runner.record("far-face", "r0", performance.now(), "ambiguous");
+      op.input = { tag: step.tag };
+      try {
+        const client = new McpClient({ name: "far-side campaign", version: "1.0.0" });
+        const transport = new StreamableHTTPClientTransport(
+          new URL(`https://face.test/v1/sessions/${root}/mcp`),
+          {
+            // through the faulty network (FaultyNet routes face.test to this Worker)
+            fetch: (input, init) => globalThis.fetch(input, init),
+            requestInit: { headers: { authorization: `Bearer ${ADMIN}` } },
+          },
+        );
+        await client.connect(transport);
+        const result = await client.callTool({
+          name: "subagent",
+          arguments: { description: `face ${step.tag}`, prompt: `face ${step.tag}` },
+        });
+        op.outcome = "ok";
+        op.result = { text: textOfContent(result.content), isError: result.isError === true };
+        await client.close().catch(() => {});
+      } catch (error) {
+        op.outcome = "fail";
+        op.code = String(error).slice(0, 80);
+      }
+      op.end = performance.now();
+      return;
+    }
     case "abort": {
       const start = performance.now();
       const outcome = await runner.abort(root);
@@ -529,6 +583,28 @@ async function checkFarSide(
       flag(
         results.length > 1 ? "duplicated" : "wrong",
         `tool ${tag} (${behaviour}) answered ${JSON.stringify(text).slice(0, 160)}`,
+      );
+  }
+
+  // the MCP server face: each answered call's text is its child's, once
+  for (const op of history.filter((o) => o.kind === "far-face")) {
+    if (op.outcome !== "ok") continue;
+    tally.checked++;
+    const tag = String(op.input?.tag);
+    const text = String(op.result?.text ?? "");
+    const ends = log.filter(
+      (e) =>
+        e.type === "subagent/end" &&
+        JSON.stringify(e.data.lastAssistantMessage ?? "").includes(`face ${tag}"`),
+    );
+    if (op.result?.isError !== true && text.includes(`echo: face ${tag}`) && ends.length === 1)
+      tally.asExpected++;
+    else if (op.result?.isError === true && resets)
+      refuse("MCP face call cut short by a reset of its session");
+    else
+      flag(
+        ends.length > 1 ? "duplicated" : "wrong",
+        `face call ${tag} answered ${JSON.stringify(text).slice(0, 120)} (${ends.length} ends)`,
       );
   }
 
