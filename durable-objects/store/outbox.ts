@@ -1,3 +1,4 @@
+import { ReadMemo } from "./read-memo";
 import type { Envelope } from "../../src/contract/envelope";
 import type { OutboxEntry } from "../../src/contract/session-api";
 import type { EventLog } from "./event-log";
@@ -42,6 +43,9 @@ export class Outbox {
   /** Rows whose first send this instance claimed when it enqueued them (memory only). */
   readonly #claimedHere = new Set<string>();
 
+  /** Reads of the drive loop's polls, until the next write of the outbox (read-memo.ts). */
+  readonly memo = new ReadMemo();
+
   constructor(
     readonly sql: SqlStorage,
     readonly log: EventLog,
@@ -49,6 +53,7 @@ export class Outbox {
 
   /** Enqueues once per envelope id: a second enqueue of the same id changes nothing. */
   enqueue(envelope: Envelope, now = Date.now()): boolean {
+    this.memo.changed();
     if (this.has(envelope.id)) return false;
     const position = this.sql
       .exec<{ p: number }>("SELECT coalesce(max(position), 0) + 1 AS p FROM outbox")
@@ -84,6 +89,7 @@ export class Outbox {
    * the row off or dead-letters it (false: do not send now); otherwise the send is claimed (true).
    */
   claimSend(row: OutboxRow, now = Date.now()): boolean {
+    this.memo.changed();
     this.#claimedHere.delete(row.id);
     if (row.sends > row.attempts) {
       this.markFailed({ ...row, attempts: row.sends - 1 }, RESTARTED_DURING_SEND, false, now);
@@ -99,34 +105,44 @@ export class Outbox {
 
   /** Undelivered, live rows due now, in order, at most one blocked link's worth skipped. */
   due(now: number, limit = 64): OutboxRow[] {
-    return this.sql
-      .exec<{
-        id: string;
-        position: number;
-        target: string;
-        payload: string;
-        attempts: number;
-        sends: number;
-        next_at: number;
-      }>(
-        `SELECT id, position, target, payload, attempts, sends, next_at FROM outbox
-         WHERE delivered_at IS NULL AND dead_at IS NULL ORDER BY position LIMIT ?`,
-        limit,
-      )
-      .toArray()
-      .filter((r, i, rows) => {
+    const rows = this.#live(limit);
+    return rows
+      .filter((r, i) => {
         // per-link order: a row waits while an earlier row of the same target is not yet due
-        const earlier = rows.slice(0, i).some((o) => o.target === r.target && o.next_at > now);
-        return r.next_at <= now && !earlier;
+        const earlier = rows.slice(0, i).some((o) => o.target === r.target && o.nextAt > now);
+        return r.nextAt <= now && !earlier;
       })
-      .map((r) => ({
-        id: r.id,
-        position: r.position,
-        target: r.target,
-        envelope: JSON.parse(r.payload) as Envelope,
-        attempts: r.attempts,
-        sends: r.sends,
-      }));
+      .map(({ nextAt: _nextAt, ...row }) => row);
+  }
+
+  /** The first `limit` undelivered, live rows in order (kept until the outbox's next write). */
+  #live(limit: number): readonly (OutboxRow & { nextAt: number })[] {
+    return this.memo.read(`live:${limit}`, () =>
+      this.sql
+        .exec<{
+          id: string;
+          position: number;
+          target: string;
+          payload: string;
+          attempts: number;
+          sends: number;
+          next_at: number;
+        }>(
+          `SELECT id, position, target, payload, attempts, sends, next_at FROM outbox
+           WHERE delivered_at IS NULL AND dead_at IS NULL ORDER BY position LIMIT ?`,
+          limit,
+        )
+        .toArray()
+        .map((r) => ({
+          id: r.id,
+          position: r.position,
+          target: r.target,
+          envelope: JSON.parse(r.payload) as Envelope,
+          attempts: r.attempts,
+          sends: r.sends,
+          nextAt: r.next_at,
+        })),
+    );
   }
 
   /**
@@ -158,6 +174,7 @@ export class Outbox {
 
   /** A row that will never be sent (its run was disposed before its target existed). */
   withdraw(id: string, now = Date.now()): void {
+    this.memo.changed();
     this.sql.exec(
       "UPDATE outbox SET delivered_at = ?, withdrawn = 1, last_error = NULL WHERE id = ? AND delivered_at IS NULL",
       now,
@@ -166,12 +183,14 @@ export class Outbox {
   }
 
   markDelivered(id: string, now = Date.now()): void {
+    this.memo.changed();
     this.#claimedHere.delete(id);
     this.sql.exec("UPDATE outbox SET delivered_at = ?, last_error = NULL WHERE id = ?", now, id);
   }
 
   /** Makes an undelivered row due now (its target just came into existence). */
   retryNow(id: string, now = Date.now()): void {
+    this.memo.changed();
     this.sql.exec(
       "UPDATE outbox SET next_at = ? WHERE id = ? AND delivered_at IS NULL AND dead_at IS NULL",
       now,
@@ -180,6 +199,7 @@ export class Outbox {
   }
 
   markFailed(row: OutboxRow, error: string, overloaded: boolean, now = Date.now()): void {
+    this.memo.changed();
     this.#claimedHere.delete(row.id);
     const attempts = row.attempts + 1;
     if (attempts >= MAX_ATTEMPTS) {
@@ -212,6 +232,10 @@ export class Outbox {
 
   /** When the earliest undelivered live row is due, if any. */
   nextDue(): number | undefined {
+    return this.memo.read("nextDue", () => this.#nextDue());
+  }
+
+  #nextDue(): number | undefined {
     const row = this.sql
       .exec<{ at: number | null }>(
         "SELECT min(next_at) AS at FROM outbox WHERE delivered_at IS NULL AND dead_at IS NULL",

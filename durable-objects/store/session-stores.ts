@@ -79,8 +79,8 @@ export class SessionStores implements DriverStores {
       this.header.forget();
       this.#loopRow.forget();
       // a read inside the transaction may have seen what the rollback undid
-      for (const memo of [this.runs.memo, this.epochs.memo, this.inbox.memo, this.remoteRuns.memo])
-        memo.changed();
+      for (const store of [this.runs, this.epochs, this.inbox, this.remoteRuns, this.outbox])
+        store.memo.changed();
       throw error;
     }
     this.#onCommit(this.log.takeCommitted());
