@@ -8,9 +8,11 @@
 // the block between the profile markers of bench/README.md.
 //
 //   --n=<count>        delegations profiled (default 300), after 30 unprofiled warm-up ones
-//   --floor            profile the spawn floor instead (POST /bench/floor/spawn), for comparison
 //   --no-readme        leave bench/README.md alone
-//   PROFILE_LINES=1    also print the hottest anonymous functions and the callers of SQL `exec`
+//
+// The spawn floor (POST /bench/floor/spawn: a parent object calls a brand-new child object, one
+// row each side) is profiled in the same run, in blocks alternating with the runtime's, so the
+// ratio of their CPU per delegation compares samples taken under the same machine load.
 import { execSync } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -26,6 +28,8 @@ const args = Object.fromEntries(
   }),
 );
 const N = Math.min(5_000, Math.max(10, Number(args.n ?? 300)));
+/** Floor spawns per floor block (six blocks of each kind). */
+const FLOOR_N = Math.ceil(N / 6);
 const WARMUP = 30;
 const SAMPLING_US = 100;
 
@@ -102,8 +106,8 @@ async function inspect(port, target) {
   };
 }
 
-async function delegate(client, parentId) {
-  if (args.floor) {
+async function delegate(client, parentId, floor = false) {
+  if (floor) {
     await client.call("POST", `/bench/floor/spawn?key=${parentId}`, undefined, 200);
     return;
   }
@@ -135,12 +139,34 @@ try {
   const cdp = await inspect(port, "core:user:subagents");
   await cdp.send("Profiler.enable");
   await cdp.send("Profiler.setSamplingInterval", { interval: SAMPLING_US });
-  await cdp.send("Profiler.start");
-  const t0 = performance.now();
-  for (let i = 0; i < N; i++) await delegate(client, parents[i % 4]);
-  const wallMs = performance.now() - t0;
-  const { profile } = await cdp.send("Profiler.stop");
+  // the runtime's delegations and the spawn floor in alternating blocks, each block profiled on
+  // its own: their CPU ratio compares samples taken under the same machine load
+  const BLOCKS = 6;
+  const runtimeProfiles = [];
+  const floorProfiles = [];
+  let wallMs = 0;
+  let floorWallMs = 0;
+  for (let block = 0; block < BLOCKS; block++) {
+    for (const floor of block % 2 === 0 ? [false, true] : [true, false]) {
+      const count = floor ? FLOOR_N : Math.ceil(N / BLOCKS);
+      await cdp.send("Profiler.start");
+      const t0 = performance.now();
+      for (let i = 0; i < count; i++)
+        await delegate(client, floor ? `profile-floor-${i % 4}` : parents[i % 4], floor);
+      const elapsed = performance.now() - t0;
+      const { profile } = await cdp.send("Profiler.stop");
+      if (floor) {
+        floorProfiles.push(profile);
+        floorWallMs += elapsed;
+      } else {
+        runtimeProfiles.push(profile);
+        wallMs += elapsed;
+      }
+    }
+  }
   cdp.close();
+  const profiled = runtimeProfiles.length * Math.ceil(N / BLOCKS);
+  const floorProfiled = floorProfiles.length * FLOOR_N;
   // the SQL statements of a delegation, counted apart (the count is not in the profiled time)
   const COUNTED = 50;
   await client.call("POST", "/bench/sql?count=on", undefined, 200);
@@ -153,60 +179,40 @@ try {
   const sqlPerDelegation = Math.round(sqlRows.reduce((n, r) => n + r.perDelegation, 0) * 10) / 10;
 
   const moduleOf = moduleMap(worker.scriptPath);
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-  const selfUs = new Map();
-  profile.samples.forEach((nodeId, i) => {
-    const delta = profile.timeDeltas[i + 1] ?? SAMPLING_US;
-    selfUs.set(nodeId, (selfUs.get(nodeId) ?? 0) + delta);
-  });
+  /** Self time (µs) per sampled frame of one profile, idle time left out. */
+  const selfTimes = function* (profile) {
+    const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+    const selfUs = new Map();
+    profile.samples.forEach((nodeId, i) => {
+      selfUs.set(nodeId, (selfUs.get(nodeId) ?? 0) + (profile.timeDeltas[i + 1] ?? SAMPLING_US));
+    });
+    for (const [nodeId, us] of selfUs) {
+      const frame = byId.get(nodeId).callFrame;
+      if (frame.functionName !== "(idle)" && frame.functionName !== "(program)") yield { frame, us };
+    }
+  };
+  let floorBusyUs = 0;
+  for (const profile of floorProfiles) for (const { us } of selfTimes(profile)) floorBusyUs += us;
   const parts = new Map();
   const functions = new Map();
   let busyUs = 0;
-  const lineHits = new Map();
-  for (const [nodeId, us] of selfUs) {
-    const frame = byId.get(nodeId).callFrame;
-    const name = frame.functionName || "(anonymous)";
-    if (name === "(idle)" || name === "(program)") continue;
-    busyUs += us;
-    const inBundle = frame.url.endsWith("worker.mjs");
-    const module = inBundle ? moduleOf(frame.lineNumber) : "";
-    const part = inBundle
-      ? (PARTS.find(([, re]) => re.test(module))?.[0] ?? `other: ${module}`)
-      : name === "(garbage collector)"
-        ? "garbage collection"
-        : "workerd built-ins: SQLite, RPC, JSON, crypto, streams";
-    parts.set(part, (parts.get(part) ?? 0) + us);
-    const fn = `${name} (${inBundle ? module : "built-in"})`;
-    if (process.env.PROFILE_LINES && inBundle && name === "(anonymous)")
-      lineHits.set(frame.lineNumber, (lineHits.get(frame.lineNumber) ?? 0) + us);
-    functions.set(fn, (functions.get(fn) ?? 0) + us);
-  }
-  if (process.env.PROFILE_LINES) {
-    const parentOf = new Map();
-    for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
-    const execBy = new Map();
-    const text0 = readFileSync(worker.scriptPath, "utf8").split("\n");
-    for (const [nodeId, us] of selfUs) {
-      const frame = byId.get(nodeId).callFrame;
-      if (frame.functionName !== "exec" && frame.functionName !== "transactionSync") continue;
-      let up = parentOf.get(nodeId);
-      let caller = byId.get(up)?.callFrame;
-      while (caller && !caller.url.endsWith("worker.mjs")) {
-        up = parentOf.get(up);
-        caller = byId.get(up)?.callFrame;
-      }
-      const key = caller
-        ? `${frame.functionName} <- ${moduleOf(caller.lineNumber)}: ${text0[caller.lineNumber]?.trim().slice(0, 100)}`
-        : frame.functionName;
-      execBy.set(key, (execBy.get(key) ?? 0) + us);
+  for (const profile of runtimeProfiles) {
+    for (const { frame, us } of selfTimes(profile)) {
+      busyUs += us;
+      const name = frame.functionName || "(anonymous)";
+      const inBundle = frame.url.endsWith("worker.mjs");
+      const module = inBundle ? moduleOf(frame.lineNumber) : "";
+      const part = inBundle
+        ? (PARTS.find(([, re]) => re.test(module))?.[0] ?? `other: ${module}`)
+        : name === "(garbage collector)"
+          ? "garbage collection"
+          : "workerd built-ins: SQLite, RPC, JSON, crypto, streams";
+      parts.set(part, (parts.get(part) ?? 0) + us);
+      const fn = `${name} (${inBundle ? module : "built-in"})`;
+      functions.set(fn, (functions.get(fn) ?? 0) + us);
     }
-    for (const [key, us] of [...execBy].sort((a, b) => b[1] - a[1]).slice(0, 14))
-      console.log(Math.round(us / N), "us", key);
-    const text = readFileSync(worker.scriptPath, "utf8").split("\n");
-    for (const [line, us] of [...lineHits].sort((a, b) => b[1] - a[1]).slice(0, 8))
-      console.log(Math.round(us / N), "us", moduleOf(line), text[line]?.trim().slice(0, 140));
   }
-  const perDelegation = (us) => Math.round((us / 1000 / N) * 100) / 100;
+  const perDelegation = (us, n = profiled) => Math.round((us / 1000 / n) * 100) / 100;
   const rows = [...parts]
     .sort((a, b) => b[1] - a[1])
     .map(([part, us]) => ({
@@ -225,9 +231,15 @@ try {
   report = {
     commit,
     generatedAt: new Date().toISOString(),
-    delegations: N,
-    wallMsPerDelegation: Math.round((wallMs / N) * 100) / 100,
+    delegations: profiled,
+    wallMsPerDelegation: Math.round((wallMs / profiled) * 100) / 100,
     cpuMsPerDelegation: perDelegation(busyUs),
+    floor: {
+      spawns: floorProfiled,
+      wallMsPerSpawn: Math.round((floorWallMs / floorProfiled) * 100) / 100,
+      cpuMsPerSpawn: perDelegation(floorBusyUs, floorProfiled),
+    },
+    cpuRatioToFloor: Math.round((busyUs / profiled / (floorBusyUs / floorProfiled)) * 100) / 100,
     samplingMicroseconds: SAMPLING_US,
     parts: rows,
     topFunctions: top,
@@ -241,7 +253,10 @@ try {
 console.log(
   `\nCPU of one spawn-to-result delegation in the Worker's isolate (${report.delegations} profiled)`,
 );
-console.log(`wall ${report.wallMsPerDelegation} ms, CPU ${report.cpuMsPerDelegation} ms per delegation\n`);
+console.log(`wall ${report.wallMsPerDelegation} ms, CPU ${report.cpuMsPerDelegation} ms per delegation`);
+console.log(
+  `spawn floor in the same run: wall ${report.floor.wallMsPerSpawn} ms, CPU ${report.floor.cpuMsPerSpawn} ms per spawn; CPU ratio ${report.cpuRatioToFloor}x\n`,
+);
 for (const r of report.parts)
   console.log(`${String(r.msPerDelegation).padStart(7)} ms  ${String(r.share).padStart(5)} %  ${r.part}`);
 console.log(`\nSQL statements per delegation: ${report.sqlStatementsPerDelegation}`);
@@ -252,9 +267,9 @@ for (const f of report.topFunctions) console.log(`${String(f.msPerDelegation).pa
 
 mkdirSync(join(ROOT, "test-results"), { recursive: true });
 writeFileSync(join(ROOT, "test-results/profile.json"), `${JSON.stringify(report, null, 2)}\n`);
-if (args["no-readme"] === undefined && !args.floor) {
+if (args["no-readme"] === undefined) {
   const lines = [
-    `CPU of one spawn-to-result delegation (\`POST …/subagents\`, the child's echo turn, its result delivered to the parent, the long poll answered) in the Worker's isolate, ${report.delegations} delegations sampled every ${SAMPLING_US} µs: **${report.cpuMsPerDelegation} ms CPU** of ${report.wallMsPerDelegation} ms wall per delegation.`,
+    `CPU of one spawn-to-result delegation (\`POST …/subagents\`, the child's echo turn, its result delivered to the parent, the long poll answered) in the Worker's isolate, ${report.delegations} delegations sampled every ${SAMPLING_US} µs: **${report.cpuMsPerDelegation} ms CPU** of ${report.wallMsPerDelegation} ms wall per delegation, **${report.cpuRatioToFloor}x** the CPU of the spawn floor profiled in the same run (${report.floor.cpuMsPerSpawn} ms of ${report.floor.wallMsPerSpawn} ms wall per spawn, ${report.floor.spawns} spawns). ${report.sqlStatementsPerDelegation} SQL statements per delegation (parent and child).`,
     "",
     "| part of the code | CPU ms per delegation | share |",
     "|---|---|---|",
