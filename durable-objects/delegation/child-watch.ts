@@ -11,9 +11,9 @@ export const CHILD_WATCH_MAX_MS = 15 * 60_000;
  * The parent's watchdog over the children that work for it: local one-shot runs without a
  * result, continuable epochs whose settled notice has not arrived. A child whose alarm was lost
  * (the platform never fired it) would otherwise wait until something touched it; while such
- * children exist, the parent's own alarm comes round every `CHILD_WATCH_MS` (backing off to `CHILD_WATCH_MAX_MS` while
- * every child is in order) and asks each to re-arm owed work (`wake`). A child that repaired
- * something resets the interval. A root has no parent: a request to it does the same check
+ * children exist, the parent's own alarm comes round every `CHILD_WATCH_MS` (backing off to
+ * `CHILD_WATCH_MAX_MS` while every child is in order) and asks each to re-arm owed work (`wake`).
+ * A child that repaired something resets the interval. A root has no parent: a request to it does the same check
  * (`DriveLoop.touched`), and every object does it when it boots.
  *
  * The schedule lives in memory: after a restart the first look is `CHILD_WATCH_MS` away again,
