@@ -102,7 +102,7 @@ export class SessionTaskHandler implements A2ARequestHandler {
 
   async *sendMessageStream(params: SendMessageRequest): AsyncGenerator<StreamResponse, void, undefined> {
     const { id, messageId, fold } = await this.#accept(params);
-    yield* this.#stream(id, fold, messageId, params.configuration?.historyLength);
+    yield* this.#stream(id, fold, messageId, params.configuration?.historyLength, true);
   }
 
   async getTask(params: GetTaskRequest): Promise<Task> {
@@ -126,7 +126,7 @@ export class SessionTaskHandler implements A2ARequestHandler {
 
   async *resubscribe(params: { id: string }): AsyncGenerator<StreamResponse, void, undefined> {
     const fold = await this.#read(params.id);
-    yield* this.#stream(params.id, fold, fold.latest?.messageId, undefined);
+    yield* this.#stream(params.id, fold, fold.latest?.messageId, undefined, false);
   }
 
   async listTasks(params: ListTasksRequest): Promise<ListTasksResponse> {
@@ -230,16 +230,24 @@ export class SessionTaskHandler implements A2ARequestHandler {
 
   /**
    * The task, then a status update at each change of state, the result as an artifact, and the
-   * final status; the stream ends there (or after `streamMs`: the client subscribes again).
+   * final status; the stream ends there (or after `streamMs`: the client subscribes again). The
+   * stream of a message just sent (`answered`: its sender waits for the answer) that is answered
+   * already when it starts still gets its artifact and final status, so every such stream ends
+   * the same way; a subscriber to a task that ended gets the task alone.
    */
   async *#stream(
     id: string,
     start: TaskFold,
     messageId: string | undefined,
     historyLength: number | undefined,
+    answered: boolean,
   ): AsyncGenerator<StreamResponse, void, undefined> {
     yield { payload: { $case: "task", value: taskOf(id, start, historyLength) } };
     if (messageId === undefined) return;
+    if (messageDone(start, messageId)) {
+      if (answered) yield* this.#updates(id, start, messageId);
+      return;
+    }
     const deadline = Date.now() + this.#limits.streamMs;
     const phaseOf = (fold: TaskFold) => fold.messages[messageId]?.phase;
     let fold = start;
@@ -248,30 +256,34 @@ export class SessionTaskHandler implements A2ARequestHandler {
       fold = await this.#follow(id, fold, deadline, (f) => phaseOf(f) !== announced);
       if (phaseOf(fold) === announced) continue;
       announced = phaseOf(fold);
-      const turn = fold.messages[messageId]?.turn;
-      const result = turn === undefined ? undefined : fold.results.find((r) => r.turn === turn);
-      if (messageDone(fold, messageId) && result !== undefined) {
-        const artifact = artifactOf(result.turn, result.content);
-        yield {
-          payload: {
-            $case: "artifactUpdate",
-            value: {
-              taskId: id,
-              contextId: id,
-              artifact,
-              append: false,
-              lastChunk: true,
-              metadata: undefined,
-            },
-          },
-        };
-      }
+      yield* this.#updates(id, fold, messageId);
+    }
+  }
+
+  /** The message's status, after its result as an artifact once the message is done. */
+  *#updates(id: string, fold: TaskFold, messageId: string): Generator<StreamResponse, void, undefined> {
+    const turn = fold.messages[messageId]?.turn;
+    const result = turn === undefined ? undefined : fold.results.find((r) => r.turn === turn);
+    if (messageDone(fold, messageId) && result !== undefined) {
       yield {
         payload: {
-          $case: "statusUpdate",
-          value: { taskId: id, contextId: id, status: statusOf(id, fold, messageId), metadata: undefined },
+          $case: "artifactUpdate",
+          value: {
+            taskId: id,
+            contextId: id,
+            artifact: artifactOf(result.turn, result.content),
+            append: false,
+            lastChunk: true,
+            metadata: undefined,
+          },
         },
       };
     }
+    yield {
+      payload: {
+        $case: "statusUpdate",
+        value: { taskId: id, contextId: id, status: statusOf(id, fold, messageId), metadata: undefined },
+      },
+    };
   }
 }
