@@ -64,7 +64,7 @@ const lines = [
   `| answers compared with the ledger | ${n(faults.answersChecked)} acknowledged messages, follow-ups, runs (local, remote, A2A, ACP), MCP calls both ways and user tool calls: ${n(faults.answeredAsExpected)} said exactly what they were scripted to say, once; ${n(refusedTotal)} ended otherwise for a reason the schedule explains (${refusedWhy || "none"}); wrong ${n(faults.wrong)} |`,
   `| checked after every alarm drained | ${violations} (every table of every session of the schedule, and the registry's directory) |`,
   "",
-  `Written by \`npm run test:faults\` from \`test-results/faults.json\` at ${faults.commit}, ${faults.generatedAt.slice(0, 10)} (${faults.wallSeconds} s). Replay one schedule with \`FAULT_SEED=<n> npm run test:faults\`.`,
+  `Written by \`npm run test:faults\` from \`test-results/faults.json\` at ${faults.commit}, ${faults.generatedAt.slice(0, 10)} (${faults.wallSeconds} s). Replay one schedule with \`FAULT_SEED=<n> npm run test:faults\` (an out-of-process one, numbered from 1001, with \`FAR_SIDE_SEED=<n>\`).`,
 ];
 
 writeBlock(join(ROOT, "README.md"), "reliability", lines.join("\n"));
