@@ -4,9 +4,9 @@ import type { SubagentResult } from "../../src/contract/run";
 import type { ChildInit } from "../../src/contract/child-init";
 
 /**
- * One-shot runs this session awaits (foreground tool calls, background tasks, API callers) and
- * the children it owns. Rows are written before a child is created, so a retried start finds
- * them and re-attaches instead of starting a second child.
+ * One-shot runs this session awaits (foreground tool calls, background tasks, API callers). Rows
+ * are written before a child is created, so a retried start finds them and re-attaches instead
+ * of starting a second child. The children the session owns are in children.ts.
  */
 
 export type RunState = "starting" | "running" | "settled";
@@ -304,119 +304,5 @@ export class Runs {
   #one(query: string, ...bindings: unknown[]): RunRow | undefined {
     const row = this.sql.exec<RawRun>(query, ...bindings).toArray()[0];
     return row ? toRow(row) : undefined;
-  }
-}
-
-export interface ChildRow {
-  childId: string;
-  provider: string;
-  mode: "one-shot" | "continuable";
-  label: string | null;
-  createdAt: number;
-  state: "owned" | "released";
-  epochRunId: string | null;
-}
-
-export class Children {
-  constructor(readonly sql: SqlStorage) {}
-
-  get(childId: string): ChildRow | undefined {
-    return this.all().find((c) => c.childId === childId);
-  }
-
-  /** Every child ever owned, in `createdAt`-then-id order. */
-  all(): ChildRow[] {
-    return this.sql
-      .exec<{
-        child_id: string;
-        provider: string;
-        mode: string;
-        label: string | null;
-        created_at: number;
-        state: string;
-        epoch_run_id: string | null;
-      }>(
-        "SELECT child_id, provider, mode, label, created_at, state, epoch_run_id FROM children ORDER BY created_at, child_id",
-      )
-      .toArray()
-      .map((r) => ({
-        childId: r.child_id,
-        provider: r.provider,
-        mode: r.mode as ChildRow["mode"],
-        label: r.label,
-        createdAt: r.created_at,
-        state: r.state as ChildRow["state"],
-        epochRunId: r.epoch_run_id,
-      }));
-  }
-
-  /** Ownership of a continuable child for one epoch (acquired on every parent-originated delivery). */
-  ownEpoch(childId: string, runId: string | null): void {
-    if (runId === null) this.sql.exec("UPDATE children SET state = 'owned' WHERE child_id = ?", childId);
-    else
-      this.sql.exec(
-        "UPDATE children SET state = 'owned', epoch_run_id = ? WHERE child_id = ?",
-        runId,
-        childId,
-      );
-  }
-
-  setState(childId: string, state: "owned" | "released"): void {
-    this.sql.exec("UPDATE children SET state = ? WHERE child_id = ?", state, childId);
-  }
-
-  /** Releases a continuable child only if the settled epoch is its current one. */
-  releaseEpoch(childId: string, runId: string): void {
-    this.sql.exec(
-      "UPDATE children SET state = 'released' WHERE child_id = ? AND epoch_run_id = ?",
-      childId,
-      runId,
-    );
-  }
-
-  count(): number {
-    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM children").one().n;
-  }
-
-  ownedContinuable(): string[] {
-    return this.sql
-      .exec<{ child_id: string }>(
-        "SELECT child_id FROM children WHERE state = 'owned' AND mode = 'continuable' ORDER BY created_at, child_id",
-      )
-      .toArray()
-      .map((r) => r.child_id);
-  }
-
-  has(childId: string): boolean {
-    return this.sql.exec("SELECT 1 FROM children WHERE child_id = ?", childId).toArray().length > 0;
-  }
-
-  own(
-    childId: string,
-    provider: string,
-    mode: "one-shot" | "continuable",
-    label: string | undefined,
-    createdAt: number,
-  ): void {
-    this.sql.exec(
-      "INSERT INTO children (child_id, provider, mode, label, created_at, state) VALUES (?, ?, ?, ?, ?, 'owned')",
-      childId,
-      provider,
-      mode,
-      label ?? null,
-      createdAt,
-    );
-  }
-
-  release(childId: string): void {
-    this.sql.exec("UPDATE children SET state = 'released' WHERE child_id = ?", childId);
-  }
-
-  forget(childId: string): void {
-    this.sql.exec("DELETE FROM children WHERE child_id = ?", childId);
-  }
-
-  ownedCount(): number {
-    return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM children WHERE state = 'owned'").one().n;
   }
 }

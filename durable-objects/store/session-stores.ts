@@ -11,7 +11,8 @@ import { Outbox } from "./outbox";
 import { faultPoint, faultsArmed } from "../../src/core/faults";
 import { AcpStore } from "./acp-store";
 import { RemoteStore } from "./remote-store";
-import { Children, Runs } from "./runs";
+import { Children } from "./children";
+import { Runs } from "./runs";
 import { SingleRow } from "./single-row";
 
 /**
@@ -78,7 +79,8 @@ export class SessionStores implements DriverStores {
       this.log.rollback();
       this.header.forget();
       this.#loopRow.forget();
-      // a read inside the transaction may have seen what the rollback undid
+      // a read inside the transaction may have seen what the rollback undid (every store with a
+      // read memo is listed here)
       for (const store of [this.runs, this.epochs, this.inbox, this.remoteRuns, this.outbox])
         store.memo.changed();
       throw error;

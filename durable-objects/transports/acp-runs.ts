@@ -51,8 +51,8 @@ export class AcpRuns implements ChildTransport, SessionPart {
   readonly #applying = new Map<string, Promise<void>>();
   /** Results whose application failed: retried by the next pump. */
   readonly #owed = new Map<string, SubagentResult>();
-  /** Runs waiting to try an unreachable agent again, with the attempts made so far (memory only). */
-  readonly #retrying = new Map<string, { attempts: number; timer: ReturnType<typeof setTimeout> }>();
+  /** Runs waiting to try an unreachable agent again, with the timer of the next try (memory only). */
+  readonly #retrying = new Map<string, ReturnType<typeof setTimeout>>();
 
   constructor(ctx: SessionContext, sink: ResultSink, timeouts?: AcpTimeouts) {
     this.#ctx = ctx;
@@ -95,7 +95,7 @@ export class AcpRuns implements ChildTransport, SessionPart {
     const live = this.#live.get(run.runId);
     const waiting = this.#retrying.get(run.runId);
     if (waiting) {
-      clearTimeout(waiting.timer);
+      clearTimeout(waiting);
       this.#retrying.delete(run.runId);
     }
     if (live)
@@ -178,23 +178,24 @@ export class AcpRuns implements ChildTransport, SessionPart {
     void connection.result.then((result) => {
       this.#live.delete(runId);
       // the agent never saw this attempt: try again, backing off, while attempts remain
-      if (connection.unreachable && attempts < ACP_CONNECT_ATTEMPTS && !this.#cancelRequested(runId)) {
+      if (connection.unreachable && attempts < ACP_CONNECT_ATTEMPTS && !this.#unwanted(runId)) {
         const timer = setTimeout(
           () => {
             this.#retrying.delete(runId);
-            if (this.#cancelRequested(runId)) this.#ctx.kick();
+            if (this.#unwanted(runId)) this.#ctx.kick();
             else this.#connect(runId, prompt, resume, attempts + 1);
           },
           ACP_RETRY_MS * 2 ** (attempts - 1),
         );
-        this.#retrying.set(runId, { attempts, timer });
+        this.#retrying.set(runId, timer);
         return;
       }
       this.#apply(runId, result);
     });
   }
 
-  #cancelRequested(runId: string): boolean {
+  /** The run needs no connection any more: it was cancelled, settled or forgotten. */
+  #unwanted(runId: string): boolean {
     const run = this.#ctx.stores.runs.get(runId);
     return run === undefined || run.state === "settled" || run.cancelRequested;
   }

@@ -11,7 +11,7 @@ import {
   removeAllFaults,
   startWithFaults,
 } from "../../support/faults";
-import { allEvents, assistantTexts, ofType } from "../../support/logs";
+import { allEvents, assistantTexts, eventually, ofType } from "../../support/logs";
 import { alarmOf, outboxOf, stub } from "../../support/objects";
 
 /**
@@ -36,13 +36,8 @@ function loseAlarm(id: string, at: number | null = null): Promise<void> {
   });
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>): Promise<void> {
-  const deadline = performance.now() + 5_000;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+const waitFor = (what: string, check: () => Promise<boolean>) =>
+  eventually(check, Boolean, { what, timeoutMs: 5_000, intervalMs: 10 });
 
 describe("a lost alarm", () => {
   it("of a child that owes its result is repaired by the parent's watchdog, and the result arrives once", async () => {

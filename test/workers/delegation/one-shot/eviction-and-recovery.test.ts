@@ -1,7 +1,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { HELD_START_MS } from "../../../../durable-objects/transports/local-runs";
-import { Children, Runs } from "../../../../durable-objects/store/runs";
+import { Children } from "../../../../durable-objects/store/children";
+import { Runs } from "../../../../durable-objects/store/runs";
 import type { ChildInit } from "../../../../src/contract/child-init";
 import type { FaultPointName } from "../../../../src/core/faults";
 import { api, createSession } from "../../../support/api";
