@@ -191,6 +191,27 @@ try {
       if (frame.functionName !== "(idle)" && frame.functionName !== "(program)") yield { frame, us };
     }
   };
+  /**
+   * Self time per sample charged to the nearest frame of the bundle on its stack: the built-ins'
+   * time (SQLite, RPC, JSON) lands on the function of ours that called them, so a durable step's
+   * statements are counted with it.
+   */
+  const chargedTimes = function* (profile) {
+    const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+    const parentOf = new Map();
+    for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id);
+    const selfUs = new Map();
+    profile.samples.forEach((nodeId, i) => {
+      selfUs.set(nodeId, (selfUs.get(nodeId) ?? 0) + (profile.timeDeltas[i + 1] ?? SAMPLING_US));
+    });
+    for (const [nodeId, us] of selfUs) {
+      const own = byId.get(nodeId).callFrame;
+      if (own.functionName === "(idle)" || own.functionName === "(program)") continue;
+      let id = nodeId;
+      while (id !== undefined && !byId.get(id).callFrame.url.endsWith("worker.mjs")) id = parentOf.get(id);
+      yield { frame: id === undefined ? undefined : byId.get(id).callFrame, us };
+    }
+  };
   let floorBusyUs = 0;
   for (const profile of floorProfiles) for (const { us } of selfTimes(profile)) floorBusyUs += us;
   const parts = new Map();
@@ -212,6 +233,15 @@ try {
       functions.set(fn, (functions.get(fn) ?? 0) + us);
     }
   }
+  const charged = new Map();
+  for (const profile of runtimeProfiles) {
+    for (const { frame, us } of chargedTimes(profile)) {
+      const fn = frame
+        ? `${frame.functionName || "(anonymous)"} (${moduleOf(frame.lineNumber)}:${frame.lineNumber + 1})`
+        : "(no frame of the bundle: the runtime's own event handling)";
+      charged.set(fn, (charged.get(fn) ?? 0) + us);
+    }
+  }
   const perDelegation = (us, n = profiled) => Math.round((us / 1000 / n) * 100) / 100;
   const rows = [...parts]
     .sort((a, b) => b[1] - a[1])
@@ -223,6 +253,10 @@ try {
   const top = [...functions]
     .sort((a, b) => b[1] - a[1])
     .slice(0, 15)
+    .map(([fn, us]) => ({ fn, msPerDelegation: perDelegation(us) }));
+  const chargedTop = [...charged]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, 25)
     .map(([fn, us]) => ({ fn, msPerDelegation: perDelegation(us) }));
   let commit = "unknown";
   try {
@@ -243,6 +277,7 @@ try {
     samplingMicroseconds: SAMPLING_US,
     parts: rows,
     topFunctions: top,
+    chargedFunctions: chargedTop,
     sqlStatementsPerDelegation: sqlPerDelegation,
     sqlStatements: sqlRows,
   };
@@ -264,6 +299,11 @@ for (const r of report.sqlStatements.slice(0, 25))
   console.log(`${String(r.perDelegation).padStart(6)}  ${r.statement}`);
 console.log("\nbusiest functions (self time):");
 for (const f of report.topFunctions) console.log(`${String(f.msPerDelegation).padStart(7)} ms  ${f.fn}`);
+
+console.log(
+  "\nbuilt-ins charged to the function of ours that called them (self + callees outside the bundle):",
+);
+for (const f of report.chargedFunctions) console.log(`${String(f.msPerDelegation).padStart(7)} ms  ${f.fn}`);
 
 mkdirSync(join(ROOT, "test-results"), { recursive: true });
 writeFileSync(join(ROOT, "test-results/profile.json"), `${JSON.stringify(report, null, 2)}\n`);

@@ -9,6 +9,7 @@ import {
 import type { DirectoryEntry, RegistryEvent } from "../../src/contract/session-api";
 import type { Jurisdiction, LocationHint } from "../../src/core/placement";
 import { faultPoint, faultsArmed, REGISTRY_FAULT_SCOPE } from "../../src/core/faults";
+import { ReadMemo } from "../store/read-memo";
 import { migrate } from "../store/schema";
 
 const REGISTRY_MIGRATIONS: readonly string[] = [
@@ -45,6 +46,9 @@ const REGISTRY_MIGRATIONS: readonly string[] = [
  * Removal blocks new starts only: runs already returned are never revoked.
  */
 export class RegistryObject extends DurableObject<Env> {
+  /** Reads of the providers table, until its next write (read-memo.ts). */
+  readonly #providers = new ReadMemo();
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     migrate(ctx.storage, REGISTRY_MIGRATIONS);
@@ -78,6 +82,7 @@ export class RegistryObject extends DurableObject<Env> {
   async remove(name: string): Promise<Outcome<{ removed: string }>> {
     await this.#fault();
     const { sql } = this.ctx.storage;
+    this.#providers.changed();
     const removed = this.ctx.storage.transactionSync(() => {
       const gone = sql.exec("DELETE FROM providers WHERE name = ? RETURNING name", name).toArray().length > 0;
       if (gone) this.#append("subagent/provider-removed", { name });
@@ -155,14 +160,21 @@ export class RegistryObject extends DurableObject<Env> {
     if (faultsArmed()) await faultPoint(REGISTRY_FAULT_SCOPE, "in-registry");
   }
 
-  #records(): ProviderRecord[] {
-    return this.ctx.storage.sql
-      .exec<{ record: string }>("SELECT record FROM providers ORDER BY position")
-      .toArray()
-      .map((r) => JSON.parse(r.record) as ProviderRecord);
+  /** Every start resolves its provider here: the records are read once per write, not per start. */
+  #records(): readonly ProviderRecord[] {
+    return this.#providers.read(
+      "records",
+      () =>
+        this.ctx.storage.sql
+          .exec<{ record: string }>("SELECT record FROM providers ORDER BY position")
+          .toArray()
+          .map((r) => JSON.parse(r.record) as ProviderRecord),
+      [],
+    );
   }
 
   #insert(record: ProviderRecord): void {
+    this.#providers.changed();
     const { sql } = this.ctx.storage;
     const position = sql
       .exec<{ p: number }>("SELECT coalesce(max(position), 0) + 1 AS p FROM providers")

@@ -326,8 +326,8 @@ export class SessionObject extends DurableObject<Env> {
 
   #open(): Parts {
     if (this.#parts) return this.#parts;
-    migrate(this.ctx.storage);
-    this.#parts = assembleParts(this.ctx, this.env, this.#deployment);
+    const created = migrate(this.ctx.storage);
+    this.#parts = assembleParts(this.ctx, this.env, this.#deployment, created);
     return this.#parts;
   }
 

@@ -57,12 +57,18 @@ const DELIVERED_KINDS = ["run-result", "cancel-run", "report", "settled"] as con
  * Wires a session object's parts over its (migrated) storage: the log and its stream, the stores,
  * the shared context, the parts, the turn driver (whose turn-end hooks and envelope handlers are
  * the parts'), and the drive loop over the parts in the order their hooks run. Nothing here
- * decides anything: behaviour lives in the parts.
+ * decides anything: behaviour lives in the parts. `created`: the schema was created just now (the
+ * stores know their tables are empty).
  */
-export function assembleParts(state: DurableObjectState, env: Env, deployment: Deployment): Parts {
+export function assembleParts(
+  state: DurableObjectState,
+  env: Env,
+  deployment: Deployment,
+  created = false,
+): Parts {
   const log = new EventLog(state.storage.sql);
   const stream = new EventStream(state, log);
-  const stores = new SessionStores(state.storage, log, (events) => stream.publish(events));
+  const stores = new SessionStores(state.storage, log, (events) => stream.publish(events), { created });
   const loop = new DriveLoop(state.storage, () => stores.header.get()?.id ?? "");
   const turns = new TurnControlRelay();
   const watch = new ChildWatch(

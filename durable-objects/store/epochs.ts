@@ -75,7 +75,7 @@ export class Epochs {
 
   /** Children of epochs published and not ended: their settled notice is still to come. */
   publishedChildren(): string[] {
-    return this.memo.read("publishedChildren", () => this.#publishedChildren());
+    return this.memo.read("publishedChildren", () => this.#publishedChildren(), []);
   }
 
   #publishedChildren(): string[] {
@@ -87,7 +87,7 @@ export class Epochs {
 
   /** Starts reserved but never published (the object died mid-start). */
   starting(): { runId: string; childId: string }[] {
-    return this.memo.read("starting", () => this.#starting());
+    return this.memo.read("starting", () => this.#starting(), []);
   }
 
   #starting(): { runId: string; childId: string }[] {

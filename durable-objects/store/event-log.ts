@@ -17,6 +17,11 @@ export class EventLog {
     this.#sql = sql;
   }
 
+  /** The table was created just now: the first event gets seq 0 without asking. */
+  startEmpty(): void {
+    this.#nextSeq = 0;
+  }
+
   nextSeq(): number {
     if (this.#nextSeq === undefined) {
       const row = this.#sql.exec<{ last: number | null }>("SELECT max(seq) AS last FROM events").one();

@@ -78,7 +78,7 @@ export class Inbox {
   }
 
   pending(limit = 256): PendingItem[] {
-    return this.memo.read(`pending:${limit}`, () => this.#pending(limit));
+    return this.memo.read(`pending:${limit}`, () => this.#pending(limit), []);
   }
 
   #pending(limit = 256): PendingItem[] {

@@ -117,31 +117,34 @@ export class Outbox {
 
   /** The first `limit` undelivered, live rows in order (kept until the outbox's next write). */
   #live(limit: number): readonly (OutboxRow & { nextAt: number })[] {
-    return this.memo.read(`live:${limit}`, () =>
-      this.sql
-        .exec<{
-          id: string;
-          position: number;
-          target: string;
-          payload: string;
-          attempts: number;
-          sends: number;
-          next_at: number;
-        }>(
-          `SELECT id, position, target, payload, attempts, sends, next_at FROM outbox
+    return this.memo.read(
+      `live:${limit}`,
+      () =>
+        this.sql
+          .exec<{
+            id: string;
+            position: number;
+            target: string;
+            payload: string;
+            attempts: number;
+            sends: number;
+            next_at: number;
+          }>(
+            `SELECT id, position, target, payload, attempts, sends, next_at FROM outbox
            WHERE delivered_at IS NULL AND dead_at IS NULL ORDER BY position LIMIT ?`,
-          limit,
-        )
-        .toArray()
-        .map((r) => ({
-          id: r.id,
-          position: r.position,
-          target: r.target,
-          envelope: JSON.parse(r.payload) as Envelope,
-          attempts: r.attempts,
-          sends: r.sends,
-          nextAt: r.next_at,
-        })),
+            limit,
+          )
+          .toArray()
+          .map((r) => ({
+            id: r.id,
+            position: r.position,
+            target: r.target,
+            envelope: JSON.parse(r.payload) as Envelope,
+            attempts: r.attempts,
+            sends: r.sends,
+            nextAt: r.next_at,
+          })),
+      [],
     );
   }
 
@@ -232,7 +235,7 @@ export class Outbox {
 
   /** When the earliest undelivered live row is due, if any. */
   nextDue(): number | undefined {
-    return this.memo.read("nextDue", () => this.#nextDue());
+    return this.memo.read("nextDue", () => this.#nextDue(), undefined);
   }
 
   #nextDue(): number | undefined {

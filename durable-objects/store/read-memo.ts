@@ -10,13 +10,27 @@
  */
 export class ReadMemo {
   readonly #answers = new Map<string, { value: unknown }>();
+  #empty = false;
+
+  /**
+   * The store's tables were created by this instance a moment ago: until the store's first write,
+   * every read has its empty answer without asking SQLite. (A brand-new child asks every part
+   * whether it owes work on its first pass; each of those would be a statement prepared and run
+   * once, on tables known to be empty.)
+   */
+  startEmpty(): void {
+    this.#empty = true;
+  }
 
   /** A write of the store (or a rollback): every remembered answer is stale. */
   changed(): void {
     this.#answers.clear();
+    this.#empty = false;
   }
 
-  read<T>(key: string, query: () => T): T {
+  /** `query`'s answer, remembered until the next write; `empty` while the tables are known empty. */
+  read<T>(key: string, query: () => T, empty: T): T {
+    if (this.#empty) return empty;
     const hit = this.#answers.get(key);
     if (hit) return hit.value as T;
     const value = query();

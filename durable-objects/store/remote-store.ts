@@ -133,7 +133,7 @@ export class RemoteStore {
 
   /** When the earliest transport work of `protocol` is due, if any. */
   nextDue(protocol: FarSideProtocol): number | undefined {
-    return this.memo.read(`nextDue:${protocol}`, () => this.#nextDue(protocol));
+    return this.memo.read(`nextDue:${protocol}`, () => this.#nextDue(protocol), undefined);
   }
 
   #nextDue(protocol: FarSideProtocol): number | undefined {

@@ -113,7 +113,7 @@ export class Runs {
   }
 
   get(runId: string): RunRow | undefined {
-    return this.memo.read(`get:${runId}`, () => this.#get(runId));
+    return this.memo.read(`get:${runId}`, () => this.#get(runId), undefined);
   }
 
   #get(runId: string): RunRow | undefined {
@@ -151,7 +151,7 @@ export class Runs {
   }
 
   nextHeldExpiry(): number | undefined {
-    return this.memo.read("nextHeldExpiry", () => this.#nextHeldExpiry());
+    return this.memo.read("nextHeldExpiry", () => this.#nextHeldExpiry(), undefined);
   }
 
   #nextHeldExpiry(): number | undefined {
@@ -222,7 +222,7 @@ export class Runs {
 
   /** Ids of runs reserved but not yet published, held ones aside (cheap: no spec parsing). */
   startingIds(): string[] {
-    return this.memo.read("startingIds", () => this.#startingIds());
+    return this.memo.read("startingIds", () => this.#startingIds(), []);
   }
 
   #startingIds(): string[] {
@@ -247,7 +247,7 @@ export class Runs {
 
   /** Published runs with no child session here (remote and ACP) that have no result yet. */
   unsettledRemote(): RunRow[] {
-    return this.memo.read("unsettledRemote", () => this.#unsettledRemote());
+    return this.memo.read("unsettledRemote", () => this.#unsettledRemote(), []);
   }
 
   #unsettledRemote(): RunRow[] {
@@ -259,7 +259,7 @@ export class Runs {
 
   /** Children of published local runs without a result yet (the parent's watchdog looks after them). */
   runningLocalChildren(): string[] {
-    return this.memo.read("runningLocalChildren", () => this.#runningLocalChildren());
+    return this.memo.read("runningLocalChildren", () => this.#runningLocalChildren(), []);
   }
 
   #runningLocalChildren(): string[] {

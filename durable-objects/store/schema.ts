@@ -141,6 +141,10 @@ export const SESSION_MIGRATIONS: readonly string[] = [
    ) STRICT;`,
   // 11: outbox sends are counted before they go out, so a restart during a send is a failed attempt
   `ALTER TABLE outbox ADD COLUMN sends INTEGER NOT NULL DEFAULT 0;`,
+  // 12: the drive loop's polls of a parent with a long history read only the rows they ask
+  // about: the held starts (a few, ever) and the runs on other deployments
+  `CREATE INDEX runs_held ON runs (held_until) WHERE held_until IS NOT NULL;
+   CREATE INDEX runs_remote ON runs (state) WHERE local = 0;`,
 ];
 
 export const SCHEMA_VERSION = SESSION_MIGRATIONS.length;
@@ -182,19 +186,20 @@ export function schemaVersion(sql: SqlStorage): number {
 /**
  * Brings the schema to the latest version; the pending steps commit with the version bump. A
  * new object gets `FRESH_SCHEMA` in one batch (`stepwise` forces the steps, for the test that
- * compares the two).
+ * compares the two). Returns true when it created the schema: the object is brand-new and
+ * every table is empty.
  */
 export function migrate(
   storage: DurableObjectStorage,
   migrations: readonly string[] = SESSION_MIGRATIONS,
   { stepwise = false }: { stepwise?: boolean } = {},
-): void {
+): boolean {
   const { sql } = storage;
   storage.transactionSync(() => {
     sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT");
   });
   const from = schemaVersion(sql);
-  if (from >= migrations.length) return;
+  if (from >= migrations.length) return false;
   const fresh = from === 0 && migrations === SESSION_MIGRATIONS && !stepwise;
   // every pending step in one transaction with the version bump: all of them or none
   storage.transactionSync(() => {
@@ -205,4 +210,5 @@ export function migrate(
       String(migrations.length),
     );
   });
+  return from === 0;
 }

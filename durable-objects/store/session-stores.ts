@@ -12,6 +12,7 @@ import { faultPoint, faultsArmed } from "../../src/core/faults";
 import { AcpStore } from "./acp-store";
 import { RemoteStore } from "./remote-store";
 import { Children } from "./children";
+import type { ReadMemo } from "./read-memo";
 import { Runs } from "./runs";
 import { SingleRow } from "./single-row";
 
@@ -40,10 +41,12 @@ export class SessionStores implements DriverStores {
   };
   readonly #onCommit: (events: readonly SessionEvent[]) => void;
 
+  /** `created`: the schema was created just now, so every table is empty (read-memo.ts). */
   constructor(
     readonly storage: DurableObjectStorage,
     log: EventLog,
     onCommit: (events: readonly SessionEvent[]) => void,
+    { created = false }: { created?: boolean } = {},
   ) {
     this.sql = storage.sql;
     this.log = log;
@@ -59,6 +62,17 @@ export class SessionStores implements DriverStores {
     this.remoteRuns = new RemoteStore(this.sql);
     this.acpRuns = new AcpStore(this.sql);
     this.#loopRow = new SingleRow<LoopState>(this.sql, "loop");
+    if (created) {
+      log.startEmpty();
+      this.header.startAbsent();
+      this.#loopRow.startAbsent();
+      for (const store of this.#memoized()) store.memo.startEmpty();
+    }
+  }
+
+  /** Every store that answers reads from a memo (read-memo.ts). */
+  #memoized(): readonly { memo: ReadMemo }[] {
+    return [this.runs, this.epochs, this.inbox, this.remoteRuns, this.outbox, this.flags];
   }
 
   /** The session's id for fault points (empty before the header exists). */
@@ -79,10 +93,8 @@ export class SessionStores implements DriverStores {
       this.log.rollback();
       this.header.forget();
       this.#loopRow.forget();
-      // a read inside the transaction may have seen what the rollback undid (every store with a
-      // read memo is listed here)
-      for (const store of [this.runs, this.epochs, this.inbox, this.remoteRuns, this.outbox])
-        store.memo.changed();
+      // a read inside the transaction may have seen what the rollback undid
+      for (const store of this.#memoized()) store.memo.changed();
       throw error;
     }
     this.#onCommit(this.log.takeCommitted());

@@ -20,6 +20,11 @@ export class SingleRow<T> {
     return this.#cached.value;
   }
 
+  /** The table was created just now: there is no row yet. */
+  startAbsent(): void {
+    this.#cached = { value: undefined };
+  }
+
   set(value: T): void {
     this.sql.exec(
       `INSERT INTO ${this.table} (id, body) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET body = excluded.body`,

@@ -11,7 +11,7 @@ describe("a store's read memo", () => {
       memo.read("pending", () => {
         queries++;
         return [...rows];
-      });
+      }, []);
     expect(read()).toEqual(["a"]);
     expect(read()).toEqual(["a"]);
     expect(queries).toBe(1);
@@ -25,22 +25,47 @@ describe("a store's read memo", () => {
     const memo = new ReadMemo();
     let asked = 0;
     const next = () =>
-      memo.read("next", () => {
-        asked++;
-        return undefined;
-      });
+      memo.read(
+        "next",
+        (): number | undefined => {
+          asked++;
+          return undefined;
+        },
+        undefined,
+      );
     expect(next()).toBeUndefined();
     expect(next()).toBeUndefined();
     expect(asked).toBe(1);
-    expect(memo.read("other", () => 7)).toBe(7);
-    expect(memo.read("other", () => 8)).toBe(7);
+    expect(memo.read("other", () => 7, 0)).toBe(7);
+    expect(memo.read("other", () => 8, 0)).toBe(7);
   });
 
   it("hands every caller the same answer until the next write", () => {
     const memo = new ReadMemo();
-    const first = memo.read("rows", () => [{ id: 1 }]);
-    expect(memo.read("rows", () => [{ id: 2 }])).toBe(first);
+    const first = memo.read("rows", () => [{ id: 1 }], []);
+    expect(memo.read("rows", () => [{ id: 2 }], [])).toBe(first);
     memo.changed();
-    expect(memo.read("rows", () => [{ id: 2 }])).toEqual([{ id: 2 }]);
+    expect(memo.read("rows", () => [{ id: 2 }], [])).toEqual([{ id: 2 }]);
+  });
+
+  it("answers empty without asking while the tables are known empty, until the first write", () => {
+    const memo = new ReadMemo();
+    memo.startEmpty();
+    let asked = 0;
+    const rows = () =>
+      memo.read(
+        "rows",
+        () => {
+          asked++;
+          return ["a"];
+        },
+        [] as string[],
+      );
+    expect(rows()).toEqual([]);
+    expect(rows()).toEqual([]);
+    expect(asked).toBe(0);
+    memo.changed(); // the store's first write (or a rollback)
+    expect(rows()).toEqual(["a"]);
+    expect(asked).toBe(1);
   });
 });

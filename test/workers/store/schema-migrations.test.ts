@@ -93,4 +93,30 @@ describe("session schema migrations", () => {
       expect(schemaVersion(sql)).toBe(SCHEMA_VERSION);
     });
   });
+
+  it("answers the drive loop's polls of a parent with a long history from indexes, not a scan of every run", async () => {
+    const plans = await runInDurableObject(
+      stub(crypto.randomUUID()),
+      (_instance: unknown, state: DurableObjectState) => {
+        migrate(state.storage);
+        const plan = (query: string): string =>
+          state.storage.sql
+            .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${query}`)
+            .toArray()
+            .map((r) => r.detail)
+            .join("; ");
+        return [
+          plan("SELECT min(held_until) AS at FROM runs WHERE held_until IS NOT NULL"),
+          plan("SELECT * FROM runs WHERE held_until IS NOT NULL AND held_until <= 5"),
+          plan("SELECT count(*) AS n FROM runs WHERE local = 0"),
+          plan("SELECT * FROM runs WHERE state = 'running' AND local = 0"),
+          plan("SELECT run_id FROM runs WHERE state = 'starting' AND held_until IS NULL"),
+        ];
+      },
+    );
+    for (const detail of plans) {
+      expect(detail).toMatch(/USING (COVERING )?INDEX/);
+      expect(detail).not.toMatch(/SCAN runs$/);
+    }
+  });
 });

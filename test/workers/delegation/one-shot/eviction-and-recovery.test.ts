@@ -112,6 +112,9 @@ async function reserveLikeStart(label: string, options: Pick<StartOptions, "chil
       });
     }),
   );
+  // the rows are what an earlier instance left when it died between reserving and publishing: the
+  // live instance never saw them written, so it goes too
+  await evict(parentId);
   return {
     parentId,
     childId,
