@@ -237,7 +237,7 @@ try {
   for (const profile of runtimeProfiles) {
     for (const { frame, us } of chargedTimes(profile)) {
       const fn = frame
-        ? `${frame.functionName || "(anonymous)"} (${moduleOf(frame.lineNumber)}:${frame.lineNumber + 1})`
+        ? `${frame.functionName || "(anonymous)"} (${moduleOf(frame.lineNumber)})`
         : "(no frame of the bundle: the runtime's own event handling)";
       charged.set(fn, (charged.get(fn) ?? 0) + us);
     }
@@ -318,6 +318,13 @@ if (args["no-readme"] === undefined) {
     "Busiest functions (self time per delegation): " +
       report.topFunctions
         .slice(0, 10)
+        .map((f) => `\`${f.fn}\` ${f.msPerDelegation} ms`)
+        .join(", ") +
+      ".",
+    "",
+    "The same time with the built-ins' share (SQLite, RPC, JSON) charged to the function of ours that called them, per delegation: " +
+      report.chargedFunctions
+        .slice(0, 12)
         .map((f) => `\`${f.fn}\` ${f.msPerDelegation} ms`)
         .join(", ") +
       ".",

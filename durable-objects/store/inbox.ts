@@ -47,14 +47,10 @@ export class Inbox {
           : { kind: "conflict", messageId: prior.message_id };
       }
     }
-    const position = this.sql
-      .exec<{ p: number }>("SELECT coalesce(max(position), 0) + 1 AS p FROM inbox")
-      .one().p;
     this.sql.exec(
       `INSERT INTO inbox (message_id, position, lane, waking, source, content, state, idempotency_key, content_hash)
-       VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?)`,
+       SELECT ?, coalesce(max(position), 0) + 1, ?, ?, ?, ?, 'pending', ?, ? FROM inbox`,
       item.messageId,
-      position,
       item.lane,
       item.waking ? 1 : 0,
       JSON.stringify(item.source),

@@ -55,13 +55,15 @@ export class Outbox {
   enqueue(envelope: Envelope, now = Date.now()): boolean {
     this.memo.changed();
     if (this.has(envelope.id)) return false;
-    const position = this.sql
-      .exec<{ p: number }>("SELECT coalesce(max(position), 0) + 1 AS p FROM outbox")
-      .one().p;
-    // per-link sequence: the receiver applies a link's envelopes in this order, whatever the network does
-    const linkSeq =
-      this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM outbox WHERE target = ?", envelope.to).one().n +
-      1;
+    // the next position, and the per-link sequence: the receiver applies a link's envelopes in this
+    // order, whatever the network does
+    const { position, linkSeq } = this.sql
+      .exec<{ position: number; linkSeq: number }>(
+        `SELECT coalesce(max(position), 0) + 1 AS position,
+           (SELECT count(*) FROM outbox WHERE target = ?) + 1 AS linkSeq FROM outbox`,
+        envelope.to,
+      )
+      .one();
     const inserted = this.sql
       .exec(
         `INSERT INTO outbox (id, position, target, kind, payload, next_at, sends) VALUES (?, ?, ?, ?, ?, ?, 1)

@@ -145,6 +145,8 @@ export const SESSION_MIGRATIONS: readonly string[] = [
   // about: the held starts (a few, ever) and the runs on other deployments
   `CREATE INDEX runs_held ON runs (held_until) WHERE held_until IS NOT NULL;
    CREATE INDEX runs_remote ON runs (state) WHERE local = 0;`,
+  // 13: an envelope's per-link sequence counts the rows of its link, not the whole outbox
+  `CREATE INDEX outbox_by_target ON outbox (target);`,
 ];
 
 export const SCHEMA_VERSION = SESSION_MIGRATIONS.length;
