@@ -26,6 +26,13 @@ export class DriveLoop {
   #running: Promise<void> | null = null;
   #wake = false;
   #touchCheckedAt = Number.NEGATIVE_INFINITY;
+  /**
+   * The alarm as this instance last set, cleared or read it (undefined: not known). Only this
+   * loop moves the object's alarm, so the copy spares the storage a write that changes nothing
+   * and a read per start; when the alarm fires (`alarmFired`) it is not known again, and the
+   * lost-alarm repair (`armIfOwed`) always reads the real one.
+   */
+  #alarm: number | null | undefined;
 
   /** `scope` names the session for its fault points (its id once it has a header). */
   constructor(storage: DurableObjectStorage, scope: () => string) {
@@ -83,15 +90,21 @@ export class DriveLoop {
     const due = this.nextDue();
     if (due === undefined) return false;
     const alarm = await this.#storage.getAlarm();
+    this.#alarm = alarm;
     if (alarm !== null && alarm > Date.now() - LOST_ALARM_MS && alarm <= due) return false;
-    await this.#storage.setAlarm(Math.max(due, Date.now() + 1));
+    await this.#arm(Math.max(due, Date.now() + 1));
     return true;
   }
 
   /** Arms the alarm for `at` unless it is armed earlier already. */
   async wakeBy(at: number): Promise<void> {
-    const alarm = await this.#storage.getAlarm();
-    if (alarm === null || alarm > at) await this.#storage.setAlarm(at);
+    this.#alarm ??= await this.#storage.getAlarm();
+    if (this.#alarm === null || this.#alarm > at) await this.#arm(at);
+  }
+
+  /** The platform is running the alarm (it is consumed, or comes back if the handler fails). */
+  alarmFired(): void {
+    this.#alarm = undefined;
   }
 
   /** A request touched the object: at most every TOUCH_CHECK_MS, `armIfOwed` runs beside it (no await). */
@@ -106,7 +119,12 @@ export class DriveLoop {
 
   async #drive(): Promise<void> {
     const parts = this.#parts;
-    await this.#storage.setAlarm(Date.now() + SAFETY_NET_MS);
+    // the safety net, for work owed now unless an alarm is due sooner anyway; a pass with nothing
+    // owed now only re-arms at its end (a part that starts work reports it owed: `nextDue`)
+    const now = Date.now();
+    const due = this.nextDue();
+    const covered = typeof this.#alarm === "number" && this.#alarm <= now + SAFETY_NET_MS;
+    if (due !== undefined && due <= now && !covered) await this.#arm(now + SAFETY_NET_MS);
     await faultPoint(this.#scope(), "before-drive");
     for (;;) {
       this.#wake = false;
@@ -133,7 +151,17 @@ export class DriveLoop {
   /** Re-arms the alarm to the earliest owed item, or clears it. Called last. */
   async #schedule(): Promise<void> {
     const due = this.nextDue();
-    if (due === undefined) await this.#storage.deleteAlarm();
-    else await this.#storage.setAlarm(Math.max(due, Date.now() + 1));
+    if (due !== undefined) await this.#arm(Math.max(due, Date.now() + 1));
+    else if (this.#alarm !== null) {
+      this.#alarm = null;
+      await this.#storage.deleteAlarm();
+    }
+  }
+
+  /** Sets the alarm (a write only when it moves). */
+  async #arm(at: number): Promise<void> {
+    if (this.#alarm === at) return;
+    this.#alarm = at;
+    await this.#storage.setAlarm(at);
   }
 }

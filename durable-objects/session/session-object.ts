@@ -298,6 +298,7 @@ export class SessionObject extends DurableObject<Env> {
 
   override async alarm(info?: AlarmInvocationInfo): Promise<void> {
     if (!this.#parts) return; // never created: nothing can be owed
+    this.#parts.loop.alarmFired();
     try {
       await faultPoint(this.#id(), "in-alarm");
       await this.#parts.loop.kick();

@@ -1,0 +1,86 @@
+import { describe, expect, it } from "vitest";
+import { DriveLoop } from "../../../durable-objects/session/drive-loop";
+import type { SessionPart } from "../../../durable-objects/session/part";
+
+/** The alarm calls of a Durable Object's storage, recorded (the drive loop uses nothing else). */
+function alarmStorage(initial: number | null = null) {
+  const calls: string[] = [];
+  let alarm = initial;
+  const storage = {
+    async getAlarm() {
+      calls.push("get");
+      return alarm;
+    },
+    async setAlarm(at: number) {
+      calls.push(`set +${Math.round((at - Date.now()) / 1000)}s`);
+      alarm = at;
+    },
+    async deleteAlarm() {
+      calls.push("delete");
+      alarm = null;
+    },
+  };
+  return { storage: storage as unknown as DurableObjectStorage, calls, alarm: () => alarm };
+}
+
+/** A part owing `work` steps now, then `later` (a time, or nothing). */
+function part(work: number, later?: number): SessionPart & { done: number } {
+  const p = {
+    name: "test part",
+    done: 0,
+    async step() {
+      if (p.done >= work) return false;
+      p.done++;
+      return true;
+    },
+    nextDue: () => (p.done < work ? Date.now() : later),
+  };
+  return p;
+}
+
+describe("the drive loop's alarm", () => {
+  it("arms the safety net before work owed now, and clears the alarm when nothing is owed after it", async () => {
+    const { storage, calls, alarm } = alarmStorage();
+    const loop = new DriveLoop(storage, () => "s");
+    const owed = part(2);
+    loop.install([owed]);
+    await loop.kick();
+    expect(owed.done).toBe(2);
+    expect(calls).toEqual(["set +5s", "delete"]); // the net is SAFETY_NET_MS away
+    expect(alarm()).toBeNull();
+  });
+
+  it("writes nothing for a pass with nothing owed now whose alarm is already where it belongs", async () => {
+    const watchdogAt = Date.now() + 60_000;
+    const { storage, calls } = alarmStorage();
+    const loop = new DriveLoop(storage, () => "s");
+    loop.install([part(0, watchdogAt)]);
+    await loop.wakeBy(watchdogAt); // a start armed the watchdog
+    await loop.kick(); // a delivery's pass: nothing owed now
+    await loop.kick();
+    expect(calls).toEqual(["get", "set +60s"]);
+  });
+
+  it("reads the alarm once for many starts, and again after the alarm fired", async () => {
+    const at = Date.now() + 60_000;
+    const { storage, calls } = alarmStorage(Date.now() + 30_000);
+    const loop = new DriveLoop(storage, () => "s");
+    loop.install([part(0)]);
+    for (let i = 0; i < 5; i++) await loop.wakeBy(at);
+    expect(calls).toEqual(["get"]); // armed earlier already: no write
+    loop.alarmFired();
+    await loop.wakeBy(at);
+    expect(calls).toEqual(["get", "get"]);
+  });
+
+  it("repairs from the real alarm, whatever this instance last wrote", async () => {
+    const { storage, calls } = alarmStorage();
+    const loop = new DriveLoop(storage, () => "s");
+    loop.install([part(0, Date.now() + 10_000)]);
+    await loop.wakeBy(Date.now() + 10_000);
+    await storage.deleteAlarm(); // lost behind the loop's back
+    calls.length = 0;
+    expect(await loop.armIfOwed()).toBe(true);
+    expect(calls).toEqual(["get", "set +10s"]);
+  });
+});
