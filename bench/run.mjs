@@ -97,6 +97,10 @@ function writeSummary(f) {
     // this runtime over the peer on the same work (below 1: this runtime is faster)
     { ...row("peer-spawn", f.spawn.spawn, "Agents SDK spawn", f.spawn.peer, 0.7), peerP50: f.spawn.peer.p50 },
     {
+      ...row("peer-agent-tool", f.spawn.spawn, "Agents SDK runAgentTool", f.spawn.peerTool, 0.7),
+      peerP50: f.spawn.peerTool.p50,
+    },
+    {
       ...row(
         "peer-fanout-per-child",
         f.fanout.perChild,
@@ -125,6 +129,8 @@ function writeSummary(f) {
     "fanout-per-child": `fan-out of ${f.fanout.children} children, per child`,
     "session-cold-open-large": `opening a session with ${f.largeEvents.toLocaleString("en-US")} events, cold`,
     "peer-spawn": "spawn to result, against the Agents SDK starting a new agent and calling it",
+    "peer-agent-tool":
+      "spawn to result, against the Agents SDK's `runAgentTool` (a new chat sub-agent's echo turn)",
     "peer-fanout-per-child": `fan-out of ${f.fanout.children}, per child, against the Agents SDK's`,
   };
   const lines = [
@@ -271,6 +277,11 @@ try {
     { name: "  of which: POST .../subagents until its 201", ...spawn.accepted, floor: spawnFloor },
     { name: "  of which: 201 until the long-poll has the result", ...spawn.settle, floor: spawnFloor },
     { name: "peer: Agents SDK, new agent started and called", ...spawn.peer, floor: spawnFloor },
+    {
+      name: "peer: Agents SDK runAgentTool, a new chat sub-agent's turn",
+      ...spawn.peerTool,
+      floor: spawnFloor,
+    },
     { name: "subagent tool: message -> parent's final answer", ...tool.tool, floor: spawnFloor },
     { name: "echo message -> answer (same rounds)", ...tool.echo, floor: spawnFloor },
     { name: "subagent tool minus echo (paired per round)", ...tool.extra, floor: spawnFloor },

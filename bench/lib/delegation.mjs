@@ -62,7 +62,7 @@ async function started(client, parentId, refusals, deadline) {
 export async function spawnRounds(admin, { n, warmup, parents, budgetMs, peer }) {
   const sessions = [];
   for (let k = 0; k < parents; k++) sessions.push(await admin.createSession({ label: `bench-spawn-${k}` }));
-  const samples = { floor: [], spawn: [], accepted: [], settle: [], peer: [] };
+  const samples = { floor: [], spawn: [], accepted: [], settle: [], peer: [], peerTool: [] };
   const refusals = new Map();
   const deadline = performance.now() + budgetMs;
   for (let i = 0; i < warmup + n && performance.now() < deadline; i++) {
@@ -93,7 +93,17 @@ export async function spawnRounds(admin, { n, warmup, parents, budgetMs, peer })
       if (body.answer !== "done: x") throw new Error(`the peer answered ${JSON.stringify(body)}`);
       if (keep) samples.peer.push(performance.now() - t0);
     };
-    const order = [floor, spawn, peerSpawn];
+    // the peer's agent tool (`runAgentTool`): a brand-new chat sub-agent runs one echo turn and
+    // its answer comes back, the work of spawn -> result
+    const peerTool = async () => {
+      if (!peer) return;
+      const t0 = performance.now();
+      const { body } = await peer.call("POST", `/peer/tool?key=tool-parent-${k}`, undefined, 200, 30_000);
+      if (body.answer !== `echo: ${PROMPT}`)
+        throw new Error(`the peer's agent tool answered ${JSON.stringify(body)}`);
+      if (keep) samples.peerTool.push(performance.now() - t0);
+    };
+    const order = [floor, spawn, peerSpawn, peerTool];
     for (let j = 0; j < order.length; j++) await order[(i + j) % order.length]();
   }
   return {

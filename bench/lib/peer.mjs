@@ -13,9 +13,14 @@ import { convertV4MiniflareOptions, Miniflare } from "miniflare";
 const ROOT = resolve(import.meta.dirname, "../..");
 const PEER = join(ROOT, "bench/peer");
 
-/** Installs bench/peer's package (`npm ci` from its lockfile) unless it is there already. */
+/** Installs bench/peer's package (`npm ci` from its lockfile) unless every dependency is there at its version. */
 export function ensurePeerInstalled(log) {
-  if (existsSync(join(PEER, "node_modules/agents/package.json"))) return;
+  const { dependencies } = JSON.parse(readFileSync(join(PEER, "package.json"), "utf8"));
+  const installed = (name, version) => {
+    const manifest = join(PEER, "node_modules", name, "package.json");
+    return existsSync(manifest) && JSON.parse(readFileSync(manifest, "utf8")).version === version;
+  };
+  if (Object.entries(dependencies).every(([name, version]) => installed(name, version))) return;
   log("installing the peer's package (bench/peer: the Agents SDK) from its lockfile");
   execFileSync("npm", ["ci", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: PEER, stdio: "inherit" });
 }

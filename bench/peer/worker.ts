@@ -5,8 +5,15 @@
  * that writes one row with the SDK's `this.sql` and answers; the parent records the answer.
  * Bundled and run by bench/run.mjs in workerd beside the runtime's benchmark Worker; its package
  * (`agents`) is installed into bench/peer by the bench, never by the product's `npm ci`.
+ *
+ * The `runAgentTool` row delegates to a chat agent (`@cloudflare/ai-chat`'s `AIChatAgent`, the
+ * SDK's chat host) that the SDK runs as a sub-agent of the parent; its turn is the AI SDK's
+ * `streamText` over a model that answers `echo: <prompt>` at once, the peer of the runtime's
+ * scripted echo turn.
  */
+import { AIChatAgent } from "@cloudflare/ai-chat";
 import { Agent, getAgentByName } from "agents";
+import { convertToModelMessages, streamText, type LanguageModel } from "ai";
 
 interface PeerEnv {
   PEER_PARENT: DurableObjectNamespace<PeerParent>;
@@ -25,7 +32,66 @@ export class PeerChild extends Agent<PeerEnv> {
   }
 }
 
+/** The last user message's text. */
+function lastUserText(prompt: readonly { role: string; content: unknown }[]): string {
+  const user = [...prompt].reverse().find((m) => m.role === "user");
+  const parts = Array.isArray(user?.content) ? (user.content as { type: string; text?: string }[]) : [];
+  return parts.map((p) => (p.type === "text" ? (p.text ?? "") : "")).join("");
+}
+
+/** A model answering `echo: <the last user text>` in one streamed chunk (LanguageModelV4). */
+const echoModel = {
+  specificationVersion: "v4",
+  provider: "bench",
+  modelId: "echo",
+  supportedUrls: {},
+  async doGenerate() {
+    throw new Error("the echo model only streams");
+  },
+  async doStream(options: { prompt: { role: string; content: unknown }[] }) {
+    const text = `echo: ${lastUserText(options.prompt)}`;
+    const parts = [
+      { type: "stream-start", warnings: [] },
+      { type: "text-start", id: "t" },
+      { type: "text-delta", id: "t", delta: text },
+      { type: "text-end", id: "t" },
+      {
+        type: "finish",
+        finishReason: { unified: "stop", raw: "stop" },
+        usage: {
+          inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
+          outputTokens: { total: 1, text: 1, reasoning: undefined },
+        },
+      },
+    ];
+    return {
+      stream: new ReadableStream({
+        start(controller) {
+          for (const part of parts) controller.enqueue(part);
+          controller.close();
+        },
+      }),
+    };
+  },
+} as unknown as LanguageModel;
+
+/** The chat agent behind `runAgentTool`: one streamed echo turn per message. */
+export class PeerChat extends AIChatAgent<PeerEnv> {
+  async onChatMessage(): Promise<Response> {
+    const result = streamText({ model: echoModel, messages: await convertToModelMessages(this.messages) });
+    return result.toUIMessageStreamResponse();
+  }
+}
+
 export class PeerParent extends Agent<PeerEnv> {
+  /** The SDK's agent tool: a brand-new chat sub-agent runs one turn; its output is recorded. */
+  async tool(task: string): Promise<string> {
+    const run = await this.runAgentTool(PeerChat, { input: task, eventDelivery: "terminal" });
+    const answer = typeof run.output === "string" ? run.output : JSON.stringify(run);
+    this.#record(answer);
+    return answer;
+  }
+
   /** A brand-new child agent does its work and answers; the parent records the answer. */
   async spawn(task: string): Promise<string> {
     const answer = await this.#child(task);
@@ -64,6 +130,8 @@ export default {
     const parent = await getAgentByName(env.PEER_PARENT, url.searchParams.get("key") ?? "parent");
     if (request.method === "POST" && url.pathname === "/peer/spawn")
       return Response.json({ answer: await parent.spawn("x") });
+    if (request.method === "POST" && url.pathname === "/peer/tool")
+      return Response.json({ answer: await parent.tool("hi") });
     if (request.method === "POST" && url.pathname === "/peer/fanout") {
       const n = Number(url.searchParams.get("n") ?? "100");
       return Response.json({ children: await parent.fanout(n, "x") });
