@@ -43,13 +43,16 @@ const MAX_EVENTS_WAIT_MS = 60_000;
 export class SessionObject extends DurableObject<Env> {
   #parts: Parts | undefined;
   readonly #deployment: Deployment;
+  /** Whether the object had a schema when this instance started (the first `#open` creates it). */
+  readonly #existed: boolean;
 
   /** Made by `createSubagents` (src/worker/), which passes the deployment's tools and models. */
   constructor(ctx: DurableObjectState, env: Env, deployment: Deployment) {
     super(ctx, env);
     this.#deployment = deployment;
     // An object that was never created stays empty: probing unknown ids stores nothing.
-    if (schemaExists(ctx.storage.sql)) {
+    this.#existed = schemaExists(ctx.storage.sql);
+    if (this.#existed) {
       void ctx.blockConcurrencyWhile(async () => {
         await this.#open().loop.armIfOwed();
       });
@@ -327,7 +330,7 @@ export class SessionObject extends DurableObject<Env> {
 
   #open(): Parts {
     if (this.#parts) return this.#parts;
-    const created = migrate(this.ctx.storage);
+    const created = migrate(this.ctx.storage, undefined, { exists: this.#existed });
     this.#parts = assembleParts(this.ctx, this.env, this.#deployment, created);
     return this.#parts;
   }

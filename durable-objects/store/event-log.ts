@@ -4,14 +4,33 @@ import { CONVERSATION_EVENTS } from "../../src/contract/events";
 import type { ConversationMessage } from "../../src/agent/model";
 import { fitEvent } from "../../src/core/event-budget";
 
+/** How many of the newest events the log keeps in memory for the reads that follow them. */
+const TAIL_MAX = 512;
+
+interface StoredEvent {
+  seq: number;
+  type: EventType;
+  at: number;
+  /** The row's `data`, exactly as stored. */
+  json: string;
+}
+
 /**
  * The append-only event log: `seq` is contiguous from 0, rows are never updated or deleted.
  * Appended events are collected and handed to subscribers only after their transaction commits.
+ *
+ * The log's tail is kept in memory as stored: every event this instance appended (up to
+ * TAIL_MAX, the newest), from `#tailFrom` to the end of the log, since only this log writes the
+ * table. A read from inside the tail (a turn's own conversation, its last answer, a page after
+ * a recent cursor) needs no query; a rollback forgets the tail.
  */
 export class EventLog {
   readonly #sql: SqlStorage;
   #nextSeq: number | undefined;
   #uncommitted: SessionEvent[] = [];
+  #tail: StoredEvent[] = [];
+  /** The seq of the tail's first event (the end of the log while it is empty); undefined: none. */
+  #tailFrom: number | undefined;
 
   constructor(sql: SqlStorage) {
     this.#sql = sql;
@@ -20,14 +39,34 @@ export class EventLog {
   /** The table was created just now: the first event gets seq 0 without asking. */
   startEmpty(): void {
     this.#nextSeq = 0;
+    this.#tailFrom = 0;
   }
 
   nextSeq(): number {
     if (this.#nextSeq === undefined) {
       const row = this.#sql.exec<{ last: number | null }>("SELECT max(seq) AS last FROM events").one();
       this.#nextSeq = row.last === null ? 0 : row.last + 1;
+      this.#tail = [];
+      this.#tailFrom = this.#nextSeq;
     }
     return this.#nextSeq;
+  }
+
+  /** Keeps an appended row in the tail (it is the log's next seq by construction). */
+  #remember(row: StoredEvent): void {
+    if (this.#tailFrom === undefined) return;
+    this.#tail.push(row);
+    if (this.#tail.length > TAIL_MAX) {
+      const dropped = this.#tail.length - TAIL_MAX / 2;
+      this.#tail = this.#tail.slice(dropped);
+      this.#tailFrom += dropped;
+    }
+  }
+
+  /** The tail from `fromSeq` on, when the tail holds every event from there. */
+  #tailFromSeq(fromSeq: number): StoredEvent[] | undefined {
+    if (this.#tailFrom === undefined || fromSeq < this.#tailFrom) return undefined;
+    return this.#tail.slice(fromSeq - this.#tailFrom);
   }
 
   /** Appends one event; oversized text is cut to the row budget with a marker, never a storage error. */
@@ -35,14 +74,10 @@ export class EventLog {
     const seq = this.nextSeq();
     const at = Date.now();
     const { data } = fitEvent(input);
-    this.#sql.exec(
-      "INSERT INTO events (seq, type, at, data) VALUES (?, ?, ?, ?)",
-      seq,
-      type,
-      at,
-      JSON.stringify(data),
-    );
+    const json = JSON.stringify(data);
+    this.#sql.exec("INSERT INTO events (seq, type, at, data) VALUES (?, ?, ?, ?)", seq, type, at, json);
     this.#nextSeq = seq + 1;
+    this.#remember({ seq, type, at, json });
     this.#uncommitted.push({ seq, type, at, data } as SessionEvent);
     return seq;
   }
@@ -51,14 +86,10 @@ export class EventLog {
   appendSeed(events: readonly Pick<SessionEvent, "type" | "at" | "data">[]): void {
     for (const e of events) {
       const seq = this.nextSeq();
-      this.#sql.exec(
-        "INSERT INTO events (seq, type, at, data) VALUES (?, ?, ?, ?)",
-        seq,
-        e.type,
-        e.at,
-        JSON.stringify(e.data),
-      );
+      const json = JSON.stringify(e.data);
+      this.#sql.exec("INSERT INTO events (seq, type, at, data) VALUES (?, ?, ?, ?)", seq, e.type, e.at, json);
       this.#nextSeq = seq + 1;
+      this.#remember({ seq, type: e.type, at: e.at, json });
     }
   }
 
@@ -73,9 +104,13 @@ export class EventLog {
   rollback(): void {
     this.#uncommitted = [];
     this.#nextSeq = undefined;
+    this.#tail = [];
+    this.#tailFrom = undefined;
   }
 
   page(after: number, limit: number): SessionEvent[] {
+    const tail = this.#tailFromSeq(after + 1);
+    if (tail) return tail.slice(0, limit).map(parsed);
     return this.#sql
       .exec<{ seq: number; type: string; at: number; data: string }>(
         "SELECT seq, type, at, data FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
@@ -88,6 +123,8 @@ export class EventLog {
 
   /** Every event from `fromSeq` of the given types, in order. */
   ofTypes<T extends EventType>(types: readonly T[], fromSeq = 0): SessionEvent<T>[] {
+    const tail = this.#tailFromSeq(fromSeq);
+    if (tail) return tail.filter((e) => (types as readonly EventType[]).includes(e.type)).map(parsed<T>);
     const marks = types.map(() => "?").join(", ");
     return this.#sql
       .exec<{ seq: number; type: string; at: number; data: string }>(
@@ -101,6 +138,11 @@ export class EventLog {
 
   /** The newest event of a type at or after `fromSeq`. */
   last<T extends EventType>(type: T, fromSeq = 0): SessionEvent<T> | undefined {
+    const tail = this.#tailFromSeq(fromSeq);
+    if (tail) {
+      const found = tail.findLast((e) => e.type === type);
+      return found && parsed<T>(found);
+    }
     const row = this.#sql
       .exec<{ seq: number; at: number; data: string }>(
         "SELECT seq, at, data FROM events WHERE type = ? AND seq >= ? ORDER BY seq DESC LIMIT 1",
@@ -122,6 +164,10 @@ export class EventLog {
     const answered = new Set(this.ofTypes(["tool/result"], assistant!.seq + 1).map((e) => e.data.toolCallId));
     return calls.filter((c) => !answered.has(c.id));
   }
+}
+
+function parsed<T extends EventType = EventType>(e: StoredEvent): SessionEvent<T> {
+  return { seq: e.seq, type: e.type as T, at: e.at, data: JSON.parse(e.json) };
 }
 
 function toMessage(e: SessionEvent<(typeof CONVERSATION_EVENTS)[number]>): ConversationMessage {

@@ -292,13 +292,18 @@ export class Runs {
 
   /** Unsettled foreground runs started by calls of one turn (cancelled when that turn ends early). */
   foregroundOfTurn(turn: number): RunRow[] {
-    return this.sql
-      .exec<RawRun>(
-        "SELECT * FROM runs WHERE task_id IS NULL AND state != 'settled' AND call_key LIKE ?",
-        `${turn}:%`,
-      )
-      .toArray()
-      .map(toRow);
+    return this.memo.read(
+      `foreground:${turn}`,
+      () =>
+        this.sql
+          .exec<RawRun>(
+            "SELECT * FROM runs WHERE task_id IS NULL AND state != 'settled' AND call_key LIKE ?",
+            `${turn}:%`,
+          )
+          .toArray()
+          .map(toRow),
+      [],
+    );
   }
 
   #one(query: string, ...bindings: unknown[]): RunRow | undefined {

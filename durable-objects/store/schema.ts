@@ -179,32 +179,31 @@ export function schemaExists(sql: SqlStorage): boolean {
   return sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").toArray().length > 0;
 }
 
-export function schemaVersion(sql: SqlStorage): number {
-  if (!schemaExists(sql)) return 0;
+export function schemaVersion(sql: SqlStorage, exists = schemaExists(sql)): number {
+  if (!exists) return 0;
   const row = sql.exec<{ value: string }>("SELECT value FROM meta WHERE key = 'schema_version'").toArray()[0];
   return row ? Number(row.value) : 0;
 }
 
 /**
  * Brings the schema to the latest version; the pending steps commit with the version bump. A
- * new object gets `FRESH_SCHEMA` in one batch (`stepwise` forces the steps, for the test that
- * compares the two). Returns true when it created the schema: the object is brand-new and
- * every table is empty.
+ * new object gets `meta`, `FRESH_SCHEMA` and its version in one transaction (`stepwise` forces
+ * the steps, for the test that compares the two). `exists`: whether the object has a schema at
+ * all, when the caller has just asked (`schemaExists`). Returns true when it created the schema:
+ * the object is brand-new and every table is empty.
  */
 export function migrate(
   storage: DurableObjectStorage,
   migrations: readonly string[] = SESSION_MIGRATIONS,
-  { stepwise = false }: { stepwise?: boolean } = {},
+  { stepwise = false, exists }: { stepwise?: boolean; exists?: boolean } = {},
 ): boolean {
   const { sql } = storage;
-  storage.transactionSync(() => {
-    sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT");
-  });
-  const from = schemaVersion(sql);
+  const from = schemaVersion(sql, exists);
   if (from >= migrations.length) return false;
   const fresh = from === 0 && migrations === SESSION_MIGRATIONS && !stepwise;
   // every pending step in one transaction with the version bump: all of them or none
   storage.transactionSync(() => {
+    sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT");
     if (fresh) sql.exec(FRESH_SCHEMA);
     else for (let version = from; version < migrations.length; version++) sql.exec(migrations[version]!);
     sql.exec(

@@ -63,7 +63,10 @@ export async function insertChildRow(
   );
 }
 
-/** Rewrites the payload of every descriptor event of a child's log. */
+/**
+ * Rewrites the payload of every descriptor event of a child's log, then evicts it (the log never
+ * changes a row, so the instance's copy of its tail would not see the rewrite).
+ */
 export async function rewriteDescriptor(id: string, data: unknown): Promise<void> {
   const rows = await sqlRows(
     id,
@@ -71,9 +74,10 @@ export async function rewriteDescriptor(id: string, data: unknown): Promise<void
     JSON.stringify(data),
   );
   expect(rows.length).toBeGreaterThan(0);
+  await evict(id);
 }
 
-/** Appends a descriptor event to a (settled) child's log, then evicts it (its next-seq cache). */
+/** Appends a descriptor event to a (settled) child's log, then evicts it (its next seq and tail). */
 export async function appendDescriptor(id: string, data: unknown): Promise<void> {
   await sqlRows(
     id,

@@ -15,7 +15,7 @@ import {
   toolResults,
   waitForEvents,
 } from "../../support/logs";
-import { sqlRows, stub } from "../../support/objects";
+import { evict, sqlRows, stub } from "../../support/objects";
 import { LONG_TURN, script, toolCall } from "../../support/scripts";
 
 /**
@@ -65,6 +65,7 @@ describe("list_agents and send_message (semantics.md §9.4, §6.3)", () => {
         JSON.stringify({ version: 2, mode: "continuable" }),
       );
     });
+    await evict(broken.childId); // written behind the log: the next instance reads it
     await quiet(root.id);
 
     const log = await runScript(
