@@ -51,10 +51,9 @@ export class Outbox {
     readonly log: EventLog,
   ) {}
 
-  /** Enqueues once per envelope id: a second enqueue of the same id changes nothing. */
+  /** Enqueues once per envelope id: a second enqueue of the same id changes nothing (the insert's conflict clause). */
   enqueue(envelope: Envelope, now = Date.now()): boolean {
     this.memo.changed();
-    if (this.has(envelope.id)) return false;
     // the next position, and the per-link sequence: the receiver applies a link's envelopes in this
     // order, whatever the network does
     const { position, linkSeq } = this.sql

@@ -28,6 +28,11 @@ export class ReadMemo {
     this.#empty = false;
   }
 
+  /** Remembers `value` as the answer to `key` until the next write (a write that knows what a read would say). */
+  remember(key: string, value: unknown): void {
+    this.#answers.set(key, { value });
+  }
+
   /** `query`'s answer, remembered until the next write; `empty` while the tables are known empty. */
   read<T>(key: string, query: () => T, empty: T): T {
     if (this.#empty) return empty;

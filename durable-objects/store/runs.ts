@@ -77,20 +77,38 @@ export class Runs {
     requestKey?: string,
   ): void {
     this.memo.changed();
+    const raw: RawRun = {
+      run_id: row.runId,
+      child_id: row.childId,
+      provider: row.provider,
+      local: row.local ? 1 : 0,
+      call_key: row.callKey,
+      task_id: row.taskId,
+      tool_name: row.toolName,
+      state: "starting",
+      spec: JSON.stringify(row.spec),
+      result: null,
+      cancel_requested: 0,
+      created_at: row.createdAt,
+      request_key: requestKey ?? null,
+      held_until: null,
+    };
     this.sql.exec(
       `INSERT INTO runs (run_id, child_id, provider, local, call_key, task_id, tool_name, state, spec, created_at, request_key)
        VALUES (?, ?, ?, ?, ?, ?, ?, 'starting', ?, ?, ?)`,
-      row.runId,
-      row.childId,
-      row.provider,
-      row.local ? 1 : 0,
-      row.callKey,
-      row.taskId,
-      row.toolName,
-      JSON.stringify(row.spec),
-      row.createdAt,
-      requestKey ?? null,
+      raw.run_id,
+      raw.child_id,
+      raw.provider,
+      raw.local,
+      raw.call_key,
+      raw.task_id,
+      raw.tool_name,
+      raw.spec,
+      raw.created_at,
+      raw.request_key,
     );
+    // the start reads its run right after: the row as a read would return it
+    this.memo.remember(`get:${row.runId}`, toRow(raw));
   }
 
   /** A result that arrived while its run was still being published (kept for the publication). */

@@ -68,4 +68,25 @@ describe("a store's read memo", () => {
     expect(rows()).toEqual(["a"]);
     expect(asked).toBe(1);
   });
+
+  it("keeps what a write says a read would answer, until the next write", () => {
+    const memo = new ReadMemo();
+    let asked = 0;
+    const row = () =>
+      memo.read(
+        "get:r1",
+        () => {
+          asked++;
+          return { state: "from sqlite" };
+        },
+        undefined,
+      );
+    memo.changed();
+    memo.remember("get:r1", { state: "inserted" });
+    expect(row()).toEqual({ state: "inserted" });
+    expect(asked).toBe(0);
+    memo.changed();
+    expect(row()).toEqual({ state: "from sqlite" });
+    expect(asked).toBe(1);
+  });
 });
