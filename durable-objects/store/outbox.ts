@@ -19,6 +19,12 @@ export const MAX_ATTEMPTS = 10;
 const BASE_BACKOFF_MS = 250;
 const MAX_BACKOFF_MS = 60_000;
 
+/** How many live rows one pass of the drive loop looks at. */
+const LIVE_LIMIT = 64;
+
+/** A live row as the drive loop's poll reads it: with the time its next send is due. */
+type LiveRow = OutboxRow & { nextAt: number };
+
 export interface OutboxRow {
   id: string;
   /** The row's place in the outbox (rows of one link go out in this order). */
@@ -53,6 +59,10 @@ export class Outbox {
 
   /** Enqueues once per envelope id: a second enqueue of the same id changes nothing (the insert's conflict clause). */
   enqueue(envelope: Envelope, now = Date.now()): boolean {
+    // what the drive loop's polls knew before: the new row joins their answers (it is live, due
+    // now and last in order), so the pass after the enqueue asks nothing
+    const live = this.memo.known<readonly LiveRow[]>(`live:${LIVE_LIMIT}`, []);
+    const due = this.memo.known<number | undefined>("nextDue", undefined);
     this.memo.changed();
     // the next position, and the per-link sequence: the receiver applies a link's envelopes in this
     // order, whatever the network does
@@ -63,6 +73,7 @@ export class Outbox {
         envelope.to,
       )
       .one();
+    const payload = JSON.stringify({ ...envelope, linkSeq });
     const inserted = this.sql
       .exec(
         `INSERT INTO outbox (id, position, target, kind, payload, next_at, sends) VALUES (?, ?, ?, ?, ?, ?, 1)
@@ -71,12 +82,25 @@ export class Outbox {
         position,
         envelope.to,
         envelope.kind,
-        JSON.stringify({ ...envelope, linkSeq }),
+        payload,
         now,
       )
       .toArray();
-    if (inserted.length > 0) this.#claimedHere.add(envelope.id);
-    return inserted.length > 0;
+    if (inserted.length === 0) return false;
+    this.#claimedHere.add(envelope.id);
+    const row: LiveRow = {
+      id: envelope.id,
+      position,
+      target: envelope.to,
+      envelope: JSON.parse(payload) as Envelope,
+      attempts: 0,
+      sends: 1,
+      nextAt: now,
+    };
+    if (live && live.value.length < LIVE_LIMIT)
+      this.memo.remember(`live:${LIVE_LIMIT}`, [...live.value, row]);
+    if (due) this.memo.remember("nextDue", Math.min(due.value ?? now, now));
+    return true;
   }
 
   /** Whether this instance claimed the row's next send already (its first, when it enqueued it). */
@@ -105,7 +129,7 @@ export class Outbox {
   }
 
   /** Undelivered, live rows due now, in order, at most one blocked link's worth skipped. */
-  due(now: number, limit = 64): OutboxRow[] {
+  due(now: number, limit = LIVE_LIMIT): OutboxRow[] {
     const rows = this.#live(limit);
     return rows
       .filter((r, i) => {
@@ -117,7 +141,7 @@ export class Outbox {
   }
 
   /** The first `limit` undelivered, live rows in order (kept until the outbox's next write). */
-  #live(limit: number): readonly (OutboxRow & { nextAt: number })[] {
+  #live(limit: number): readonly LiveRow[] {
     return this.memo.read(
       `live:${limit}`,
       () =>

@@ -28,6 +28,12 @@ export class ReadMemo {
     this.#empty = false;
   }
 
+  /** The answer to `key` this memo would give without asking (`empty` while the tables are known empty), if any. */
+  known<T>(key: string, empty: T): { value: T } | undefined {
+    if (this.#empty) return { value: empty };
+    return this.#answers.get(key) as { value: T } | undefined;
+  }
+
   /** Remembers `value` as the answer to `key` until the next write (a write that knows what a read would say). */
   remember(key: string, value: unknown): void {
     this.#answers.set(key, { value });

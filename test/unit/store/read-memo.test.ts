@@ -89,4 +89,14 @@ describe("a store's read memo", () => {
     expect(row()).toEqual({ state: "from sqlite" });
     expect(asked).toBe(1);
   });
+
+  it("tells what it would answer without asking: the empty answer, a remembered one, or nothing", () => {
+    const memo = new ReadMemo();
+    memo.startEmpty();
+    expect(memo.known("rows", [])).toEqual({ value: [] });
+    memo.changed();
+    expect(memo.known("rows", [])).toBeUndefined();
+    memo.read("rows", () => ["a"], []);
+    expect(memo.known("rows", [])).toEqual({ value: ["a"] });
+  });
 });
