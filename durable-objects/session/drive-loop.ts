@@ -119,11 +119,14 @@ export class DriveLoop {
 
   async #drive(): Promise<void> {
     const parts = this.#parts;
-    // the safety net, for work owed now unless an alarm is due sooner anyway; a pass with nothing
-    // owed now only re-arms at its end (a part that starts work reports it owed: `nextDue`)
-    const now = Date.now();
+    // the safety net, for work owed now unless a live alarm is due sooner anyway (one long past
+    // its time was lost); a pass with nothing owed now only re-arms at its end (a part that starts
+    // work reports it owed: `nextDue`; the clock is read after it, so work it reports owed "now"
+    // is never later than this pass's now)
     const due = this.nextDue();
-    const covered = typeof this.#alarm === "number" && this.#alarm <= now + SAFETY_NET_MS;
+    const now = Date.now();
+    const alarm = this.#alarm;
+    const covered = typeof alarm === "number" && alarm <= now + SAFETY_NET_MS && alarm > now - LOST_ALARM_MS;
     if (due !== undefined && due <= now && !covered) await this.#arm(now + SAFETY_NET_MS);
     await faultPoint(this.#scope(), "before-drive");
     for (;;) {

@@ -83,4 +83,15 @@ describe("the drive loop's alarm", () => {
     expect(await loop.armIfOwed()).toBe(true);
     expect(calls).toEqual(["get", "set +10s"]);
   });
+
+  it("arms the safety net for owed work when the alarm it knows of is long past its time (lost)", async () => {
+    const { storage, calls } = alarmStorage(Date.now() - 2 * 60_000);
+    const loop = new DriveLoop(storage, () => "s");
+    const owed = part(1);
+    loop.install([owed]);
+    await loop.wakeBy(Date.now() + 60_000); // reads the lost alarm: it is earlier, so it stays
+    await loop.kick();
+    expect(owed.done).toBe(1);
+    expect(calls).toEqual(["get", "set +5s", "delete"]);
+  });
 });
