@@ -1,41 +1,44 @@
 import { describe, expect, it } from "vitest";
 import { ReadMemo } from "../../../durable-objects/store/read-memo";
 
+/** One memoized question whose query counts how often it was really asked. */
+function question<T>(memo: ReadMemo, key: string, answer: () => T, empty: T) {
+  const counted = {
+    asked: 0,
+    read: () =>
+      memo.read(
+        key,
+        () => {
+          counted.asked++;
+          return answer();
+        },
+        empty,
+      ),
+  };
+  return counted;
+}
+
 /** The stores' read memo: an answer is reused until the store's next write. */
 describe("a store's read memo", () => {
   it("answers from memory until the next write, then asks again", () => {
     const memo = new ReadMemo();
-    let queries = 0;
     let rows = ["a"];
-    const read = () =>
-      memo.read("pending", () => {
-        queries++;
-        return [...rows];
-      }, []);
-    expect(read()).toEqual(["a"]);
-    expect(read()).toEqual(["a"]);
-    expect(queries).toBe(1);
+    const pending = question(memo, "pending", () => [...rows], [] as string[]);
+    expect(pending.read()).toEqual(["a"]);
+    expect(pending.read()).toEqual(["a"]);
+    expect(pending.asked).toBe(1);
     rows = ["a", "b"];
     memo.changed();
-    expect(read()).toEqual(["a", "b"]);
-    expect(queries).toBe(2);
+    expect(pending.read()).toEqual(["a", "b"]);
+    expect(pending.asked).toBe(2);
   });
 
   it("keeps answers of different questions apart, including undefined ones", () => {
     const memo = new ReadMemo();
-    let asked = 0;
-    const next = () =>
-      memo.read(
-        "next",
-        (): number | undefined => {
-          asked++;
-          return undefined;
-        },
-        undefined,
-      );
-    expect(next()).toBeUndefined();
-    expect(next()).toBeUndefined();
-    expect(asked).toBe(1);
+    const next = question<number | undefined>(memo, "next", () => undefined, undefined);
+    expect(next.read()).toBeUndefined();
+    expect(next.read()).toBeUndefined();
+    expect(next.asked).toBe(1);
     expect(memo.read("other", () => 7, 0)).toBe(7);
     expect(memo.read("other", () => 8, 0)).toBe(7);
   });
@@ -51,43 +54,30 @@ describe("a store's read memo", () => {
   it("answers empty without asking while the tables are known empty, until the first write", () => {
     const memo = new ReadMemo();
     memo.startEmpty();
-    let asked = 0;
-    const rows = () =>
-      memo.read(
-        "rows",
-        () => {
-          asked++;
-          return ["a"];
-        },
-        [] as string[],
-      );
-    expect(rows()).toEqual([]);
-    expect(rows()).toEqual([]);
-    expect(asked).toBe(0);
+    const rows = question(memo, "rows", () => ["a"], [] as string[]);
+    expect(rows.read()).toEqual([]);
+    expect(rows.read()).toEqual([]);
+    expect(rows.asked).toBe(0);
     memo.changed(); // the store's first write (or a rollback)
-    expect(rows()).toEqual(["a"]);
-    expect(asked).toBe(1);
+    expect(rows.read()).toEqual(["a"]);
+    expect(rows.asked).toBe(1);
   });
 
   it("keeps what a write says a read would answer, until the next write", () => {
     const memo = new ReadMemo();
-    let asked = 0;
-    const row = () =>
-      memo.read(
-        "get:r1",
-        () => {
-          asked++;
-          return { state: "from sqlite" };
-        },
-        undefined,
-      );
+    const row = question<{ state: string } | undefined>(
+      memo,
+      "get:r1",
+      () => ({ state: "from sqlite" }),
+      undefined,
+    );
     memo.changed();
     memo.remember("get:r1", { state: "inserted" });
-    expect(row()).toEqual({ state: "inserted" });
-    expect(asked).toBe(0);
+    expect(row.read()).toEqual({ state: "inserted" });
+    expect(row.asked).toBe(0);
     memo.changed();
-    expect(row()).toEqual({ state: "from sqlite" });
-    expect(asked).toBe(1);
+    expect(row.read()).toEqual({ state: "from sqlite" });
+    expect(row.asked).toBe(1);
   });
 
   it("tells what it would answer without asking: the empty answer, a remembered one, or nothing", () => {
