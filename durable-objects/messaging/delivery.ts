@@ -115,7 +115,7 @@ export class Delivery implements SessionPart {
    */
   #linkOrder(envelope: Envelope): "next" | "early" | "old" {
     if (envelope.linkSeq === undefined) return "next"; // direct deliveries (reports) carry no link order
-    const { sql } = this.#ctx.stores;
+    const sql = this.#ctx.stores.tables.sql("links");
     const row = sql
       .exec<{ next_seq: number }>("SELECT next_seq FROM links WHERE sender = ?", envelope.from)
       .toArray()[0];
@@ -133,7 +133,8 @@ export class Delivery implements SessionPart {
 
   #firstSeen(envelopeId: string): boolean {
     return (
-      this.#ctx.stores.sql
+      this.#ctx.stores.tables
+        .sql("seen")
         .exec(
           "INSERT INTO seen (envelope_id, at) VALUES (?, ?) ON CONFLICT DO NOTHING RETURNING envelope_id",
           envelopeId,

@@ -23,7 +23,7 @@ import { type ChildEntry, type DescendantEntry, publicEntry } from "../../src/co
 import { failure } from "../../src/contract/respond";
 import { childEntriesOf, descendantsOf, entryOf } from "./listing";
 import { applyCallback, type CallbackInput } from "../messaging/remote-callbacks";
-import { migrate, schemaExists } from "../store/schema";
+import { migrate, tablesIn } from "../store/schema";
 import { assembleParts, type Parts } from "./session-parts";
 import type { Deployment } from "../../src/platform/deployment";
 
@@ -43,16 +43,16 @@ const MAX_EVENTS_WAIT_MS = 60_000;
 export class SessionObject extends DurableObject<Env> {
   #parts: Parts | undefined;
   readonly #deployment: Deployment;
-  /** Whether the object had a schema when this instance started (the first `#open` creates it). */
-  readonly #existed: boolean;
+  /** The object's tables when this instance started (none: the first `#open` creates the schema). */
+  readonly #tables: ReadonlySet<string>;
 
   /** Made by `createSubagents` (src/worker/), which passes the deployment's tools and models. */
   constructor(ctx: DurableObjectState, env: Env, deployment: Deployment) {
     super(ctx, env);
     this.#deployment = deployment;
     // An object that was never created stays empty: probing unknown ids stores nothing.
-    this.#existed = schemaExists(ctx.storage.sql);
-    if (this.#existed) {
+    this.#tables = tablesIn(ctx.storage.sql);
+    if (this.#tables.has("meta")) {
       void ctx.blockConcurrencyWhile(async () => {
         await this.#open().loop.armIfOwed();
       });
@@ -330,8 +330,8 @@ export class SessionObject extends DurableObject<Env> {
 
   #open(): Parts {
     if (this.#parts) return this.#parts;
-    const created = migrate(this.ctx.storage, undefined, { exists: this.#existed });
-    this.#parts = assembleParts(this.ctx, this.env, this.#deployment, created);
+    const created = migrate(this.ctx.storage, undefined, { exists: this.#tables.has("meta") });
+    this.#parts = assembleParts(this.ctx, this.env, this.#deployment, { created, tables: this.#tables });
     return this.#parts;
   }
 

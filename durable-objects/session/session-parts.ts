@@ -58,17 +58,20 @@ const DELIVERED_KINDS = ["run-result", "cancel-run", "report", "settled"] as con
  * the shared context, the parts, the turn driver (whose turn-end hooks and envelope handlers are
  * the parts'), and the drive loop over the parts in the order their hooks run. Nothing here
  * decides anything: behaviour lives in the parts. `created`: the schema was created just now (the
- * stores know their tables are empty).
+ * stores know their tables are empty); `tables`: the object's tables as it opened.
  */
 export function assembleParts(
   state: DurableObjectState,
   env: Env,
   deployment: Deployment,
-  created = false,
+  { created = false, tables = [] }: { created?: boolean; tables?: Iterable<string> } = {},
 ): Parts {
   const log = new EventLog(state.storage.sql);
   const stream = new EventStream(state, log);
-  const stores = new SessionStores(state.storage, log, (events) => stream.publish(events), { created });
+  const stores = new SessionStores(state.storage, log, (events) => stream.publish(events), {
+    created,
+    tables,
+  });
   const loop = new DriveLoop(state.storage, () => stores.header.get()?.id ?? "");
   const turns = new TurnControlRelay();
   const watch = new ChildWatch(

@@ -1,3 +1,4 @@
+import type { TableSql } from "./first-use-tables";
 /**
  * The `acp_runs` table: what a one-shot run on an ACP agent needs to reconnect after its object
  * restarted (semantics.md §12.4): where the agent is and its token (credentials: never copied
@@ -24,7 +25,7 @@ type Raw = {
 };
 
 export class AcpStore {
-  constructor(readonly sql: SqlStorage) {}
+  constructor(readonly sql: TableSql) {}
 
   insert(row: Pick<AcpRow, "runId" | "url" | "token">): void {
     this.sql.exec(
@@ -36,6 +37,7 @@ export class AcpStore {
   }
 
   get(runId: string): AcpRow | undefined {
+    if (!this.sql.exists()) return undefined; // not created yet: empty
     const r = this.sql.exec<Raw>("SELECT * FROM acp_runs WHERE run_id = ?", runId).toArray()[0];
     return r
       ? {

@@ -1,3 +1,4 @@
+import type { TableSql } from "./first-use-tables";
 /**
  * The children a session owns, one-shot and continuable, with their ownership state and the
  * continuable epoch they run for this parent (semantics.md §6). Rows are written with the run or
@@ -14,14 +15,16 @@ export interface ChildRow {
 }
 
 export class Children {
-  constructor(readonly sql: SqlStorage) {}
+  constructor(readonly sql: TableSql) {}
 
   get(childId: string): ChildRow | undefined {
+    if (!this.sql.exists()) return undefined; // not created yet: empty
     return this.all().find((c) => c.childId === childId);
   }
 
   /** Every child ever owned, in `createdAt`-then-id order. */
   all(): ChildRow[] {
+    if (!this.sql.exists()) return []; // not created yet: empty
     return this.sql
       .exec<{
         child_id: string;
@@ -71,10 +74,12 @@ export class Children {
   }
 
   count(): number {
+    if (!this.sql.exists()) return 0; // not created yet: empty
     return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM children").one().n;
   }
 
   ownedContinuable(): string[] {
+    if (!this.sql.exists()) return []; // not created yet: empty
     return this.sql
       .exec<{ child_id: string }>(
         "SELECT child_id FROM children WHERE state = 'owned' AND mode = 'continuable' ORDER BY created_at, child_id",
@@ -84,6 +89,7 @@ export class Children {
   }
 
   has(childId: string): boolean {
+    if (!this.sql.exists()) return false; // not created yet: empty
     return this.sql.exec("SELECT 1 FROM children WHERE child_id = ?", childId).toArray().length > 0;
   }
 
@@ -113,6 +119,7 @@ export class Children {
   }
 
   ownedCount(): number {
+    if (!this.sql.exists()) return 0; // not created yet: empty
     return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM children WHERE state = 'owned'").one().n;
   }
 }

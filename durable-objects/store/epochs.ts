@@ -1,3 +1,4 @@
+import type { TableSql } from "./first-use-tables";
 import { ReadMemo } from "./read-memo";
 import type { SettledEnvelope } from "../../src/contract/envelope";
 
@@ -10,7 +11,7 @@ export class Epochs {
   /** Reads of the hot polls, until the next write of the table (read-memo.ts). */
   readonly memo = new ReadMemo();
 
-  constructor(readonly sql: SqlStorage) {}
+  constructor(readonly sql: TableSql) {}
 
   reserve(runId: string, childId: string): void {
     this.memo.changed();
@@ -22,6 +23,7 @@ export class Epochs {
   }
 
   state(runId: string): "starting" | "published" | "ended" | undefined {
+    if (!this.sql.exists()) return undefined; // not created yet: empty
     const row = this.sql
       .exec<{ state: string }>("SELECT state FROM epochs WHERE run_id = ?", runId)
       .toArray()[0];

@@ -1,3 +1,4 @@
+import type { TableSql } from "./first-use-tables";
 import { ReadMemo } from "./read-memo";
 
 /**
@@ -10,7 +11,7 @@ export class Flags {
   /** Reads, until the next write of the table (read-memo.ts). */
   readonly memo = new ReadMemo();
 
-  constructor(readonly sql: SqlStorage) {}
+  constructor(readonly sql: TableSql) {}
 
   get(name: string): string | undefined {
     return this.memo.read(

@@ -1,3 +1,4 @@
+import type { TableSql } from "./first-use-tables";
 import { ReadMemo } from "./read-memo";
 import type { ContentBlock } from "../../src/contract/content";
 import type { Jurisdiction, LocationHint } from "../../src/core/placement";
@@ -90,7 +91,7 @@ export class RemoteStore {
   /** Reads of the hot polls, until the next write of the table (read-memo.ts). */
   readonly memo = new ReadMemo();
 
-  constructor(readonly sql: SqlStorage) {}
+  constructor(readonly sql: TableSql) {}
 
   insert(
     row: Pick<RemoteRow, "protocol" | "runId" | "url" | "token" | "secret" | "request">,
@@ -112,6 +113,7 @@ export class RemoteStore {
   }
 
   get(runId: string): RemoteRow | undefined {
+    if (!this.sql.exists()) return undefined; // not created yet: empty
     const row = this.sql.exec<Raw>("SELECT * FROM remote_runs WHERE run_id = ?", runId).toArray()[0];
     return row ? toRow(row) : undefined;
   }

@@ -2,6 +2,7 @@ import { ReadMemo } from "./read-memo";
 import type { RunOrigin } from "../../src/agent/host";
 import type { SubagentResult } from "../../src/contract/run";
 import type { ChildInit } from "../../src/contract/child-init";
+import type { TableSql } from "./first-use-tables";
 
 /**
  * One-shot runs this session awaits (foreground tool calls, background tasks, API callers). Rows
@@ -70,7 +71,7 @@ export class Runs {
   /** Reads of the hot polls, until the next write of `runs` (read-memo.ts). */
   readonly memo = new ReadMemo();
 
-  constructor(readonly sql: SqlStorage) {}
+  constructor(readonly sql: TableSql) {}
 
   insert(
     row: Omit<RunRow, "state" | "result" | "cancelRequested" | "requestKey" | "heldUntil">,
@@ -160,6 +161,7 @@ export class Runs {
 
   /** Held starts whose retry window has passed by `now` (every held start for `Infinity`). */
   heldExpired(now: number): RunRow[] {
+    if (!this.sql.exists()) return []; // not created yet: empty
     const next = this.nextHeldExpiry();
     if (next === undefined || next > now) return [];
     return this.sql
@@ -232,6 +234,7 @@ export class Runs {
   }
 
   unsettled(): RunRow[] {
+    if (!this.sql.exists()) return []; // not created yet: empty
     return this.sql
       .exec<RawRun>("SELECT * FROM runs WHERE state != 'settled' AND held_until IS NULL")
       .toArray()
@@ -252,6 +255,7 @@ export class Runs {
 
   /** Runs whose start was interrupted (the object died between reserving and publishing). */
   starting(): RunRow[] {
+    if (!this.sql.exists()) return []; // not created yet: empty
     return this.sql
       .exec<RawRun>("SELECT * FROM runs WHERE state = 'starting' AND held_until IS NULL ORDER BY created_at")
       .toArray()
@@ -260,6 +264,7 @@ export class Runs {
 
   /** Runs handed to another deployment (they have no child session here). */
   remoteCount(): number {
+    if (!this.sql.exists()) return 0; // not created yet: empty
     return this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM runs WHERE local = 0").one().n;
   }
 
@@ -288,6 +293,7 @@ export class Runs {
   }
 
   unsettledCount(): number {
+    if (!this.sql.exists()) return 0; // not created yet: empty
     return this.sql
       .exec<{ n: number }>("SELECT count(*) AS n FROM runs WHERE state != 'settled' AND held_until IS NULL")
       .one().n;
@@ -295,6 +301,7 @@ export class Runs {
 
   /** Foreground calls (by call key) whose child is still running: the turn waits for them. */
   inFlight(callKeys: readonly string[]): Set<string> {
+    if (!this.sql.exists()) return new Set(); // not created yet: empty
     if (callKeys.length === 0) return new Set();
     const marks = callKeys.map(() => "?").join(", ");
     return new Set(
@@ -325,6 +332,7 @@ export class Runs {
   }
 
   #one(query: string, ...bindings: unknown[]): RunRow | undefined {
+    if (!this.sql.exists()) return undefined; // not created yet: empty
     const row = this.sql.exec<RawRun>(query, ...bindings).toArray()[0];
     return row ? toRow(row) : undefined;
   }

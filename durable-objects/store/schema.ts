@@ -160,6 +160,75 @@ export const SCHEMA_VERSION = SESSION_MIGRATIONS.length;
  */
 export const FRESH_SCHEMA = foldAlters(SESSION_MIGRATIONS.join("\n"));
 
+/**
+ * Tables a session creates when it first uses them, not when it is born. A one-shot child that
+ * answers and never delegates needs its header, log, inbox, loop state and outbox; the other
+ * tables and their indexes were most of what a brand-new child's schema cost it (the profile's
+ * `schema.ts` share, bench/README.md). Each is created, with its indexes, in its latest form, by
+ * the first statement its store runs (first-use-tables.ts); until then its store's memo or an
+ * `exists` check answers the reads that would find it empty.
+ *
+ * The rule for later migrations: a step that creates or alters one of these tables is skipped on
+ * an object that does not have the table (its first use creates it in the form the step gives),
+ * so a step never needs to ask whether the table is there.
+ */
+export const TABLES_ON_FIRST_USE = [
+  "runs",
+  "children",
+  "seen",
+  "links",
+  "activation",
+  "epochs",
+  "flags",
+  "remote_runs",
+  "acp_runs",
+] as const;
+export type TableOnFirstUse = (typeof TABLES_ON_FIRST_USE)[number];
+
+/** The table a DDL statement creates, alters or indexes (undefined: not such a statement). */
+function tableOf(statement: string): string | undefined {
+  return /^\s*(?:CREATE TABLE(?: IF NOT EXISTS)?|ALTER TABLE|CREATE (?:UNIQUE )?INDEX(?: IF NOT EXISTS)? \w+ ON) (\w+)/.exec(
+    statement,
+  )?.[1];
+}
+
+function statementsOf(ddl: string): string[] {
+  return ddl
+    .split(";")
+    .map((statement) => statement.trim())
+    .filter((statement) => statement.length > 0);
+}
+
+const onFirstUse = (table: string | undefined): boolean =>
+  (TABLES_ON_FIRST_USE as readonly (string | undefined)[]).includes(table);
+
+/** What a brand-new session is born with: the latest schema of every table not created on first use. */
+export const BIRTH_SCHEMA = `${statementsOf(FRESH_SCHEMA)
+  .filter((statement) => !onFirstUse(tableOf(statement)))
+  .join(";\n")};`;
+
+const META_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT";
+
+/** A brand-new session object's whole schema, with its version, as one batch (one statement call). */
+const NEW_SESSION_SCHEMA = `${META_TABLE};
+${BIRTH_SCHEMA}
+INSERT INTO meta (key, value) VALUES ('schema_version', '${SESSION_MIGRATIONS.length}');`;
+
+/** Each first-use table's latest `CREATE TABLE` and indexes, written to run once on any object. */
+export const FIRST_USE_DDL: Readonly<Record<TableOnFirstUse, string>> = Object.fromEntries(
+  TABLES_ON_FIRST_USE.map((table) => [
+    table,
+    `${statementsOf(FRESH_SCHEMA)
+      .filter((statement) => tableOf(statement) === table)
+      .map((statement) =>
+        statement
+          .replace(/^CREATE TABLE /, "CREATE TABLE IF NOT EXISTS ")
+          .replace(/^CREATE (UNIQUE )?INDEX /, "CREATE $1INDEX IF NOT EXISTS "),
+      )
+      .join(";\n")};`,
+  ]),
+) as Record<TableOnFirstUse, string>;
+
 function foldAlters(ddl: string): string {
   let folded = ddl;
   for (const alter of ddl.matchAll(/ALTER TABLE (\w+) ADD COLUMN ([^;]+);/g)) {
@@ -172,6 +241,16 @@ function foldAlters(ddl: string): string {
     folded = `${folded.slice(0, end).trimEnd()},\n     ${column.trim()}\n   ${folded.slice(end)}`;
   }
   return folded;
+}
+
+/** The names of this object's tables (never creates anything; empty: it was never initialized). */
+export function tablesIn(sql: SqlStorage): Set<string> {
+  return new Set(
+    sql
+      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table'")
+      .toArray()
+      .map((row) => row.name),
+  );
 }
 
 /** Whether this object has ever been initialized (never creates anything). */
@@ -187,15 +266,21 @@ export function schemaVersion(sql: SqlStorage, exists = schemaExists(sql)): numb
 
 /**
  * Brings the schema to the latest version; the pending steps commit with the version bump. A
- * new object gets `meta`, `FRESH_SCHEMA` and its version in one transaction (`stepwise` forces
- * the steps, for the test that compares the two). `exists`: whether the object has a schema at
- * all, when the caller has just asked (`schemaExists`). Returns true when it created the schema:
- * the object is brand-new and every table is empty.
+ * new object gets `meta`, `BIRTH_SCHEMA` and its version in one batch (`stepwise` forces
+ * every step of every table, for the test that compares the two). An existing session object's
+ * pending steps skip the tables created on first use that it does not have (`firstUse`, the
+ * default for the session's migrations: TABLES_ON_FIRST_USE). `exists`: whether the object has a
+ * schema at all, when the caller has just asked. Returns true when it created the schema: the
+ * object is brand-new and every table is empty.
  */
 export function migrate(
   storage: DurableObjectStorage,
   migrations: readonly string[] = SESSION_MIGRATIONS,
-  { stepwise = false, exists }: { stepwise?: boolean; exists?: boolean } = {},
+  {
+    stepwise = false,
+    exists,
+    firstUse = migrations === SESSION_MIGRATIONS,
+  }: { stepwise?: boolean; exists?: boolean; firstUse?: boolean } = {},
 ): boolean {
   const { sql } = storage;
   const from = schemaVersion(sql, exists);
@@ -203,9 +288,20 @@ export function migrate(
   const fresh = from === 0 && migrations === SESSION_MIGRATIONS && !stepwise;
   // every pending step in one transaction with the version bump: all of them or none
   storage.transactionSync(() => {
-    sql.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT");
-    if (fresh) sql.exec(FRESH_SCHEMA);
-    else for (let version = from; version < migrations.length; version++) sql.exec(migrations[version]!);
+    if (fresh) {
+      sql.exec(NEW_SESSION_SCHEMA);
+      return;
+    }
+    sql.exec(META_TABLE);
+    if (firstUse && from > 0) {
+      const present = tablesIn(sql);
+      for (let version = from; version < migrations.length; version++) {
+        for (const statement of statementsOf(migrations[version]!)) {
+          const table = tableOf(statement);
+          if (!onFirstUse(table) || present.has(table!)) sql.exec(statement);
+        }
+      }
+    } else for (let version = from; version < migrations.length; version++) sql.exec(migrations[version]!);
     sql.exec(
       "INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
       String(migrations.length),

@@ -12,7 +12,9 @@ import { faultPoint, faultsArmed } from "../../src/core/faults";
 import { AcpStore } from "./acp-store";
 import { RemoteStore } from "./remote-store";
 import { Children } from "./children";
+import { FirstUseTables } from "./first-use-tables";
 import type { ReadMemo } from "./read-memo";
+import type { TableOnFirstUse } from "./schema";
 import { Runs } from "./runs";
 import { SingleRow } from "./single-row";
 
@@ -34,6 +36,8 @@ export class SessionStores implements DriverStores {
   readonly usage: UsageTotals;
   readonly remoteRuns: RemoteStore;
   readonly acpRuns: AcpStore;
+  /** The tables created on first use (schema.ts), and the SQL of each for its store. */
+  readonly tables: FirstUseTables;
   readonly #loopRow: SingleRow<LoopState>;
   readonly loop = {
     get: (): LoopState => this.#loopRow.get() ?? INITIAL_LOOP,
@@ -41,32 +45,46 @@ export class SessionStores implements DriverStores {
   };
   readonly #onCommit: (events: readonly SessionEvent[]) => void;
 
-  /** `created`: the schema was created just now, so every table is empty (read-memo.ts). */
+  /**
+   * `created`: the schema was created just now, so every table is empty (read-memo.ts).
+   * `tables`: the names of the object's tables as it opened (which first-use tables it has).
+   */
   constructor(
     readonly storage: DurableObjectStorage,
     log: EventLog,
     onCommit: (events: readonly SessionEvent[]) => void,
-    { created = false }: { created?: boolean } = {},
+    { created = false, tables = [] }: { created?: boolean; tables?: Iterable<string> } = {},
   ) {
     this.sql = storage.sql;
     this.log = log;
     this.#onCommit = onCommit;
+    const opened = new Set(tables);
+    this.tables = new FirstUseTables(this.sql, opened);
     this.inbox = new Inbox(this.sql, this.log);
     this.header = new SingleRow<SessionHeader>(this.sql, "header");
-    this.runs = new Runs(this.sql);
-    this.children = new Children(this.sql);
+    this.runs = new Runs(this.tables.sql("runs"));
+    this.children = new Children(this.tables.sql("children"));
     this.outbox = new Outbox(this.sql, this.log);
-    this.epochs = new Epochs(this.sql);
-    this.flags = new Flags(this.sql);
+    this.epochs = new Epochs(this.tables.sql("epochs"));
+    this.flags = new Flags(this.tables.sql("flags"));
     this.usage = new UsageTotals(this.flags);
-    this.remoteRuns = new RemoteStore(this.sql);
-    this.acpRuns = new AcpStore(this.sql);
+    this.remoteRuns = new RemoteStore(this.tables.sql("remote_runs"));
+    this.acpRuns = new AcpStore(this.tables.sql("acp_runs"));
     this.#loopRow = new SingleRow<LoopState>(this.sql, "loop");
     if (created) {
       log.startEmpty();
       this.header.startAbsent();
       this.#loopRow.startAbsent();
       for (const store of this.#memoized()) store.memo.startEmpty();
+    } else {
+      // a table not created yet is empty: its store's polls need not create it to learn that
+      const absent: [TableOnFirstUse, { memo: ReadMemo }][] = [
+        ["runs", this.runs],
+        ["epochs", this.epochs],
+        ["remote_runs", this.remoteRuns],
+        ["flags", this.flags],
+      ];
+      for (const [table, store] of absent) if (!opened.has(table)) store.memo.startEmpty();
     }
   }
 
@@ -90,6 +108,7 @@ export class SessionStores implements DriverStores {
         return value;
       });
     } catch (error) {
+      this.tables.rolledBack();
       this.log.rollback();
       this.header.forget();
       this.#loopRow.forget();
@@ -97,6 +116,7 @@ export class SessionStores implements DriverStores {
       for (const store of this.#memoized()) store.memo.changed();
       throw error;
     }
+    this.tables.committed();
     this.#onCommit(this.log.takeCommitted());
     return result;
   }

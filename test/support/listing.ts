@@ -1,3 +1,4 @@
+import { runInDurableObject } from "cloudflare:test";
 import { expect } from "vitest";
 import type { ChildInit } from "../../src/contract/child-init";
 import { api, startChild, startOneShot, waitForRun } from "./api";
@@ -45,6 +46,23 @@ export async function settledContinuable(
 export async function setCreatedAt(parent: string, times: Record<string, number>): Promise<void> {
   for (const [childId, at] of Object.entries(times))
     await sqlRows(parent, "UPDATE children SET created_at = ? WHERE child_id = ?", at, childId);
+}
+
+/**
+ * Makes a session's listing facts throw: its children table is moved away under a live instance
+ * that knows it has one (created, then the object restarted, so it opened with the table), so
+ * its next count of children fails. `restoreChildrenTable` moves it back.
+ */
+export async function breakChildrenTable(id: string): Promise<void> {
+  await sqlRows(id, "SELECT 1"); // the tables created on first use are there now
+  await evict(id);
+  await sqlRows(id, "ALTER TABLE children RENAME TO children_moved");
+}
+
+export async function restoreChildrenTable(id: string): Promise<void> {
+  await runInDurableObject(stub(id), (_instance: unknown, state: DurableObjectState) => {
+    state.storage.sql.exec("ALTER TABLE children_moved RENAME TO children");
+  });
 }
 
 /** Inserts a row into a parent's children table (the object it names need not exist). */

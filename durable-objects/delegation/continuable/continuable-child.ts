@@ -62,7 +62,8 @@ export class ContinuableChild implements SessionPart {
   }
 
   activation(): ActivationRow | undefined {
-    const row = this.#ctx.stores.sql
+    const row = this.#ctx.stores.tables
+      .sql("activation")
       .exec<{ epoch: number; run_id: string; provider: string; started_seq: number }>(
         "SELECT epoch, run_id, provider, started_seq FROM activation WHERE id = 1",
       )
@@ -309,13 +310,15 @@ export class ContinuableChild implements SessionPart {
 
   #activate(epoch: number, runId: string, provider: string): void {
     const { stores } = this.#ctx;
-    stores.sql.exec(
-      "INSERT INTO activation (id, epoch, run_id, provider, started_seq) VALUES (1, ?, ?, ?, ?)",
-      epoch,
-      runId,
-      provider,
-      stores.log.nextSeq(),
-    );
+    stores.tables
+      .sql("activation")
+      .exec(
+        "INSERT INTO activation (id, epoch, run_id, provider, started_seq) VALUES (1, ?, ?, ?, ?)",
+        epoch,
+        runId,
+        provider,
+        stores.log.nextSeq(),
+      );
   }
 
   /** Ends the epoch: outcome from its own log suffix, one notice to the parent, activation gone. */
@@ -343,7 +346,7 @@ export class ContinuableChild implements SessionPart {
       summary: noticeSummary(header.id, outcome.stopReason),
       drained,
     });
-    stores.sql.exec("DELETE FROM activation WHERE id = 1");
+    stores.tables.sql("activation").exec("DELETE FROM activation WHERE id = 1");
     stores.flags.set("epochs", String(activation.epoch));
     return true;
   }

@@ -360,7 +360,8 @@ export class ContinuableParent implements SessionPart {
     // but not queued: it does not survive that session's own drain.
     const header = this.#ctx.header();
     const settledSelf =
-      header?.mode === "continuable" && stores.sql.exec("SELECT 1 FROM activation").toArray().length === 0;
+      header?.mode === "continuable" &&
+      stores.tables.sql("activation").exec("SELECT 1 FROM activation").toArray().length === 0;
     if (notice.drained && settledSelf) return;
     // Idle parent: one ordinary turn; busy parent: batched into its next step; draining: no wake.
     const quiet = notice.drained || this.#drains.draining();

@@ -5,6 +5,7 @@ import { api, createSession, expectError, startChild, startOneShot } from "../..
 import { hold } from "../../support/faults";
 import {
   appendDescriptor,
+  breakChildrenTable,
   children,
   descendants,
   descriptor,
@@ -13,6 +14,7 @@ import {
   initChild,
   insertChildRow,
   oneShotRow,
+  restoreChildrenTable,
   rewriteDescriptor,
   setCreatedAt,
   settledContinuable,
@@ -265,7 +267,7 @@ describe("listing a session's children (semantics.md §9.1, §9.2)", () => {
     const [headerRow] = await sqlRows(headless, "SELECT body FROM header");
     await sqlRows(headless, "DELETE FROM header");
     await evict(headless);
-    await sqlRows(throwing, "ALTER TABLE children RENAME TO children_moved");
+    await breakChildrenTable(throwing);
 
     const broken = await children(parent.id);
     expect(broken).toEqual([
@@ -287,7 +289,7 @@ describe("listing a session's children (semantics.md §9.1, §9.2)", () => {
     // repair: restore the header and the table, create the ghost as a real child of the parent
     await sqlRows(headless, "INSERT INTO header (id, body) VALUES (1, ?)", headerRow!.body as string);
     await evict(headless);
-    await sqlRows(throwing, "ALTER TABLE children_moved RENAME TO children");
+    await restoreChildrenTable(throwing);
     await initChild(ghost, parent.id, [parent.id], 1, await tokenHashOf(parent.id), "ghost now");
     await waitForEvents(ghost, (log) => count(log, "turn/end") === 1);
     const repaired = await children(parent.id);

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { type ChildEntry, preOrder } from "../../../src/core/listing";
 import { api, createSession } from "../../support/api";
 import {
+  breakChildrenTable,
   children,
   descendants,
   descriptor,
@@ -34,7 +35,7 @@ describe("listing a session's descendants (semantics.md §9.3)", () => {
     await setCreatedAt(parent.id, { [first]: 1, [headless]: 2, [throwing]: 3, [last]: 4 });
     await sqlRows(headless, "DELETE FROM header");
     await evict(headless);
-    await sqlRows(throwing, "ALTER TABLE children RENAME TO children_moved");
+    await breakChildrenTable(throwing);
     const res = await api("GET", `/v1/sessions/${parent.id}/descendants`);
     expect({
       status: res.status,

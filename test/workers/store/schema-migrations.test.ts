@@ -1,11 +1,15 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import {
+  BIRTH_SCHEMA,
+  FIRST_USE_DDL,
   FRESH_SCHEMA,
   migrate,
   SCHEMA_VERSION,
   SESSION_MIGRATIONS,
   schemaVersion,
+  TABLES_ON_FIRST_USE,
+  tablesIn,
 } from "../../../durable-objects/store/schema";
 import { stub } from "../../support/objects";
 
@@ -16,6 +20,17 @@ function tables(sql: SqlStorage): string[] {
     )
     .toArray()
     .map((r) => `${r.name}: ${r.sql}`);
+}
+
+/** What every first use would create: each table created on first use that the object lacks. */
+function useEveryTable(sql: SqlStorage): void {
+  for (const table of TABLES_ON_FIRST_USE) sql.exec(FIRST_USE_DDL[table]);
+}
+
+/** The tables created on first use that the object has. */
+function firstUseTables(sql: SqlStorage): string[] {
+  const present = tablesIn(sql);
+  return TABLES_ON_FIRST_USE.filter((table) => present.has(table));
 }
 
 /** Every table's columns (name, type, not null, default, key) and every index, as SQLite reports them. */
@@ -40,17 +55,25 @@ function shape(sql: SqlStorage): unknown {
 describe("session schema migrations", () => {
   it("creates a new object's schema in one batch, with exactly the tables, columns and indexes of every step applied", async () => {
     const [fresh, stepwise] = await Promise.all(
-      [false, true].map((steps) =>
+      ([false, true] as const).map((steps) =>
         runInDurableObject(stub(crypto.randomUUID()), (_instance: unknown, state: DurableObjectState) => {
           migrate(state.storage, SESSION_MIGRATIONS, { stepwise: steps });
           expect(schemaVersion(state.storage.sql)).toBe(SCHEMA_VERSION);
-          return shape(state.storage.sql);
+          const born = firstUseTables(state.storage.sql);
+          useEveryTable(state.storage.sql);
+          return { born, shape: shape(state.storage.sql) };
         }),
       ),
-    );
-    expect(fresh).toEqual(stepwise);
-    expect(JSON.stringify(fresh)).toContain("held_until"); // a folded column is there
+    ).then(([a, b]) => [a!, b!] as const);
+    // born without the tables created on first use; once each is used, the same as every step
+    expect(fresh.born).toEqual([]);
+    expect(stepwise.born).toEqual([...TABLES_ON_FIRST_USE]);
+    expect(fresh.shape).toEqual(stepwise.shape);
+    expect(JSON.stringify(fresh.shape)).toContain("held_until"); // a folded column is there
     expect(FRESH_SCHEMA).not.toMatch(/ALTER TABLE/);
+    for (const table of ["header", "events", "inbox", "loop", "outbox"])
+      expect(BIRTH_SCHEMA).toContain(`CREATE TABLE ${table} (`);
+    for (const table of TABLES_ON_FIRST_USE) expect(BIRTH_SCHEMA).not.toMatch(new RegExp(`\\b${table}\\b`));
   });
 
   it("upgrades from every older version to the latest, keeping the rows already there", async () => {
@@ -58,6 +81,7 @@ describe("session schema migrations", () => {
       stub(crypto.randomUUID()),
       (_instance: unknown, state: DurableObjectState) => {
         migrate(state.storage);
+        useEveryTable(state.storage.sql);
         return shape(state.storage.sql);
       },
     );
@@ -72,6 +96,8 @@ describe("session schema migrations", () => {
           migrate(state.storage);
           expect(schemaVersion(sql)).toBe(SCHEMA_VERSION);
           expect(sql.exec("SELECT type FROM events").toArray()).toEqual([{ type: "turn/start" }]);
+          // the tables the older object had were migrated; those it lacked come at first use
+          useEveryTable(sql);
           return shape(sql);
         },
       );
@@ -94,11 +120,37 @@ describe("session schema migrations", () => {
     });
   });
 
+  it("skips a later step's change to a table created on first use where the object does not have it yet", async () => {
+    const later = [
+      ...SESSION_MIGRATIONS,
+      "ALTER TABLE runs ADD COLUMN extra TEXT; CREATE INDEX runs_extra ON runs (extra);",
+    ];
+    const columns = await Promise.all(
+      [false, true].map((used) =>
+        runInDurableObject(stub(crypto.randomUUID()), (_instance: unknown, state: DurableObjectState) => {
+          const { sql } = state.storage;
+          migrate(state.storage);
+          if (used) sql.exec(FIRST_USE_DDL.runs);
+          migrate(state.storage, later, { firstUse: true });
+          expect(schemaVersion(sql)).toBe(later.length);
+          if (!tablesIn(sql).has("runs")) return null;
+          return sql
+            .exec<{ name: string }>("SELECT name FROM pragma_table_info('runs')")
+            .toArray()
+            .map((r) => r.name);
+        }),
+      ),
+    );
+    expect(columns[0]).toBeNull(); // never used: still not there, and the step did not fail
+    expect(columns[1]).toContain("extra"); // used: the step applied to it
+  });
+
   it("answers the drive loop's polls of a parent with a long history from indexes, not a scan of every run", async () => {
     const plans = await runInDurableObject(
       stub(crypto.randomUUID()),
       (_instance: unknown, state: DurableObjectState) => {
         migrate(state.storage);
+        useEveryTable(state.storage.sql);
         const plan = (query: string): string =>
           state.storage.sql
             .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${query}`)

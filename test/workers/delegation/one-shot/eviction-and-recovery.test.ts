@@ -3,6 +3,8 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { HELD_START_MS } from "../../../../durable-objects/transports/local-runs";
 import { Children } from "../../../../durable-objects/store/children";
 import { Runs } from "../../../../durable-objects/store/runs";
+import { FirstUseTables } from "../../../../durable-objects/store/first-use-tables";
+import { tablesIn } from "../../../../durable-objects/store/schema";
 import type { ChildInit } from "../../../../src/contract/child-init";
 import type { FaultPointName } from "../../../../src/core/faults";
 import { api, createSession } from "../../../support/api";
@@ -98,8 +100,9 @@ async function reserveLikeStart(label: string, options: Pick<StartOptions, "chil
   await runInDurableObject(stub(parentId), (_instance: unknown, state: DurableObjectState) =>
     state.storage.transactionSync(() => {
       const now = Date.now();
-      new Children(state.storage.sql).own(childId, "spawn", "one-shot", label, now);
-      new Runs(state.storage.sql).insert({
+      const tables = new FirstUseTables(state.storage.sql, tablesIn(state.storage.sql));
+      new Children(tables.sql("children")).own(childId, "spawn", "one-shot", label, now);
+      new Runs(tables.sql("runs")).insert({
         runId,
         childId,
         provider: "spawn",

@@ -26,7 +26,16 @@ import {
   waitForTurnEnds,
   type WireEvent,
 } from "../../../support/logs";
-import { dumpTables, hashOf, quiesce, registryStub, specOf, sqlRows, stub } from "../../../support/objects";
+import {
+  dumpTables,
+  hashOf,
+  quiesce,
+  registryStub,
+  specOf,
+  sqlRows,
+  stub,
+  useFirstUseTables,
+} from "../../../support/objects";
 import { script, toolCall } from "../../../support/scripts";
 
 /**
@@ -1289,6 +1298,7 @@ describe("the children a session may start over its lifetime (MAX_CHILDREN_PER_S
     const parent = await createSession({ label: "bounds-child-cap" });
     // 999 children already started (released rows, as settled one-shot children leave them)
     await runInDurableObject(stub(parent.id), (_i: unknown, state: DurableObjectState) => {
+      useFirstUseTables(state.storage.sql);
       state.storage.transactionSync(() => {
         for (let i = 0; i < 999; i++)
           state.storage.sql.exec(

@@ -1,0 +1,79 @@
+import { FIRST_USE_DDL, TABLES_ON_FIRST_USE, type TableOnFirstUse } from "./schema";
+
+/**
+ * The SQL of one table created on first use, as its store sees it: `exec` runs a statement (the
+ * first one creates the table), `exists` says whether the table is there yet, so a read that
+ * would find it empty can answer so without creating it.
+ */
+export interface TableSql {
+  exec: SqlStorage["exec"];
+  exists(): boolean;
+}
+
+/**
+ * The tables of one session that are created when first used (schema.ts: TABLES_ON_FIRST_USE).
+ * Each store of such a table gets its SQL through `sql(table)`: the first statement it runs on
+ * this instance creates the table and its indexes (in their latest form, `IF NOT EXISTS`) when
+ * the object does not have them yet, inside the caller's transaction if there is one. Any
+ * statement creates it, a read too (an empty table answers what the absent one would), so no
+ * read can fail on a missing table; the reads a session makes without using the table (its
+ * status, its listing facts, the drive loop's polls) answer empty from `exists` or their store's
+ * memo instead, so the tables a session never uses are never created.
+ */
+export class FirstUseTables {
+  readonly #sql: SqlStorage;
+  /** The first-use tables the object is known to have. */
+  readonly #present: Set<string>;
+  /** Those this instance created since its last commit (a rollback takes them away again). */
+  readonly #createdSinceCommit = new Set<string>();
+
+  /** `present`: the object's table names as it opened (none for a brand-new object). */
+  constructor(sql: SqlStorage, present: Iterable<string>) {
+    this.#sql = sql;
+    const onFirstUse = new Set<string>(TABLES_ON_FIRST_USE);
+    this.#present = new Set([...present].filter((name) => onFirstUse.has(name)));
+  }
+
+  /** The SQL of `table`'s store: the same statements, with the table made before the first. */
+  sql(table: TableOnFirstUse): TableSql {
+    return {
+      exec: <T extends Record<string, SqlStorageValue>>(query: string, ...bindings: unknown[]) => {
+        this.#ensure(table);
+        return this.#sql.exec<T>(query, ...bindings);
+      },
+      exists: () => this.has(table),
+    };
+  }
+
+  /**
+   * Whether the object has `table` (never creates it). One not known here yet is looked up in
+   * `sqlite_master` (a read of the schema SQLite keeps in memory), so a table made by any writer
+   * counts.
+   */
+  has(table: TableOnFirstUse): boolean {
+    if (this.#present.has(table)) return true;
+    const found =
+      this.#sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", table).toArray()
+        .length > 0;
+    if (found) this.#present.add(table);
+    return found;
+  }
+
+  /** A transaction committed: the tables it created stay. */
+  committed(): void {
+    this.#createdSinceCommit.clear();
+  }
+
+  /** A transaction rolled back: a table it created is gone, so its next use creates it again. */
+  rolledBack(): void {
+    for (const table of this.#createdSinceCommit) this.#present.delete(table);
+    this.#createdSinceCommit.clear();
+  }
+
+  #ensure(table: TableOnFirstUse): void {
+    if (this.#present.has(table)) return;
+    this.#sql.exec(FIRST_USE_DDL[table]);
+    this.#present.add(table);
+    this.#createdSinceCommit.add(table);
+  }
+}
