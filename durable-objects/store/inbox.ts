@@ -19,9 +19,15 @@ export type AdmissionResult =
   | { kind: "replayed"; messageId: string }
   | { kind: "conflict"; messageId: string };
 
+/** How many pending items one poll reads. */
+const PENDING_LIMIT = 256;
+
 /**
  * The inbox: the only turn queue, FIFO by acceptance position. Acceptance writes the row and its
- * `agent/inbox/inserted` event together (callers run it inside one transaction).
+ * `agent/inbox/inserted` event together (callers run it inside one transaction). The pending
+ * poll's answer is kept across the inbox's own writes when the write tells what it becomes (an
+ * admitted item joins its end, a claimed one leaves it), so a message's admission and its claim
+ * ask SQLite nothing more about the queue.
  */
 export class Inbox {
   /** Reads of the hot polls, until the next write of the table (read-memo.ts). */
@@ -33,7 +39,9 @@ export class Inbox {
   ) {}
 
   admit(item: Admission): AdmissionResult {
+    const pending = this.memo.known<readonly PendingItem[]>("pending", []);
     this.memo.changed();
+    if (pending) this.memo.remember("pending", pending.value); // unchanged unless admitted below
     if (item.idempotencyKey !== undefined) {
       const prior = this.sql
         .exec<{ message_id: string; content_hash: string }>(
@@ -58,6 +66,13 @@ export class Inbox {
       item.idempotencyKey ?? null,
       item.contentHash,
     );
+    // the new item is last in acceptance order: the known queue grows by it (if it fits the poll)
+    this.memo.changed();
+    if (pending && pending.value.length < PENDING_LIMIT)
+      this.memo.remember("pending", [
+        ...pending.value,
+        { messageId: item.messageId, lane: item.lane, waking: item.waking },
+      ]);
     this.log.append("agent/inbox/inserted", {
       messageId: item.messageId,
       lane: item.lane,
@@ -73,21 +88,23 @@ export class Inbox {
       .toArray()[0]?.message_id;
   }
 
-  pending(limit = 256): PendingItem[] {
-    return this.memo.read(`pending:${limit}`, () => this.#pending(limit), []);
+  /** The first PENDING_LIMIT pending items, in acceptance order. */
+  pending(): readonly PendingItem[] {
+    return this.memo.read("pending", () => this.#pending(), []);
   }
 
-  #pending(limit = 256): PendingItem[] {
+  #pending(): PendingItem[] {
     return this.sql
       .exec<{ message_id: string; lane: string; waking: number }>(
         "SELECT message_id, lane, waking FROM inbox WHERE state = 'pending' ORDER BY position LIMIT ?",
-        limit,
+        PENDING_LIMIT,
       )
       .toArray()
       .map((r) => ({ messageId: r.message_id, lane: r.lane as InboxLane, waking: r.waking === 1 }));
   }
 
   claim(messageId: string): { content: ContentBlock[]; source: MessageSource } | undefined {
+    const pending = this.memo.known<readonly PendingItem[]>("pending", []);
     this.memo.changed();
     const row = this.sql
       .exec<{ content: string; source: string }>(
@@ -95,6 +112,12 @@ export class Inbox {
         messageId,
       )
       .toArray()[0];
+    // the claimed item leaves the known queue (a full poll's answer would let the next one in: asked again)
+    if (pending && (pending.value.length < PENDING_LIMIT || !row))
+      this.memo.remember(
+        "pending",
+        pending.value.filter((p) => p.messageId !== messageId),
+      );
     return row ? { content: JSON.parse(row.content), source: JSON.parse(row.source) } : undefined;
   }
 
@@ -108,6 +131,7 @@ export class Inbox {
       .toArray()
       .map((r) => r.message_id);
     for (const messageId of ids) this.log.append("agent/inbox/discarded", { messageId, reason });
+    this.memo.remember("pending", []);
     return ids;
   }
 }

@@ -25,6 +25,23 @@ const LIVE_LIMIT = 64;
 /** A live row as the drive loop's poll reads it: with the time its next send is due. */
 type LiveRow = OutboxRow & { nextAt: number };
 
+/**
+ * What the next enqueue needs: the last position and each link's row count. Rows are never
+ * deleted, so only an enqueue changes it; known from a brand-new outbox on (read-memo.ts).
+ */
+interface Tail {
+  position: number;
+  links: Map<string, number>;
+}
+
+/**
+ * Answers kept across the outbox's own writes, with what each is for an empty outbox: `tail`
+ * (only an enqueue moves it, and says how) and `gap-free` (no row is dead or withdrawn: only a
+ * dead letter or a withdrawal ends it).
+ */
+const KEPT = { tail: (): Tail => ({ position: 0, links: new Map() }), "gap-free": (): boolean => true };
+type Kept = keyof typeof KEPT;
+
 export interface OutboxRow {
   id: string;
   /** The row's place in the outbox (rows of one link go out in this order). */
@@ -63,16 +80,19 @@ export class Outbox {
     // now and last in order), so the pass after the enqueue asks nothing
     const live = this.memo.known<readonly LiveRow[]>(`live:${LIVE_LIMIT}`, []);
     const due = this.memo.known<number | undefined>("nextDue", undefined);
-    this.memo.changed();
+    this.#changed(["gap-free", "tail"]);
+    const tail = this.#known("tail"); // after #changed: the answer the memo keeps, moved below
     // the next position, and the per-link sequence: the receiver applies a link's envelopes in this
     // order, whatever the network does
-    const { position, linkSeq } = this.sql
-      .exec<{ position: number; linkSeq: number }>(
-        `SELECT coalesce(max(position), 0) + 1 AS position,
+    const { position, linkSeq } = tail
+      ? { position: tail.position + 1, linkSeq: (tail.links.get(envelope.to) ?? 0) + 1 }
+      : this.sql
+          .exec<{ position: number; linkSeq: number }>(
+            `SELECT coalesce(max(position), 0) + 1 AS position,
            (SELECT count(*) FROM outbox WHERE target = ?) + 1 AS linkSeq FROM outbox`,
-        envelope.to,
-      )
-      .one();
+            envelope.to,
+          )
+          .one();
     const payload = JSON.stringify({ ...envelope, linkSeq });
     const inserted = this.sql
       .exec(
@@ -87,6 +107,11 @@ export class Outbox {
       )
       .toArray();
     if (inserted.length === 0) return false;
+    if (tail) {
+      // the memo's own answer, read only here: it moves with the row just written
+      tail.position = position;
+      tail.links.set(envelope.to, linkSeq);
+    }
     this.#claimedHere.add(envelope.id);
     const row: LiveRow = {
       id: envelope.id,
@@ -103,6 +128,21 @@ export class Outbox {
     return true;
   }
 
+  /** A kept answer (KEPT), if known. */
+  #known<K extends Kept>(key: K): ReturnType<(typeof KEPT)[K]> | undefined {
+    return this.memo.known<ReturnType<(typeof KEPT)[K]> | undefined>(
+      key,
+      KEPT[key]() as ReturnType<(typeof KEPT)[K]>,
+    )?.value;
+  }
+
+  /** A write of the outbox: the memo forgets what it read, except the kept answers the write leaves true. */
+  #changed(keep: readonly Kept[] = []): void {
+    const kept = keep.map((key) => [key, this.#known(key)] as const);
+    this.memo.changed();
+    for (const [key, value] of kept) if (value !== undefined) this.memo.remember(key, value);
+  }
+
   /** Whether this instance claimed the row's next send already (its first, when it enqueued it). */
   sendClaimed(row: OutboxRow): boolean {
     return row.sends === row.attempts + 1 && this.#claimedHere.has(row.id);
@@ -114,7 +154,7 @@ export class Outbox {
    * the row off or dead-letters it (false: do not send now); otherwise the send is claimed (true).
    */
   claimSend(row: OutboxRow, now = Date.now()): boolean {
-    this.memo.changed();
+    this.#changed(["gap-free", "tail"]);
     this.#claimedHere.delete(row.id);
     if (row.sends > row.attempts) {
       this.markFailed({ ...row, attempts: row.sends - 1 }, RESTARTED_DURING_SEND, false, now);
@@ -179,6 +219,7 @@ export class Outbox {
    * Sending is in order per link, so every earlier row is delivered, dead or withdrawn by now.
    */
   gapBelow(row: OutboxRow): number | undefined {
+    if (this.#known("gap-free") === true) return undefined; // no row is dead or withdrawn
     const { position } = row;
     const gap = this.sql
       .exec(
@@ -202,7 +243,7 @@ export class Outbox {
 
   /** A row that will never be sent (its run was disposed before its target existed). */
   withdraw(id: string, now = Date.now()): void {
-    this.memo.changed();
+    this.#changed(["tail"]);
     this.sql.exec(
       "UPDATE outbox SET delivered_at = ?, withdrawn = 1, last_error = NULL WHERE id = ? AND delivered_at IS NULL",
       now,
@@ -211,14 +252,14 @@ export class Outbox {
   }
 
   markDelivered(id: string, now = Date.now()): void {
-    this.memo.changed();
+    this.#changed(["gap-free", "tail"]);
     this.#claimedHere.delete(id);
     this.sql.exec("UPDATE outbox SET delivered_at = ?, last_error = NULL WHERE id = ?", now, id);
   }
 
   /** Makes an undelivered row due now (its target just came into existence). */
   retryNow(id: string, now = Date.now()): void {
-    this.memo.changed();
+    this.#changed(["gap-free", "tail"]);
     this.sql.exec(
       "UPDATE outbox SET next_at = ? WHERE id = ? AND delivered_at IS NULL AND dead_at IS NULL",
       now,
@@ -227,9 +268,9 @@ export class Outbox {
   }
 
   markFailed(row: OutboxRow, error: string, overloaded: boolean, now = Date.now()): void {
-    this.memo.changed();
-    this.#claimedHere.delete(row.id);
     const attempts = row.attempts + 1;
+    this.#changed(attempts >= MAX_ATTEMPTS ? ["tail"] : ["gap-free", "tail"]);
+    this.#claimedHere.delete(row.id);
     if (attempts >= MAX_ATTEMPTS) {
       this.sql.exec(
         "UPDATE outbox SET attempts = ?, sends = ?, dead_at = ?, last_error = ? WHERE id = ?",

@@ -11,7 +11,7 @@ export interface DriverStores {
   transact<T>(fn: () => T): T;
   loop: { get(): LoopState; set(state: LoopState): void };
   inbox: {
-    pending(): PendingItem[];
+    pending(): readonly PendingItem[];
     /** Marks a pending item claimed and returns what the user message needs. */
     claim(
       messageId: string,
