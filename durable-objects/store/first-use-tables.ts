@@ -46,17 +46,11 @@ export class FirstUseTables {
   }
 
   /**
-   * Whether the object has `table` (never creates it). One not known here yet is looked up in
-   * `sqlite_master` (a read of the schema SQLite keeps in memory), so a table made by any writer
-   * counts.
+   * Whether the object has `table` (never creates it). Every write of the product goes through
+   * the stores, so this instance knows: its tables as the object opened, and those it created.
    */
   has(table: TableOnFirstUse): boolean {
-    if (this.#present.has(table)) return true;
-    const found =
-      this.#sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", table).toArray()
-        .length > 0;
-    if (found) this.#present.add(table);
-    return found;
+    return this.#present.has(table);
   }
 
   /** A transaction committed: the tables it created stay. */

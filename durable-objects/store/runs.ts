@@ -161,7 +161,6 @@ export class Runs {
 
   /** Held starts whose retry window has passed by `now` (every held start for `Infinity`). */
   heldExpired(now: number): RunRow[] {
-    if (!this.sql.exists()) return []; // not created yet: empty
     const next = this.nextHeldExpiry();
     if (next === undefined || next > now) return [];
     return this.sql

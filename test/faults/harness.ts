@@ -8,7 +8,7 @@ import { env, exports } from "cloudflare:workers";
 import { vi } from "vitest";
 import { type FaultPointName, installFaults, REGISTRY_FAULT_SCOPE } from "../../src/core/faults";
 import type { FaultKind, FaultRule, RuleKind } from "./scenario";
-import { useFirstUseTables } from "../support/objects";
+import { rowsOf } from "../support/objects";
 
 /**
  * The campaign's machinery inside workerd: HTTP calls recorded as a history, fault rules turned
@@ -484,10 +484,9 @@ export function sqlOf<T extends Record<string, SqlStorageValue>>(
   query: string,
   ...bindings: SqlStorageValue[]
 ): Promise<T[]> {
-  return runInDurableObject(stubOf(id), (_instance: unknown, state: DurableObjectState) => {
-    useFirstUseTables(state.storage.sql); // a table not created yet reads as empty
-    return state.storage.sql.exec<T>(query, ...bindings).toArray();
-  });
+  return runInDurableObject(stubOf(id), (_instance: unknown, state: DurableObjectState) =>
+    rowsOf<T>(state.storage.sql, query, ...bindings),
+  );
 }
 
 /** Every session object of the namespace (this test file's storage). */

@@ -3,7 +3,8 @@ import { expect } from "vitest";
 import type { ChildInit } from "../../src/contract/child-init";
 import { api, startChild, startOneShot, waitForRun } from "./api";
 import { settledTimes } from "./logs";
-import { evict, sqlRows, stub } from "./objects";
+import { tablesIn } from "../../durable-objects/store/schema";
+import { evict, sqlRows, stub, useFirstUseTables } from "./objects";
 
 /**
  * The listings of a session's children (`GET /v1/sessions/:id/children` and `/descendants`,
@@ -54,7 +55,9 @@ export async function setCreatedAt(parent: string, times: Record<string, number>
  * its next count of children fails. `restoreChildrenTable` moves it back.
  */
 export async function breakChildrenTable(id: string): Promise<void> {
-  await sqlRows(id, "SELECT 1"); // the tables created on first use are there now
+  await runInDurableObject(stub(id), (_instance: unknown, state: DurableObjectState) =>
+    useFirstUseTables(state.storage.sql),
+  );
   await evict(id);
   await sqlRows(id, "ALTER TABLE children RENAME TO children_moved");
 }
@@ -65,20 +68,30 @@ export async function restoreChildrenTable(id: string): Promise<void> {
   });
 }
 
-/** Inserts a row into a parent's children table (the object it names need not exist). */
+/**
+ * Inserts a row into a parent's children table (the object it names need not exist). When the
+ * parent had no children table yet, its live instance does not know of the one made here (every
+ * write of the product goes through its stores), so it is evicted: a restart opens with it.
+ */
 export async function insertChildRow(
   parent: string,
   childId: string,
   createdAt: number,
   label: string | null = null,
 ) {
-  await sqlRows(
-    parent,
-    "INSERT INTO children (child_id, provider, mode, label, created_at, state) VALUES (?, 'spawn', 'one-shot', ?, ?, 'released')",
-    childId,
-    label,
-    createdAt,
-  );
+  const had = await runInDurableObject(stub(parent), (_instance: unknown, state: DurableObjectState) => {
+    const { sql } = state.storage;
+    const existed = tablesIn(sql).has("children");
+    useFirstUseTables(sql);
+    sql.exec(
+      "INSERT INTO children (child_id, provider, mode, label, created_at, state) VALUES (?, 'spawn', 'one-shot', ?, ?, 'released')",
+      childId,
+      label,
+      createdAt,
+    );
+    return existed;
+  });
+  if (!had) await evict(parent);
 }
 
 /**

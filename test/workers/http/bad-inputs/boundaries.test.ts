@@ -28,6 +28,7 @@ import {
 } from "../../../support/logs";
 import {
   dumpTables,
+  evict,
   hashOf,
   quiesce,
   registryStub,
@@ -1308,6 +1309,7 @@ describe("the children a session may start over its lifetime (MAX_CHILDREN_PER_S
           );
       });
     });
+    await evict(parent.id); // the rows were written behind the live instance: a restart reads them
     const start = (childId: string) =>
       api("POST", subagentsOf(parent.id), {
         body: { provider: "spawn", mode: "one-shot", prompt: "hi", childId },
