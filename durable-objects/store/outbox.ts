@@ -252,9 +252,20 @@ export class Outbox {
   }
 
   markDelivered(id: string, now = Date.now()): void {
+    const live = this.memo.known<readonly LiveRow[]>(`live:${LIVE_LIMIT}`, []);
     this.#changed(["gap-free", "tail"]);
     this.#claimedHere.delete(id);
     this.sql.exec("UPDATE outbox SET delivered_at = ?, last_error = NULL WHERE id = ?", now, id);
+    // a known poll that held every live row (fewer than its limit) still does, less this one:
+    // the pass after a send asks nothing either
+    if (live && live.value.length < LIVE_LIMIT) {
+      const rest = live.value.filter((row) => row.id !== id);
+      this.memo.remember(`live:${LIVE_LIMIT}`, rest);
+      this.memo.remember(
+        "nextDue",
+        rest.length === 0 ? undefined : Math.min(...rest.map((row) => row.nextAt)),
+      );
+    }
   }
 
   /** Makes an undelivered row due now (its target just came into existence). */

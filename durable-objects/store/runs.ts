@@ -67,6 +67,14 @@ function toRow(r: RawRun): RunRow {
   };
 }
 
+/** The hot polls' answers as known before a write (undefined: not known). */
+interface KnownPolls {
+  startingIds: readonly string[] | undefined;
+  runningLocalChildren: readonly string[] | undefined;
+  unsettledRemote: readonly RunRow[] | undefined;
+  nextHeldExpiry: { value: number | undefined } | undefined;
+}
+
 export class Runs {
   /** Reads of the hot polls, until the next write of `runs` (read-memo.ts). */
   readonly memo = new ReadMemo();
@@ -77,6 +85,7 @@ export class Runs {
     row: Omit<RunRow, "state" | "result" | "cancelRequested" | "requestKey" | "heldUntil">,
     requestKey?: string,
   ): void {
+    const polls = this.#polls();
     this.memo.changed();
     const raw: RawRun = {
       run_id: row.runId,
@@ -108,8 +117,11 @@ export class Runs {
       raw.created_at,
       raw.request_key,
     );
-    // the start reads its run right after: the row as a read would return it
-    this.memo.remember(`get:${row.runId}`, toRow(raw));
+    // the start reads its run right after: the row as a read would return it; a new row is
+    // starting and not held, so it joins the starting ids and changes no other poll
+    const inserted: RunRow = { ...toRow({ ...raw, spec: "null" }), spec: row.spec };
+    this.memo.remember(`get:${row.runId}`, inserted);
+    this.#keep(polls, { startingIds: (ids) => [...ids, row.runId] });
   }
 
   /** A result that arrived while its run was still being published (kept for the publication). */
@@ -197,29 +209,68 @@ export class Runs {
 
   /** starting -> running, once; false when another publisher got there first. */
   markRunning(runId: string): boolean {
+    const polls = this.#polls();
+    const row = this.memo.known<RunRow | undefined>(`get:${runId}`, undefined)?.value;
     this.memo.changed();
-    return (
+    const changed =
       this.sql
         .exec(
           "UPDATE runs SET state = 'running' WHERE run_id = ? AND state = 'starting' RETURNING run_id",
           runId,
         )
-        .toArray().length > 0
+        .toArray().length > 0;
+    if (!changed) {
+      this.#keep(polls, {}, row && { runId, row });
+      return false;
+    }
+    // what the polls become is known when the row is: it left the starting ids and joined the
+    // running local children or the far-side runs
+    const running = row && { ...row, state: "running" as const };
+    this.#keep(
+      polls,
+      {
+        startingIds: (ids) => ids.filter((id) => id !== runId),
+        runningLocalChildren: running
+          ? (ids) => (running.local ? [...ids, running.childId] : ids)
+          : undefined,
+        unsettledRemote: running ? (rows) => (running.local ? rows : [...rows, running]) : undefined,
+      },
+      running && { runId, row: running },
     );
+    return true;
   }
 
   /** Records the result once; resolves false if the run was already settled. */
   settle(runId: string, result: SubagentResult): boolean {
+    const polls = this.#polls();
+    const row = this.memo.known<RunRow | undefined>(`get:${runId}`, undefined)?.value;
     this.memo.changed();
-    return (
+    const changed =
       this.sql
         .exec(
           "UPDATE runs SET state = 'settled', result = ? WHERE run_id = ? AND state != 'settled' RETURNING run_id",
           JSON.stringify(result),
           runId,
         )
-        .toArray().length > 0
+        .toArray().length > 0;
+    if (!changed) {
+      this.#keep(polls, {}, row && { runId, row });
+      return false;
+    }
+    // a settled run leaves every poll of unsettled runs (a held one stays held: its expiry stays)
+    const settled = row && { ...row, state: "settled" as const, result };
+    this.#keep(
+      polls,
+      {
+        startingIds: (ids) => ids.filter((id) => id !== runId),
+        runningLocalChildren: row
+          ? (ids) => (row.local && row.state === "running" ? ids.filter((id) => id !== row.childId) : ids)
+          : undefined,
+        unsettledRemote: (rows) => rows.filter((r) => r.runId !== runId),
+      },
+      settled && { runId, row: settled },
     );
+    return true;
   }
 
   requestCancel(runId: string): void {
@@ -328,6 +379,45 @@ export class Runs {
           .map(toRow),
       [],
     );
+  }
+
+  /** The polls' answers known now (before a write), for `#keep`. */
+  #polls(): KnownPolls {
+    return {
+      startingIds: this.memo.known<readonly string[]>("startingIds", [])?.value,
+      runningLocalChildren: this.memo.known<readonly string[]>("runningLocalChildren", [])?.value,
+      unsettledRemote: this.memo.known<readonly RunRow[]>("unsettledRemote", [])?.value,
+      nextHeldExpiry: this.memo.known<number | undefined>("nextHeldExpiry", undefined),
+    };
+  }
+
+  /**
+   * After a write whose effect on the polls is known: each poll known before is remembered as
+   * `change` makes it (unchanged when `change` does not name it; forgotten when it names it as
+   * undefined), and the written run's row when the write knows it. The held starts' expiry is
+   * kept as it was: only `hold`, `unhold` and `delete` move it, and they forget every poll.
+   */
+  #keep(
+    polls: KnownPolls,
+    change: {
+      startingIds?: ((ids: readonly string[]) => readonly string[]) | undefined;
+      runningLocalChildren?: ((ids: readonly string[]) => readonly string[]) | undefined;
+      unsettledRemote?: ((rows: readonly RunRow[]) => readonly RunRow[]) | undefined;
+    },
+    written?: { runId: string; row: RunRow },
+  ): void {
+    const lists = ["startingIds", "runningLocalChildren", "unsettledRemote"] as const;
+    for (const key of lists) {
+      const known = polls[key] as readonly never[] | undefined;
+      if (known === undefined) continue;
+      if (!(key in change)) this.memo.remember(key, known);
+      else {
+        const next = change[key] as ((value: readonly never[]) => readonly unknown[]) | undefined;
+        if (next) this.memo.remember(key, next(known));
+      }
+    }
+    if (polls.nextHeldExpiry) this.memo.remember("nextHeldExpiry", polls.nextHeldExpiry.value);
+    if (written) this.memo.remember(`get:${written.runId}`, written.row);
   }
 
   #one(query: string, ...bindings: unknown[]): RunRow | undefined {

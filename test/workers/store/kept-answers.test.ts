@@ -1,9 +1,12 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { EventLog } from "../../../durable-objects/store/event-log";
+import { FirstUseTables } from "../../../durable-objects/store/first-use-tables";
 import { Inbox } from "../../../durable-objects/store/inbox";
 import { MAX_ATTEMPTS, Outbox } from "../../../durable-objects/store/outbox";
-import { migrate } from "../../../durable-objects/store/schema";
+import { Runs } from "../../../durable-objects/store/runs";
+import { migrate, tablesIn } from "../../../durable-objects/store/schema";
+import type { ChildInit } from "../../../src/contract/child-init";
 import { SessionStores } from "../../../durable-objects/store/session-stores";
 import type { Envelope } from "../../../src/contract/envelope";
 import { stub } from "../../support/objects";
@@ -32,7 +35,8 @@ const envelope = (id: string, to: string): Envelope => ({
 
 /**
  * The outbox and the inbox keep some answers across their own writes (the next position and
- * link sequence, whether any row is dead or withdrawn, the pending queue). Whatever the writes
+ * link sequence, whether any row is dead or withdrawn, the live rows and when the next is due,
+ * the pending queue). Whatever the writes
  * and rollbacks, those answers must be what SQLite says: each is compared with a store that has
  * no memory (a new instance over the same tables).
  */
@@ -101,6 +105,10 @@ describe("answers the stores keep across their own writes", () => {
         const compare = (step: number) => {
           const truth = sqlite();
           expect(stores.inbox.pending(), `pending after step ${step}`).toEqual(truth.inbox.pending());
+          expect(stores.outbox.nextDue(), `next due after step ${step}`).toBe(truth.outbox.nextDue());
+          expect(stores.outbox.due(Number.MAX_SAFE_INTEGER), `live rows after step ${step}`).toEqual(
+            truth.outbox.due(Number.MAX_SAFE_INTEGER),
+          );
           const live = truth.outbox.due(Number.MAX_SAFE_INTEGER);
           for (const row of live)
             expect(stores.outbox.gapBelow(row), `gap below ${row.id} after step ${step}`).toBe(
@@ -146,6 +154,114 @@ describe("answers the stores keep across their own writes", () => {
         expect(kinds.delivered).toBeGreaterThan(0);
         expect(kinds.dead).toBeGreaterThan(0);
         expect(kinds.withdrawn).toBeGreaterThan(0);
+      });
+    },
+  );
+
+  it.each([1, 2, 3, 4])(
+    "the runs' polls match SQLite after every start, publication, settlement and hold (seed %i)",
+    async (seed) => {
+      await runInDurableObject(stub(crypto.randomUUID()), (_instance: unknown, state: DurableObjectState) => {
+        const created = migrate(state.storage);
+        const stores = new SessionStores(state.storage, new EventLog(state.storage.sql), () => {}, {
+          created,
+        });
+        const sqlite = () =>
+          new Runs(new FirstUseTables(state.storage.sql, tablesIn(state.storage.sql)).sql("runs"));
+        const next = random(seed);
+        const ids: string[] = [];
+        const any = () => ids[next(Math.max(1, ids.length))];
+        const spec = { prompt: [{ type: "text", text: "hi" }] } as unknown as ChildInit;
+        const ops = [
+          () => {
+            const runId = `r${ids.length}`;
+            ids.push(runId);
+            stores.runs.insert({
+              runId,
+              childId: `c${ids.length}`,
+              provider: "spawn",
+              local: next(3) !== 0,
+              callKey: null,
+              taskId: null,
+              toolName: null,
+              spec,
+              createdAt: ids.length,
+            });
+          },
+          () => {
+            const runId = any();
+            if (runId) {
+              stores.runs.get(runId); // the row known before the write, or not
+              stores.runs.markRunning(runId);
+            }
+          },
+          () => {
+            const runId = any();
+            if (runId) stores.runs.markRunning(runId);
+          },
+          () => {
+            const runId = any();
+            if (runId) stores.runs.settle(runId, { stopReason: "completed", output: [] });
+          },
+          () => {
+            const runId = any();
+            if (runId) {
+              stores.runs.get(runId);
+              stores.runs.settle(runId, { stopReason: "completed", output: [{ type: "text", text: "x" }] });
+            }
+          },
+          () => {
+            const runId = any();
+            if (runId && next(4) === 0) stores.runs.hold(runId, 1_000 + next(100));
+          },
+          () => {
+            const runId = any();
+            if (runId && next(4) === 0) stores.runs.unhold(runId);
+          },
+          () => {
+            const runId = any();
+            if (runId && next(6) === 0) stores.runs.delete(runId);
+          },
+          () => {
+            const runId = any();
+            if (runId && next(3) === 0) stores.runs.requestCancel(runId);
+          },
+        ];
+        const sorted = (list: readonly string[]) => [...list].sort();
+        const compare = (step: number) => {
+          const truth = sqlite();
+          for (const runId of ids)
+            expect(stores.runs.get(runId), `run ${runId} after step ${step}`).toEqual(truth.get(runId));
+          expect(sorted(stores.runs.startingIds()), `starting after step ${step}`).toEqual(
+            sorted(truth.startingIds()),
+          );
+          expect(sorted(stores.runs.runningLocalChildren()), `running local after step ${step}`).toEqual(
+            sorted(truth.runningLocalChildren()),
+          );
+          const byId = (rows: readonly { runId: string }[]) =>
+            [...rows].sort((a, b) => a.runId.localeCompare(b.runId));
+          expect(byId(stores.runs.unsettledRemote()), `far-side after step ${step}`).toEqual(
+            byId(truth.unsettledRemote()),
+          );
+          expect(stores.runs.nextHeldExpiry(), `held expiry after step ${step}`).toBe(truth.nextHeldExpiry());
+        };
+        for (let step = 0; step < 300; step++) {
+          const op = ops[next(ops.length)]!;
+          if (step >= 150 && next(8) === 0) {
+            expect(() =>
+              stores.transact(() => {
+                op();
+                throw new Error("rolled back");
+              }),
+            ).toThrow("rolled back");
+          } else stores.transact(() => op());
+          compare(step);
+        }
+        const states = state.storage.sql
+          .exec<{ state: string }>("SELECT DISTINCT state FROM runs ORDER BY state")
+          .toArray()
+          .map((r) => r.state);
+        expect(states).toEqual(["running", "settled", "starting"]);
       });
     },
   );
