@@ -107,7 +107,9 @@ export function placeChild(
   if (!placedId.ok) return placedId;
   const childId = placedId.value;
   if (!reattach) {
-    if (idInUse(ctx, childId)) return fail("DUPLICATE_CHILD", `child ${childId} already exists`);
+    // an id made here is new (a random UUID): only a caller's can be one this parent used
+    if (request.childId !== undefined && idInUse(ctx, childId))
+      return fail("DUPLICATE_CHILD", `child ${childId} already exists`);
     const budget = childBudget(ctx);
     if (!budget.ok) return budget;
   }
