@@ -24,8 +24,12 @@ export class FirstUseTables {
   readonly #sql: SqlStorage;
   /** The first-use tables the object is known to have. */
   readonly #present: Set<string>;
-  /** Those this instance created since its last commit (a rollback takes them away again). */
-  readonly #createdSinceCommit = new Set<string>();
+  /**
+   * The tables created inside each open transaction, innermost last (a rollback of one takes
+   * its tables away again; a commit hands them to the transaction around it, if any). One made
+   * outside every transaction stays: it commits with the object's own implicit write batch.
+   */
+  readonly #createdIn: Set<string>[] = [];
 
   /** `present`: the object's table names as it opened (none for a brand-new object). */
   constructor(sql: SqlStorage, present: Iterable<string>) {
@@ -53,21 +57,27 @@ export class FirstUseTables {
     return this.#present.has(table);
   }
 
-  /** A transaction committed: the tables it created stay. */
-  committed(): void {
-    this.#createdSinceCommit.clear();
+  /** A transaction begins (SessionStores.transact). */
+  began(): void {
+    this.#createdIn.push(new Set());
   }
 
-  /** A transaction rolled back: a table it created is gone, so its next use creates it again. */
+  /** The innermost transaction committed: the tables it created stay (with the one around it). */
+  committed(): void {
+    const created = this.#createdIn.pop();
+    const outer = this.#createdIn.at(-1);
+    if (created && outer) for (const table of created) outer.add(table);
+  }
+
+  /** The innermost transaction rolled back: a table it created is gone, so its next use makes it again. */
   rolledBack(): void {
-    for (const table of this.#createdSinceCommit) this.#present.delete(table);
-    this.#createdSinceCommit.clear();
+    for (const table of this.#createdIn.pop() ?? []) this.#present.delete(table);
   }
 
   #ensure(table: TableOnFirstUse): void {
     if (this.#present.has(table)) return;
     this.#sql.exec(FIRST_USE_DDL[table]);
     this.#present.add(table);
-    this.#createdSinceCommit.add(table);
+    this.#createdIn.at(-1)?.add(table);
   }
 }

@@ -100,6 +100,7 @@ export class SessionStores implements DriverStores {
 
   transact<T>(fn: () => T): T {
     let result: T;
+    this.tables.began();
     try {
       result = this.storage.transactionSync(() => {
         const value = fn();

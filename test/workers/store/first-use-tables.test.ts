@@ -58,4 +58,32 @@ describe("tables created on first use", () => {
       expect(reopened.flags.get("draining")).toBe("1");
     });
   });
+
+  it("a table created outside any transaction stays known through a later rollback; one created in a nested transaction goes with the outer one", async () => {
+    await runInDurableObject(stub(crypto.randomUUID()), (_instance: unknown, state: DurableObjectState) => {
+      const created = migrate(state.storage);
+      const stores = new SessionStores(state.storage, new EventLog(state.storage.sql), () => {}, { created });
+      stores.flags.set("draining", "1"); // no transaction: kept with the object's own write batch
+      expect(() =>
+        stores.transact(() => {
+          stores.children.own("c1", "spawn", "one-shot", undefined, 1);
+          throw new Error("rolled back");
+        }),
+      ).toThrow("rolled back");
+      expect(stores.tables.has("flags")).toBe(true);
+      expect(stores.flags.get("draining")).toBe("1");
+      expect(stores.tables.has("children")).toBe(false);
+      expect(stores.children.count()).toBe(0);
+      expect(() =>
+        stores.transact(() => {
+          stores.transact(() => stores.children.own("c2", "spawn", "one-shot", undefined, 2));
+          throw new Error("outer rolled back");
+        }),
+      ).toThrow("outer rolled back");
+      expect(tablesIn(state.storage.sql).has("children")).toBe(false);
+      expect(stores.tables.has("children")).toBe(false);
+      stores.transact(() => stores.children.own("c3", "spawn", "one-shot", undefined, 3));
+      expect(stores.children.all().map((c) => c.childId)).toEqual(["c3"]);
+    });
+  });
 });
