@@ -414,7 +414,7 @@ try {
       "waited for a CPU (/proc/pressure/cpu), i.e. how contended the shared machine was. " +
       (load.noneSustained
         ? `No step was sustained: held the lowest, ${load.chosenRate}/s.`
-        : `Held ${load.chosenRate} msgs/s, the highest step sustained.`),
+        : `Held ${load.chosenRate} msgs/s, one step below the highest sustained (${load.highestSustained}/s).`),
     `Hold: ${load.hold.accepted} of ${load.hold.sent} accepted in ${load.hold.seconds} s = ` +
       `${load.hold.acceptedPerSecond.toFixed(1)} accepted msgs/s (by 5 s window: ` +
       `${load.hold.acceptedPerSecondBy5s.join(", ") || "-"}); accept p50 ${ms(load.hold.latency.p50)} ms, ` +
