@@ -23,6 +23,34 @@ function random(seed: number): (n: number) => number {
   };
 }
 
+/**
+ * Plays 300 random writes, each in its own transaction, and compares after each (`compare`).
+ * The first 150 only commit (a rollback makes the stores forget what they kept: it is asked
+ * again); after them one write in eight runs in a transaction that rolls back, and nothing of it
+ * may be remembered. `at` hears each step's number before its write.
+ */
+function play(
+  stores: SessionStores,
+  next: (n: number) => number,
+  ops: readonly (() => unknown)[],
+  compare: (step: number) => void,
+  at: (step: number) => void = () => {},
+): void {
+  for (let step = 0; step < 300; step++) {
+    at(step);
+    const op = ops[next(ops.length)]!;
+    if (step >= 150 && next(8) === 0) {
+      expect(() =>
+        stores.transact(() => {
+          op();
+          throw new Error("rolled back");
+        }),
+      ).toThrow("rolled back");
+    } else stores.transact(() => op());
+    compare(step);
+  }
+}
+
 const envelope = (id: string, to: string): Envelope => ({
   v: 1,
   id,
@@ -130,21 +158,9 @@ describe("answers the stores keep across their own writes", () => {
             );
           });
         };
-        // first writes only (a rollback makes the stores forget what they kept: it is asked again),
-        // then writes with rollbacks among them
-        for (; step < 300; step++) {
-          const op = ops[next(ops.length)]!;
-          if (step >= 150 && next(8) === 0) {
-            // the same write inside a transaction that rolls back: nothing of it may be remembered
-            expect(() =>
-              stores.transact(() => {
-                op();
-                throw new Error("rolled back");
-              }),
-            ).toThrow("rolled back");
-          } else stores.transact(() => op());
-          compare(step);
-        }
+        play(stores, next, ops, compare, (n) => {
+          step = n;
+        });
         // the sequence exercised every kind of row
         const kinds = state.storage.sql
           .exec<{ delivered: number; dead: number; withdrawn: number }>(
@@ -245,18 +261,7 @@ describe("answers the stores keep across their own writes", () => {
           );
           expect(stores.runs.nextHeldExpiry(), `held expiry after step ${step}`).toBe(truth.nextHeldExpiry());
         };
-        for (let step = 0; step < 300; step++) {
-          const op = ops[next(ops.length)]!;
-          if (step >= 150 && next(8) === 0) {
-            expect(() =>
-              stores.transact(() => {
-                op();
-                throw new Error("rolled back");
-              }),
-            ).toThrow("rolled back");
-          } else stores.transact(() => op());
-          compare(step);
-        }
+        play(stores, next, ops, compare);
         const states = state.storage.sql
           .exec<{ state: string }>("SELECT DISTINCT state FROM runs ORDER BY state")
           .toArray()
