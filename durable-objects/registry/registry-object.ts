@@ -1,10 +1,11 @@
 import { DurableObject } from "cloudflare:workers";
 import { fail, ok, type Outcome } from "../../src/contract/errors";
 import {
+  adminProviderInfo,
   DEFAULT_PROVIDERS,
-  describeProvider,
   type ProviderInfo,
   type ProviderRecord,
+  providerTenants,
 } from "../../src/providers/catalog";
 import type { DirectoryEntry, RegistryEvent } from "../../src/contract/session-api";
 import type { Jurisdiction, LocationHint } from "../../src/core/placement";
@@ -60,9 +61,10 @@ export class RegistryObject extends DurableObject<Env> {
     }
   }
 
+  /** Every provider with its url and tenants: the Worker narrows it to what each caller may see. */
   async list(): Promise<ProviderInfo[]> {
     await this.#fault();
-    return this.#records().map(describeProvider);
+    return this.#records().map(adminProviderInfo);
   }
 
   /** The full record, transport credentials included: for the runtime only, never for listings. */
@@ -76,7 +78,7 @@ export class RegistryObject extends DurableObject<Env> {
     if (this.#records().some((r) => r.name === record.name))
       return fail("DUPLICATE_PROVIDER", `provider ${record.name} is already registered`);
     this.ctx.storage.transactionSync(() => this.#insert(record));
-    return ok(describeProvider(record));
+    return ok(adminProviderInfo(record));
   }
 
   async remove(name: string): Promise<Outcome<{ removed: string }>> {
@@ -84,9 +86,15 @@ export class RegistryObject extends DurableObject<Env> {
     const { sql } = this.ctx.storage;
     this.#providers.changed();
     const removed = this.ctx.storage.transactionSync(() => {
-      const gone = sql.exec("DELETE FROM providers WHERE name = ? RETURNING name", name).toArray().length > 0;
-      if (gone) this.#append("subagent/provider-removed", { name });
-      return gone;
+      const gone = sql
+        .exec<{ record: string }>("DELETE FROM providers WHERE name = ? RETURNING record", name)
+        .toArray()[0];
+      if (gone) {
+        const record = JSON.parse(gone.record) as ProviderRecord;
+        // the tenants say who may see the removal in the registry's log
+        this.#append("subagent/provider-removed", { name, tenants: providerTenants(record) });
+      }
+      return gone !== undefined;
     });
     return removed ? ok({ removed: name }) : fail("NO_PROVIDER", `no provider named ${name}`);
   }
@@ -185,7 +193,7 @@ export class RegistryObject extends DurableObject<Env> {
       position,
       JSON.stringify(record),
     );
-    this.#append("subagent/provider-added", { name: record.name, provider: describeProvider(record) });
+    this.#append("subagent/provider-added", { name: record.name, provider: adminProviderInfo(record) });
   }
 
   #append(type: RegistryEvent["type"], data: RegistryEvent["data"]): void {

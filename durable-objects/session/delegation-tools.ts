@@ -19,6 +19,7 @@ import type { ProviderInfo } from "../../src/contract/provider";
 import type { SessionHeader } from "../../src/contract/session";
 import { DEFAULT_PROVIDERS, describeProvider } from "../../src/providers/catalog";
 import { providerList } from "../../src/providers/provider-lists";
+import { mayUse, scopeOf } from "../../src/providers/provider-access";
 
 const CONTROL_TOOLS = [
   anyTool(sendMessageTool),
@@ -30,7 +31,7 @@ const CONTROL_TOOLS = [
 
 /**
  * The delegation tools as a tool source: one `subagent` tool per provider the session may use
- * (its `providers` option), the control tools, and the tools by which a child answers, which
+ * (those of its tenant its `providers` option names: provider-access.ts), the control tools, and the tools by which a child answers, which
  * survive any tool filter: `structured_output` for a one-shot child given an output schema,
  * `report` in continuable children.
  */
@@ -50,10 +51,10 @@ export class DelegationTools implements ToolSource<SessionHost> {
   }
 
   async offer(header: SessionHeader): Promise<OfferedTool<SessionHost>[]> {
-    const allowed = header.options.providers;
+    const scope = scopeOf(header);
     const mode = header.options.backgroundMode ?? "continuable";
     const offered: OfferedTool<SessionHost>[] = (await this.#providerList())
-      .filter((p) => allowed === undefined || allowed.includes(p.name))
+      .filter((p) => mayUse(p, scope))
       .map((p, i) => ({ tool: anyTool(subagentTool(p, subagentToolName(p.name, i), mode)) }));
     for (const tool of CONTROL_TOOLS) offered.push({ tool });
     const schema = header.oneShot?.outputSchema;

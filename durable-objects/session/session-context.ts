@@ -21,6 +21,10 @@ export interface SessionContext {
   tools: ToolCatalog<SessionHost>;
   /** A session's object; the location hint matters only to the call that creates it. */
   session(id: string, locationHint?: LocationHint): SessionRpc;
+  /**
+   * The provider `name` if this session may start children through it (its tenant's, and named by
+   * its `providers` option if it has one); undefined, exactly as for an unknown name, otherwise.
+   */
   provider(name: string): Promise<ProviderRecord | undefined>;
   /** The model routes this deployment serves. */
   models: ModelRoutes;

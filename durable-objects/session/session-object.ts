@@ -1,3 +1,5 @@
+import type { ProviderScope } from "../../src/contract/provider";
+import { scopeOf } from "../../src/providers/provider-access";
 import { compact } from "../../src/core/compact";
 import { DurableObject } from "cloudflare:workers";
 import type { ChildInit } from "../../src/contract/child-init";
@@ -93,6 +95,12 @@ export class SessionObject extends DurableObject<Env> {
   describe(caller: Caller): Outcome<SessionView> {
     const header = this.#authorize(caller, "read");
     return header.ok ? ok(this.#view(header.value)) : header;
+  }
+
+  /** The providers this session may use (its tenant, its `providers` option), for its token's listings. */
+  providerScope(caller: Caller): Outcome<ProviderScope> {
+    const header = this.#authorize(caller, "read");
+    return header.ok ? ok(scopeOf(header.value)) : header;
   }
 
   send(caller: Caller, input: SendInput): Outcome<{ messageId: string }> {

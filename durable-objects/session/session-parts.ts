@@ -1,3 +1,4 @@
+import { mayUse, scopeOf } from "../../src/providers/provider-access";
 import { builtinTools } from "../../src/agent/builtin-tools";
 import type { SessionHost } from "../../src/agent/host";
 import { ToolCatalog } from "../../src/agent/tool-source";
@@ -171,7 +172,12 @@ function sessionContext(
       new DelegationTools(() => registryStub(env).list(), registryStub(env).id.toString()),
     ]),
     session: (id, locationHint) => sessionStub(env, id, locationHint),
-    provider: (name) => registryStub(env).resolve(name),
+    // a provider of another tenant, or outside the session's `providers`, is no provider at all
+    provider: async (name) => {
+      const record = await registryStub(env).resolve(name);
+      const header = stores.header.get();
+      return record && header && mayUse(record, scopeOf(header)) ? record : undefined;
+    },
     // the model routes this deployment serves (checked when a session or child is created)
     models: deployment.models(env),
     defaultModel: defaultModelOf(env),

@@ -232,21 +232,25 @@ export interface ProviderInfo {
   inheritsParentContext: boolean;
   continuable: boolean;
   local: boolean;
+  /** Where the other side lives: shown to the deployment admin only. */
   url?: string;
+  /** The tenants that may use it (`["*"]`: all): shown to the deployment admin only. */
+  tenants?: string[];
 }
 
+/** `tenants`: who may use the provider, tenant names or `["*"]` (default `["default"]`). */
 export type RegisterProviderRequest =
-  | { kind: "remote"; url: string; token?: string }
-  | { kind: "acp"; url: string; token?: string }
-  | { kind: "a2a"; url: string; token?: string }
-  | { kind: "spawn" }
-  | { kind: "fork" };
+  | { kind: "remote"; url: string; token?: string; tenants?: string[] }
+  | { kind: "acp"; url: string; token?: string; tenants?: string[] }
+  | { kind: "a2a"; url: string; token?: string; tenants?: string[] }
+  | { kind: "spawn"; tenants?: string[] }
+  | { kind: "fork"; tenants?: string[] };
 
 export interface ProviderEvent {
   seq: number;
   type: "subagent/provider-added" | "subagent/provider-removed";
   at: number;
-  data: { name: string; provider?: ProviderInfo };
+  data: { name: string; provider?: ProviderInfo; tenants?: string[] };
 }
 
 export interface ProviderEventPage {

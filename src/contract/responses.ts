@@ -102,6 +102,7 @@ export const ProviderInfo = z.looseObject({
   continuable: z.boolean(),
   local: z.boolean(),
   url: z.string().optional(),
+  tenants: z.array(z.string()).optional(),
 });
 export const ProviderList = z.object({ providers: z.array(ProviderInfo) });
 export const ProviderEventPage = z.object({

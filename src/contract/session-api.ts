@@ -5,7 +5,7 @@ import type { Outcome } from "./errors";
 import type { SessionEvent } from "./events";
 import type { RunView, StartRequest, StartedRun } from "./run";
 import type { AgentOptions, Caller, SessionView } from "./session";
-import type { ProviderInfo, ProviderRecord } from "./provider";
+import type { ProviderInfo, ProviderRecord, ProviderScope } from "./provider";
 import type { ChildEntry, DescendantEntry } from "./listing";
 import type { Jurisdiction, LocationHint } from "./placement";
 import type { ContinuableInit, ContinuableStart, FollowupInput, InterruptAuthority } from "./continuable";
@@ -14,6 +14,8 @@ import type { ContinuableInit, ContinuableStart, FollowupInput, InterruptAuthori
 export interface SessionApi {
   create(input: CreateSession): Promise<Outcome<{ view: SessionView; replayed: boolean }>>;
   describe(caller: Caller): Promise<Outcome<SessionView>>;
+  /** The providers this session may use: its tenant and its `providers` option. */
+  providerScope(caller: Caller): Promise<Outcome<ProviderScope>>;
   send(caller: Caller, input: SendInput): Promise<Outcome<{ messageId: string }>>;
   /** A page after `query.after`; with `waitMs` (at most 60 s) an empty page waits for the next event. */
   events(
@@ -77,6 +79,7 @@ export interface SessionRpc extends SessionApi {
 
 /** The provider registry object's surface. */
 export interface RegistryApi {
+  /** Every provider as the deployment admin sees it (with url and tenants); callers narrow it per viewer. */
   list(): Promise<ProviderInfo[]>;
   resolve(name: string): Promise<ProviderRecord | undefined>;
   register(record: ProviderRecord): Promise<Outcome<ProviderInfo>>;
@@ -105,7 +108,8 @@ export interface RegistryEvent {
   seq: number;
   type: "subagent/provider-added" | "subagent/provider-removed";
   at: number;
-  data: { name: string; provider?: ProviderInfo };
+  /** `provider`: as registered (with its url and tenants); `tenants` on a removal. */
+  data: { name: string; provider?: ProviderInfo; tenants?: string[] };
 }
 
 export interface CreateSession {

@@ -98,6 +98,9 @@ export type Caller =
 
 export const DEFAULT_TENANT = "default";
 
+/** What a tenant's name may be (`TENANT_TOKENS` values, provider `tenants`). */
+export const TENANT_NAME = /^[a-z0-9-]{1,64}$/;
+
 export function tenantOf(value: { tenant?: string | undefined }): string {
   return value.tenant ?? DEFAULT_TENANT;
 }

@@ -1,5 +1,7 @@
 import type { IRequest, RouterType } from "itty-router";
-import { fail } from "../contract/errors";
+import { type Failure, fail } from "../contract/errors";
+import type { Caller } from "../contract/session";
+import { type ProviderViewer, providersFor, registryEventsFor } from "../providers/provider-access";
 import { isSessionId } from "../contract/ids";
 import { StartSubagentBody } from "../contract/run";
 import { ContinuableStartSchema, DrainBody, FollowupBody } from "../contract/continuable";
@@ -14,6 +16,14 @@ import { z } from "zod";
 import { EventsQuery } from "../contract/wire";
 
 /** Provider registry and one-shot delegation routes (docs/api.md). */
+
+/** Who reads the registry: the deployment admin, a tenant's admin, or a session (its tenant and `providers`). */
+async function viewerOf(env: Env, caller: Caller): Promise<ProviderViewer | Failure> {
+  if (caller.kind === "admin")
+    return caller.tenant === undefined ? { kind: "deployment" } : { kind: "scoped", tenant: caller.tenant };
+  const scope = await sessionStub(env, caller.sessionId).providerScope(caller);
+  return scope.ok ? { kind: "scoped", ...scope.value } : fail("UNAUTHENTICATED", "the token is not valid");
+}
 
 export const RunQuery = z.strictObject({
   wait: z
@@ -32,20 +42,32 @@ function ids(request: IRequest): { id: string; runId?: string } | undefined {
 }
 
 export function addDelegationRoutes(router: RouterType<IRequest, [Env, ExecutionContext]>): void {
+  // any valid token reads the registry, each as far as it may see it (provider-access.ts); the
+  // session a session token names is asked for its scope, which also checks the token
   router.get(
     "/v1/providers",
-    authed(async (_request, env) => json({ providers: await registryStub(env).list() }), "any"),
+    authed(async (_request, env, caller) => {
+      const viewer = await viewerOf(env, caller);
+      if ("ok" in viewer) return failure(viewer);
+      return json({ providers: providersFor(await registryStub(env).list(), viewer) });
+    }),
   );
 
   router.get(
     "/v1/providers/events",
-    authed(async (request, env) => {
+    authed(async (request, env, caller) => {
       const query = validate(queryOf(request), EventsQuery);
       if (!query.ok) return failure(query);
+      const viewer = await viewerOf(env, caller);
+      if ("ok" in viewer) return failure(viewer);
+      // the page is cut from the whole log, so `next` moves past events this viewer does not see
       const events = await registryStub(env).events(query.value.after, query.value.limit + 1);
       const page = events.slice(0, query.value.limit);
-      return json({ events: page, next: events.length > page.length ? (page.at(-1)?.seq ?? null) : null });
-    }, "any"),
+      return json({
+        events: registryEventsFor(page, viewer),
+        next: events.length > page.length ? (page.at(-1)?.seq ?? null) : null,
+      });
+    }),
   );
 
   const putProvider: Authed = async (request, env) => {

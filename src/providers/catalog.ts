@@ -1,6 +1,13 @@
 import { compact } from "../core/compact";
 import { z } from "zod";
-import type { ProviderInfo, ProviderKind, ProviderRecord, SubagentCapabilities } from "../contract/provider";
+import {
+  ALL_TENANTS,
+  type ProviderInfo,
+  type ProviderKind,
+  type ProviderRecord,
+  type SubagentCapabilities,
+} from "../contract/provider";
+import { DEFAULT_TENANT, TENANT_NAME } from "../contract/session";
 import { ServiceUrl } from "../contract/wire";
 import { AcpUrl } from "./acp-protocol";
 
@@ -22,6 +29,10 @@ const NONE: SubagentCapabilities = {
   persona: false,
 };
 
+/**
+ * A provider as every caller may see it: name, kind, capabilities and flags. Its `url` and
+ * `tenants` are the deployment's business (`adminProviderInfo`).
+ */
 export function describeProvider(record: ProviderRecord): ProviderInfo {
   switch (record.kind) {
     case "spawn":
@@ -52,9 +63,28 @@ export function describeProvider(record: ProviderRecord): ProviderInfo {
         inheritsParentContext: false,
         continuable: false,
         local: false,
-        ...compact({ url: record.url }),
       };
   }
+}
+
+/** A provider as the deployment admin sees it: with its address and the tenants it belongs to. */
+export function adminProviderInfo(record: ProviderRecord): ProviderInfo {
+  return { ...describeProvider(record), ...compact({ url: record.url }), tenants: providerTenants(record) };
+}
+
+/** The built-in providers, which belong to every tenant whatever their record says. */
+const BUILT_IN = new Set(["spawn", "fork"]);
+
+/** The tenants that may use `record` (`["*"]`: all). */
+export function providerTenants(record: Pick<ProviderRecord, "name" | "tenants">): string[] {
+  if (BUILT_IN.has(record.name)) return [ALL_TENANTS];
+  return record.tenants ?? [DEFAULT_TENANT];
+}
+
+/** Whether sessions of `tenant` may use `record`. */
+export function belongsTo(record: Pick<ProviderRecord, "name" | "tenants">, tenant: string): boolean {
+  const tenants = providerTenants(record);
+  return tenants.includes(ALL_TENANTS) || tenants.includes(tenant);
 }
 
 export const DEFAULT_PROVIDERS: readonly ProviderRecord[] = [
@@ -66,24 +96,43 @@ export const ProviderName = z
   .string()
   .regex(/^[a-z][a-z0-9_-]{0,63}$/, "provider names are 1-64 of a-z, 0-9, _ and -, starting with a letter");
 
+/**
+ * Who may use a provider: tenant names, or `["*"]` for every tenant (default `["default"]`, the
+ * deployment admin's own tenant). Never empty: a provider nobody may use is a mistake.
+ */
+export const ProviderTenants = z
+  .array(
+    z.union([
+      z.literal(ALL_TENANTS),
+      z.string().regex(TENANT_NAME, "tenant names are 1-64 of a-z, 0-9 and -"),
+    ]),
+  )
+  .min(1, 'a provider belongs to at least one tenant (or ["*"] for all)')
+  .max(64)
+  .refine((t) => !t.includes(ALL_TENANTS) || t.length === 1, '"*" stands alone: every tenant')
+  .refine((t) => new Set(t).size === t.length, "each tenant once");
+
 export const RegisterProviderBody = z.discriminatedUnion("kind", [
   z.strictObject({
     kind: z.literal("remote"),
     url: ServiceUrl,
     token: z.string().min(1).max(4096).optional(),
+    tenants: ProviderTenants.optional(),
   }),
   z.strictObject({
     kind: z.literal("acp"),
     url: AcpUrl,
     token: z.string().min(1).max(4096).optional(),
+    tenants: ProviderTenants.optional(),
   }),
   z.strictObject({
     kind: z.literal("a2a"),
     /** The agent card's URL, or the agent's base URL (its card at `.well-known/agent-card.json`). */
     url: ServiceUrl,
     token: z.string().min(1).max(4096).optional(),
+    tenants: ProviderTenants.optional(),
   }),
-  z.strictObject({ kind: z.literal("spawn") }),
-  z.strictObject({ kind: z.literal("fork") }),
+  z.strictObject({ kind: z.literal("spawn"), tenants: ProviderTenants.optional() }),
+  z.strictObject({ kind: z.literal("fork"), tenants: ProviderTenants.optional() }),
 ]);
 export type RegisterProviderBody = z.infer<typeof RegisterProviderBody>;

@@ -43,7 +43,9 @@ describe("the provider registry (semantics.md §4)", () => {
       inheritsParentContext: false,
       continuable: false,
       local: false,
+      // the deployment admin sees where it lives and who may use it (default: its own tenant)
       url: "https://example.com",
+      tenants: ["default"],
     };
     expect(put.body).toEqual(info); // the transport token is never echoed
 
@@ -63,7 +65,7 @@ describe("the provider registry (semantics.md §4)", () => {
     expect(await providerNames()).not.toContain(name);
     const after = (await registryEvents()).filter((e) => e.data.name === name);
     expect(after.map((e) => e.type)).toEqual(["subagent/provider-added", "subagent/provider-removed"]);
-    expect(after[1]!.data).toEqual({ name });
+    expect(after[1]!.data).toEqual({ name, tenants: ["default"] });
     expect(after[1]!.seq).toBeGreaterThan(after[0]!.seq);
 
     // removing it again: nothing to remove, nothing recorded
