@@ -8,12 +8,14 @@ import {
   api,
   type ApiResult,
   createSession,
+  expectError,
   field,
   openStream,
   readResult,
   sendMessage,
   startChild,
   startOneShot,
+  startRun,
   TENANT_ADMIN,
   waitForRun,
   workerFetch,
@@ -254,6 +256,9 @@ async function inboxContent(id: string, messageId: string): Promise<{ type: stri
   expect(rows).toHaveLength(1);
   return JSON.parse(String(rows[0]!.content));
 }
+
+/** `n` distinct tenant names. */
+const tenantNames = (n: number): string[] => Array.from({ length: n }, (_, i) => `tenant-${i}`);
 
 const invalid = (path: string, code = "too_big"): Refusal => ({
   status: 400,
@@ -1002,6 +1007,41 @@ const BOUNDS: Bound[] = [
       token: chars(4097, "t"),
     }),
     refused: invalid("token"),
+  },
+  {
+    route: PUT,
+    limit: "tenants: at most 64",
+    at: putProvider((t) => providerName(t, 40), { kind: "spawn", tenants: tenantNames(64) }),
+    accepted: 201,
+    honoured: async (res) => expect(res.body.tenants).toEqual(tenantNames(64)),
+    past: putProvider((t) => providerName(t, 40), { kind: "spawn", tenants: tenantNames(65) }),
+    refused: invalid("tenants"),
+  },
+  {
+    route: PUT,
+    limit: "tenants: at least 1",
+    at: putProvider((t) => providerName(t, 40), { kind: "spawn", tenants: ["acme"] }),
+    accepted: 201,
+    honoured: async (res, t) => {
+      expect(res.body.tenants).toEqual(["acme"]);
+      // registered for acme only: this deployment-tenant session may not start through it
+      expectError(
+        await startRun(t.s.id, { provider: providerName(t, 40), prompt: "hi" }),
+        404,
+        "NO_PROVIDER",
+      );
+    },
+    past: putProvider((t) => providerName(t, 40), { kind: "spawn", tenants: [] }),
+    refused: invalid("tenants", "too_small"),
+  },
+  {
+    route: PUT,
+    limit: "a tenant name <= 64 characters",
+    at: putProvider((t) => providerName(t, 40), { kind: "spawn", tenants: [chars(64, "t")] }),
+    accepted: 201,
+    honoured: async (res) => expect(res.body.tenants).toEqual([chars(64, "t")]),
+    past: putProvider((t) => providerName(t, 40), { kind: "spawn", tenants: [chars(65, "t")] }),
+    refused: invalid("tenants.0", "invalid_format"),
   },
   // ---- the session directory (its paging is tested below) ----
   {
