@@ -16,9 +16,10 @@ import { scrub } from "./remote-protocol";
 /**
  * One ACP run over one WebSocket: upgrade (Workers open client WebSockets with `fetch` and an
  * `Upgrade` header), then the official ACP SDK's client side over the socket (its JSON-RPC
- * framing, dispatch and message checks): `initialize` -> `session/new` (cwd "/") ->
- * `session/prompt`, accumulating `agent_message_chunk` texts as the output; the agent's
- * permission requests are declined and its other requests refused. A connection that resumes a
+ * framing, dispatch and message checks): `initialize` -> `session/new` (its cwd the placeholder
+ * ACP_SESSION_CWD: where the agent works is its side's to decide) -> `session/prompt`,
+ * accumulating `agent_message_chunk` texts as the output; the agent's permission requests are
+ * declined and its other requests refused. A connection that resumes a
  * run (its object restarted) sends `session/load` for the run's session instead of
  * `session/new`, when the agent's `initialize` offers it (the history it replays is not output),
  * then `session/cancel` (an agent that outlived the old connection stops the old prompt) and

@@ -38,13 +38,24 @@ export function initializeParams(): unknown {
   };
 }
 
+/**
+ * The `cwd` this runtime names in `session/new` and `session/load`. ACP requires an absolute path,
+ * but a Worker has no directory on the agent's machine to offer, and where an agent with its
+ * user's rights works is for whoever runs the agent to decide: `subagents-edge acp-bridge` replaces
+ * it with its own (`--cwd`, security.md "The ACP bridge"). `/nonexistent` is the path Debian's
+ * policy guarantees never to exist, so an agent server that honours a client's cwd instead of
+ * pinning its own fails to set up the session rather than working in `/` (what was sent before:
+ * the whole filesystem).
+ */
+export const ACP_SESSION_CWD = "/nonexistent/subagents-edge";
+
 export function newSessionParams(): unknown {
-  return { cwd: "/", mcpServers: [] };
+  return { cwd: ACP_SESSION_CWD, mcpServers: [] };
 }
 
 /** `session/load` of a session the agent made before (the run's object restarted since). */
 export function loadSessionParams(sessionId: string): unknown {
-  return { sessionId, cwd: "/", mcpServers: [] };
+  return { sessionId, cwd: ACP_SESSION_CWD, mcpServers: [] };
 }
 
 /** Whether the agent's `initialize` answer offers `session/load` (`agentCapabilities.loadSession`). */

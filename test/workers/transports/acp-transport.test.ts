@@ -1,10 +1,11 @@
 import { evictDurableObject, runDurableObjectAlarm } from "cloudflare:test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ACP_SESSION_CWD } from "../../../src/providers/acp-protocol";
 import { type AcpNet, installAcpAgent } from "../../support/acp-agent";
 import { expectNoCredential } from "../../support/remote";
 import { api, createSession, putProvider, runOf, startOneShot, waitForRun } from "../../support/api";
 import { allEvents, eventually, ofType } from "../../support/logs";
-import { dumpTables, sqlRows, stub } from "../../support/objects";
+import { sqlRows, stub } from "../../support/objects";
 
 /**
  * The ACP transport (semantics.md §12.4): one-shot runs handed to an external Agent Client Protocol
@@ -89,7 +90,8 @@ describe("the ACP transport (semantics.md §12.4)", () => {
     expect(agent.auth).toBe(`Bearer ${TOKEN}`);
     expect(agent.received.map((m) => m.method)).toEqual(["initialize", "session/new", "session/prompt"]);
     expect(agent.received[0]!.params).toMatchObject({ protocolVersion: 1 });
-    expect(agent.received[1]!.params).toEqual({ cwd: "/", mcpServers: [] });
+    // the runtime names no directory of its own: the agent's side decides (the bridge's --cwd)
+    expect(agent.received[1]!.params).toEqual({ cwd: ACP_SESSION_CWD, mcpServers: [] });
     expect(agent.received[2]!.params).toEqual({
       sessionId: "sess-1",
       prompt: [{ type: "text", text: "hello agent" }],
@@ -280,7 +282,7 @@ describe("the ACP transport (semantics.md §12.4)", () => {
       "session/cancel",
       "session/prompt",
     ]);
-    expect(resumed.received[1]!.params).toEqual({ sessionId, cwd: "/", mcpServers: [] });
+    expect(resumed.received[1]!.params).toEqual({ sessionId, cwd: ACP_SESSION_CWD, mcpServers: [] });
     expect(resumed.received[3]!.params).toEqual({
       sessionId,
       prompt: [{ type: "text", text: "hello again" }],
