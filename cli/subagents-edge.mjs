@@ -2,10 +2,10 @@
 // `npx subagents-edge <command>`: the package's command line (Node 22+).
 //   acp-bridge   serve a stdio ACP agent (Claude Code, Codex, Gemini CLI, ...) over WebSockets,
 //                so a Worker's `acp` provider can reach it
-import { acpBridgeMain } from "./acp-bridge.mjs";
+import { ACP_BRIDGE_USAGE, acpBridgeMain } from "./acp-bridge.mjs";
 
 const [command, ...rest] = process.argv.slice(2);
-const USAGE = `usage: subagents-edge acp-bridge --port <port> [--host 127.0.0.1] [--token <token>] -- <command> [args...]`;
+const USAGE = ACP_BRIDGE_USAGE;
 
 if (command === "acp-bridge") {
   acpBridgeMain(rest).catch((error) => {
