@@ -1,12 +1,16 @@
 import { type Failure, fail } from "../contract/errors";
 import { isSessionId } from "../contract/ids";
 import type { Caller } from "../contract/session";
+import { sameSecret } from "../core/access";
 import { sha256Hex } from "../core/hash";
 
 /**
  * Bearer authentication. The admin token comes from the deployment's `ADMIN_TOKEN` secret. A
  * session token is `<sessionId>.<secret>`: the Worker learns which session it claims, and that
  * session's object checks the stored hash (tokens are never stored in clear).
+ *
+ * Every invalid token gets the same answer, `INVALID_TOKEN` (401), and counts as a failed
+ * authentication (`refused`): past the limit, failures answer 429 instead.
  */
 
 const PROTOCOL_PREFIX = "bearer.";
@@ -27,25 +31,47 @@ export interface TokenSettings {
   ADMIN_TOKEN?: string | undefined;
   /** JSON object mapping further admin tokens to tenant ids, e.g. {"<token>": "acme"}. */
   TENANT_TOKENS?: string | undefined;
+  /** Also counts failed authentications, under keys of their own (`refused`); absent: no limit. */
+  SESSION_RATE_LIMIT?: RateLimit | undefined;
 }
+
+/** The one answer to an invalid token, whatever made it invalid and whatever exists. */
+export const INVALID_TOKEN = "the token is not valid";
 
 /**
  * One SHA-256 per request: the presented token's hash is compared (in constant time) with the
  * admin and tenant tokens' hashes, computed once per isolate, and is what session objects check.
+ * A token that is neither an admin token nor shaped like a session token is refused here, and
+ * counted under the session it names or else its hash; a correct admin token is never counted.
  */
 export async function authenticate(request: Request, settings: TokenSettings): Promise<Caller | Failure> {
   const token = tokenOf(request);
   if (!token) return fail("UNAUTHENTICATED", "missing bearer token");
   const tokenHash = await sha256Hex(token);
   for (const admin of await adminHashes(settings)) {
-    if (sameHash(tokenHash, admin.hash))
+    if (sameSecret(tokenHash, admin.hash))
       return admin.tenant === undefined ? { kind: "admin" } : { kind: "admin", tenant: admin.tenant };
   }
   const dot = token.indexOf(".");
-  const sessionId = dot > 0 ? token.slice(0, dot) : "";
-  if (!isSessionId(sessionId) || token.length - dot < 16)
-    return fail("UNAUTHENTICATED", "the token is not valid");
+  const named = dot > 0 ? token.slice(0, dot) : "";
+  const sessionId = isSessionId(named) ? named : undefined;
+  if (sessionId === undefined || token.length - dot < 16) return refused(settings, sessionId ?? tokenHash);
   return { kind: "session", sessionId, tokenHash };
+}
+
+/**
+ * A failed authentication, counted under `key` (the session the token names, or the token's hash;
+ * never the client's address) in a key space of its own of the SESSION_RATE_LIMIT binding: 401
+ * `INVALID_TOKEN`, or 429 past the limit. Only failures are counted, so no one's failures can
+ * refuse a correct token (no lockout of a session's owner or an admin).
+ */
+export async function refused(settings: TokenSettings, key: string): Promise<Failure> {
+  const limiter = settings.SESSION_RATE_LIMIT;
+  if (limiter) {
+    const { success } = await limiter.limit({ key: `auth-failed:${key}` });
+    if (!success) return fail("RATE_LIMITED", "too many failed authentications; retry in a minute");
+  }
+  return fail("UNAUTHENTICATED", INVALID_TOKEN);
 }
 
 export function isFailure(value: Caller | Failure): value is Failure {
@@ -59,14 +85,6 @@ export function newSessionToken(sessionId: string): string {
     .replace(/\//g, "_")
     .replace(/=+$/, "");
   return `${sessionId}.${secret}`;
-}
-
-/** Compares two equal-length hex digests in time independent of where they differ. */
-function sameHash(x: string, y: string): boolean {
-  if (x.length !== y.length) return false;
-  let diff = 0;
-  for (let i = 0; i < x.length; i++) diff |= x.charCodeAt(i) ^ y.charCodeAt(i);
-  return diff === 0;
 }
 
 let adminCache: { key: string; hashes: { hash: string; tenant?: string }[] } | undefined;
