@@ -21,6 +21,7 @@ import { checkAccess, type Need } from "../../src/core/access";
 import { faultPoint } from "../../src/core/faults";
 import { fingerprint } from "../../src/core/hash";
 import { placementOf } from "../../src/core/placement";
+import { quote } from "../../src/core/quote";
 import { type ChildEntry, type DescendantEntry, publicEntry } from "../../src/core/listing";
 import { failure } from "../../src/contract/respond";
 import { childEntriesOf, descendantsOf, entryOf } from "./listing";
@@ -171,7 +172,7 @@ export class SessionObject extends DurableObject<Env> {
     if (!header.ok) return header;
     const { runs } = this.#parts!;
     const run = await runs.waitFor(runId, waitMs);
-    return run ? ok(runs.view(run)) : fail("NOT_FOUND", `no run ${runId}`);
+    return run ? ok(runs.view(run)) : fail("NOT_FOUND", `no run ${quote(runId)}`);
   }
 
   disposeRun(caller: Caller, runId: string): Outcome<{ accepted: true }> {
