@@ -4,7 +4,8 @@ import { failure } from "../contract/respond";
 /**
  * CORS for browser apps on other origins: `CORS_ORIGINS` is a comma-separated list of origins
  * (`https://app.example.com`); none by default. A preflight from a listed origin is answered; one
- * from any other origin is refused (no CORS headers). Responses to listed origins carry
+ * from any other origin is refused `403` (no CORS headers) on every path, the dashboard's and paths
+ * outside the base path included, whether or not any origin is listed. Responses to listed origins carry
  * `Access-Control-Allow-Origin` for that origin (never `*`, since requests carry tokens).
  */
 

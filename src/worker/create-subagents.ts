@@ -13,10 +13,11 @@ import { TOOL_NAME, type ToolDefinition } from "../agent/tool-definition";
 import { userToolSource } from "../agent/user-tools";
 import { builtinToolNames } from "../agent/builtin-tool-names";
 import { MCP_TOOL_NAME } from "../agent/mcp-tools";
-import { fail } from "../contract/errors";
+import { type Failure, fail } from "../contract/errors";
 import { failure } from "../contract/respond";
 import { buildRouter } from "../http/app";
 import { corsOrigins, preflight, withCors } from "../http/cors";
+import { hostRefusal } from "../http/host-check";
 import type { Deployment } from "../platform/deployment";
 import { builtinModelsOf } from "../platform/models";
 import { SubagentsEntrypoint as SubagentsEntrypointBase } from "../rpc/entrypoint";
@@ -106,12 +107,18 @@ export function createSubagents<E = Cloudflare.Env>(options: SubagentsOptions<E>
     RegistryObject,
     SubagentsEntrypoint,
     async fetch(request, env, ctx) {
+      // before routing, on every path: the Host check, then CORS preflights (unlisted: 403)
+      const vars = env as Settings;
+      const strangeHost = hostRefusal(request, vars.ALLOWED_HOSTS);
+      if (strangeHost) return strangeHost;
+      const origins = corsOriginsOf(vars.CORS_ORIGINS);
+      const answered = preflight(request, origins);
+      if (answered) return answered;
       const path = new URL(request.url).pathname;
       if (path !== basePath && !path.startsWith(`${basePath}/`))
         return failure(fail("NOT_FOUND", "no such route"));
-      const origins = corsOriginsOf(env);
-      if (origins.size === 0) return serve(request, env, ctx, path);
-      return preflight(request, origins) ?? withCors(request, await serve(request, env, ctx, path), origins);
+      const response = await serve(request, env, ctx, path);
+      return origins.size === 0 ? response : withCors(request, response, origins);
     },
   };
 
@@ -121,6 +128,8 @@ export function createSubagents<E = Cloudflare.Env>(options: SubagentsOptions<E>
       const page = dashboardResponse(request, path, basePath);
       if (page) return page;
     }
+    const weakToken = adminTokenProblem((env as Settings).ADMIN_TOKEN);
+    if (weakToken) return failure(weakToken);
     const missing = [bindings.sessions, bindings.registry].find(
       (name) => (env as Record<string, unknown>)[name] === undefined,
     );
@@ -135,12 +144,43 @@ export function createSubagents<E = Cloudflare.Env>(options: SubagentsOptions<E>
   }
 }
 
+/** The optional vars `fetch` reads of the Worker's env (whatever its type `E`). */
+interface Settings {
+  ADMIN_TOKEN?: string;
+  ALLOWED_HOSTS?: string;
+  CORS_ORIGINS?: string;
+}
+
 /** CORS_ORIGINS, parsed once per value. */
 let corsCache: { raw: string | undefined; origins: ReadonlySet<string> } | undefined;
-function corsOriginsOf(env: unknown): ReadonlySet<string> {
-  const raw = (env as { CORS_ORIGINS?: string }).CORS_ORIGINS;
+function corsOriginsOf(raw: string | undefined): ReadonlySet<string> {
   if (corsCache === undefined || corsCache.raw !== raw) corsCache = { raw, origins: corsOrigins(raw) };
   return corsCache.origins;
+}
+
+/** The shortest admin token the Worker accepts: a shorter one could be guessed. */
+const MIN_ADMIN_TOKEN_LENGTH = 16;
+
+/** ADMIN_TOKEN's verdict, decided (and a refusal logged) once per isolate per value. */
+let adminTokenCache: { raw: string | undefined; problem: Failure | undefined } | undefined;
+
+/**
+ * Why the API refuses to run with this ADMIN_TOKEN (every API request answers it, 500): a token
+ * shorter than 16 characters is refused rather than accepted as a guessable one. Unset: no admin,
+ * and no problem (session tokens still work). The token itself is never logged or answered.
+ */
+function adminTokenProblem(raw: string | undefined): Failure | undefined {
+  if (adminTokenCache !== undefined && adminTokenCache.raw === raw) return adminTokenCache.problem;
+  let problem: Failure | undefined;
+  if (raw !== undefined && raw !== "" && raw.length < MIN_ADMIN_TOKEN_LENGTH) {
+    problem = fail(
+      "INTERNAL",
+      `ADMIN_TOKEN is shorter than ${MIN_ADMIN_TOKEN_LENGTH} characters, so the API refuses every request: set a longer one (for example \`openssl rand -hex 32\`)`,
+    );
+    console.error(problem.message);
+  }
+  adminTokenCache = { raw, problem };
+  return problem;
 }
 
 function normalizeBasePath(raw: string): string {

@@ -4,6 +4,12 @@ import { DASHBOARD_FILES } from "./dashboard-assets";
  * The dashboard, served from the package itself under the base path: `<base>/` is the page and
  * its script and styles sit beside it (relative URLs, so any base path works). `<base>` alone
  * redirects to `<base>/`. Anything else is not the dashboard's (undefined).
+ *
+ * Every file is served with a Content-Security-Policy that admits the dashboard's own script and
+ * stylesheets only (no inline script, no eval), its API calls and event-stream WebSockets to this
+ * origin only, and no framing (`frame-ancestors 'none'`, `X-Frame-Options: DENY`) against
+ * clickjacking. `style-src-attr 'unsafe-inline'` admits style attributes only (the tree's rows set
+ * `--depth` with one); no `<style>` element and no stylesheet from elsewhere.
  */
 export function dashboardResponse(request: Request, path: string, base: string): Response | undefined {
   if (request.method !== "GET" && request.method !== "HEAD") return undefined;
@@ -18,8 +24,31 @@ export function dashboardResponse(request: Request, path: string, base: string):
     headers: {
       "content-type": file.type,
       "cache-control": "no-cache",
+      "content-security-policy": contentSecurityPolicy(request),
+      "x-frame-options": "DENY",
       "x-content-type-options": "nosniff",
       "referrer-policy": "no-referrer",
     },
   });
+}
+
+/** A host name with an optional port, as a CSP source may name it (anything else is left out). */
+const PLAIN_HOST = /^([a-z0-9-]+(\.[a-z0-9-]+)*|\[[0-9a-f:.]+\])(:\d{1,5})?$/i;
+
+function contentSecurityPolicy(request: Request): string {
+  // `'self'` covers same-origin WebSockets in current browsers; older ones need them named
+  const host = request.headers.get("host") ?? new URL(request.url).host;
+  const sockets = PLAIN_HOST.test(host) ? ` ws://${host} wss://${host}` : "";
+  return [
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "style-src-attr 'unsafe-inline'",
+    "img-src 'self' data:",
+    `connect-src 'self'${sockets}`,
+    "object-src 'none'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+  ].join("; ");
 }
