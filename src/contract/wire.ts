@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { JurisdictionSchema, LocationHintSchema } from "./placement";
 import { WireContent } from "./content";
+import { checkOutboundUrl } from "./outbound-url";
 
 /** Zod schemas of every HTTP body and query. Strict: unknown fields are rejected. */
 
@@ -21,17 +22,33 @@ export const ModelParamsFields = {
   maxOutputTokens: z.number().int().min(1).max(1_000_000).optional(),
 };
 
-const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
-
 /**
- * A URL another deployment is reached at (a remote provider, a callback, PUBLIC_URL): https, or
- * plain http to a loopback host only (two `wrangler dev` on one machine).
+ * A URL a caller makes this runtime send requests to (a remote or a2a provider, an MCP server, a
+ * callback): the outbound rule (outbound-url.ts: https, or plain http to a loopback host; no user
+ * information; no private, shared, link-local, unspecified or metadata host), so a bad one is
+ * `400 INVALID_REQUEST` where it arrives, before anything is stored or fetched.
  */
 export const ServiceUrl = z
   .url({ protocol: /^https?$/ })
   .max(2048)
-  .refine((raw) => {
+  .superRefine((raw, ctx) => {
     // runs after a failed url check too: an unparsable value is that check's problem, not this one's
+    if (!URL.canParse(raw)) return;
+    const problem = checkOutboundUrl(raw, { schemes: ["https"] });
+    if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem, input: raw });
+  });
+
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
+
+/**
+ * The operator's own URL (PUBLIC_URL, set in the deployment's configuration, never by a caller):
+ * https, or plain http to a loopback host (two `wrangler dev` on one machine). Exempt from the
+ * address rule of `ServiceUrl`: an operator may serve the API on a private address.
+ */
+export const OperatorUrl = z
+  .url({ protocol: /^https?$/ })
+  .max(2048)
+  .refine((raw) => {
     if (!URL.canParse(raw)) return true;
     const url = new URL(raw);
     return url.protocol === "https:" || LOOPBACK.test(url.hostname);
@@ -39,7 +56,7 @@ export const ServiceUrl = z
 
 /**
  * A session's MCP servers (protocols.md, "MCP client"): names are what `mcp__<name>__<tool>`
- * carries; urls are https (plain http only on loopback); at most 8, names unique.
+ * carries; urls follow the outbound rule (`ServiceUrl`); at most 8, names unique.
  */
 export const McpServersField = z
   .array(

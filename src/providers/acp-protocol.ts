@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { ContentBlock } from "../contract/content";
+import { checkOutboundUrl } from "../contract/outbound-url";
 import type { SubagentResult, SubagentStopReason } from "../contract/run";
 import { capDiagnostic } from "../core/run-result";
 import { scrub } from "./remote-protocol";
@@ -13,18 +14,18 @@ import { scrub } from "./remote-protocol";
 
 export const ACP_PROTOCOL_VERSION = 1;
 
-const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
-
-/** Where an ACP agent server listens: wss/https, or ws/http to a loopback host (tests only). */
+/**
+ * Where an ACP agent server listens: the outbound rule (contract/outbound-url.ts) with WebSockets,
+ * so wss/https, or ws/http to a loopback host (local development), no user information, no
+ * private, shared, link-local, unspecified or metadata host.
+ */
 export const AcpUrl = z
   .string()
   .max(2048)
-  .refine((raw) => {
-    if (!URL.canParse(raw)) return false;
-    const url = new URL(raw);
-    if (url.protocol === "wss:" || url.protocol === "https:") return true;
-    return (url.protocol === "ws:" || url.protocol === "http:") && LOOPBACK.test(url.hostname);
-  }, "must be wss or https (ws or http only to a loopback host)");
+  .superRefine((raw, ctx) => {
+    const problem = checkOutboundUrl(raw, { schemes: ["wss", "https"] });
+    if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem, input: raw });
+  });
 
 /** The http(s) URL a WebSocket upgrade is fetched from (Workers upgrade over fetch). */
 export function upgradeUrl(url: string): string {
