@@ -7,6 +7,7 @@ import {
   signCallback,
   TIMESTAMP_HEADER,
 } from "../../src/providers/remote-protocol";
+import { outboundFetch } from "../../src/platform/outbound-fetch";
 import type { SessionPart } from "../session/part";
 import type { SessionContext } from "../session/session-context";
 
@@ -19,7 +20,9 @@ const CALLBACK_TIMEOUT_MS = 10_000;
  * the transaction that ends the turn, so it is durable; the outbox delivers it with retries and
  * dead-letters it after its attempts (the parent then still learns the result by polling). Each
  * attempt is signed afresh (its timestamp must be recent); the URL and secret are read from the
- * header at send time and never written anywhere else.
+ * header at send time and never written anywhere else. The post goes through `outboundFetch`: a
+ * redirect is followed on the callback URL's origin only, so the signed result never goes elsewhere
+ * (a redirect away is a failed attempt).
  */
 export class CallbackSender implements SessionPart {
   readonly name = "callback sender";
@@ -56,7 +59,7 @@ export class CallbackSender implements SessionPart {
     const timer = setTimeout(() => controller.abort(new Error("timed out")), CALLBACK_TIMEOUT_MS);
     let response: Response;
     try {
-      response = await fetch(header.callback.url, {
+      response = await outboundFetch(header.callback.url, {
         method: "POST",
         headers: {
           "content-type": "application/json",

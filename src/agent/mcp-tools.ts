@@ -1,6 +1,7 @@
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { z } from "zod";
 import type { McpServerSpec } from "../contract/session";
+import { outboundFetch } from "../platform/outbound-fetch";
 import type { SessionHost } from "./host";
 import type { OfferedTool, ToolSource } from "./tool-source";
 import { text, type Tool, type ToolOutcome } from "./tools";
@@ -13,7 +14,8 @@ import { text, type Tool, type ToolOutcome } from "./tools";
  * meanwhile (a call to one of its tools is an unknown tool). A call that fails (server down,
  * protocol error, timeout, the tool's own error) is an error tool result with a short diagnostic,
  * and the turn goes on. A server's token is sent as `Authorization: Bearer` and is never part of
- * any result, diagnostic or log.
+ * any result, diagnostic or log. Requests go through `outboundFetch` (the outbound rule on every
+ * request, redirects followed on the server's origin only), so the token never leaves that origin.
  */
 
 /** `mcp__<server>__<tool>`: what the model calls a server's tool (model APIs allow 64 characters). */
@@ -35,7 +37,7 @@ export class McpToolSource implements ToolSource<SessionHost> {
   readonly #listings = new Map<string, Listed>();
   readonly #fetch: typeof fetch;
 
-  constructor(fetchImpl: typeof fetch = (input, init) => fetch(input, init)) {
+  constructor(fetchImpl: typeof fetch = (input, init) => outboundFetch(input, init)) {
     this.#fetch = fetchImpl;
   }
 

@@ -10,7 +10,9 @@ import { A2AError, JsonRpcTransportError } from "@a2a-js/sdk/errors";
 import { resultTextOf, textPart } from "../a2a/wire";
 import { type ContentBlock, textOf } from "../contract/content";
 import type { SubagentResult } from "../contract/run";
+import { checkOutboundUrl } from "../contract/outbound-url";
 import { capDiagnostic } from "../core/run-result";
+import { OutboundRefused, outboundFetch } from "../platform/outbound-fetch";
 import { isPermanent, scrub } from "./remote-protocol";
 
 /**
@@ -18,6 +20,11 @@ import { isPermanent, scrub } from "./remote-protocol";
  * (`@a2a-js/sdk/client`: the agent card, then JSON-RPC, A2A 1.0 or 0.3 as the card offers). Each
  * call is bounded in time and never throws: a failure says whether a retry may help (`permanent`
  * when the agent refused the request itself) and why, in words that never contain the token.
+ *
+ * The card is the agent's word about itself, learned at run time: the endpoint it names must pass
+ * the outbound rule and be on the origin the provider was registered with (security.md), or the
+ * call fails for good before anything is sent there. Every request (card, endpoint) goes through
+ * `outboundFetch` pinned to that origin, so no request of ours, nor a redirect, leaves it.
  */
 
 /** A call that gets no answer within this long has failed (it is retried with backoff). */
@@ -145,11 +152,14 @@ async function call<T>(
   // a timer of our own, cleared when the call is over (AbortSignal.timeout's would outlive it)
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new Error("timed out")), A2A_CALL_TIMEOUT_MS);
-  const seen: { status?: number } = {};
+  const seen: Seen = {};
   try {
     const client = await clientFor(target, controller.signal, seen);
     return { ok: true, value: await op(client, controller.signal) };
   } catch (error) {
+    // our own refusal (a card's endpoint elsewhere, a redirect away): final, whatever the SDK made of it
+    const refused = seen.refused ?? (error instanceof OutboundRefused ? error.message : undefined);
+    if (refused !== undefined) return { ok: false, permanent: true, error: short(scrub(refused, secrets)) };
     const status = seen.status;
     const reason = error instanceof Error ? error.message : String(error);
     if (status !== undefined && status >= 400)
@@ -165,21 +175,57 @@ async function call<T>(
   }
 }
 
-async function clientFor(target: A2aTarget, signal: AbortSignal, seen: { status?: number }): Promise<Client> {
-  // every request carries the token and the call's deadline; the last HTTP status tells refusals apart
+/** What a call's requests saw: the last HTTP status, and our own refusal to send one. */
+interface Seen {
+  status?: number;
+  refused?: string;
+}
+
+/** The SDK's JSON-RPC transport, made only for an endpoint on the provider's origin that passes the rule. */
+class PinnedJsonRpcTransportFactory extends JsonRpcTransportFactory {
+  readonly #origin: string;
+  readonly #seen: Seen;
+
+  constructor(options: ConstructorParameters<typeof JsonRpcTransportFactory>[0], origin: string, seen: Seen) {
+    super(options);
+    this.#origin = origin;
+    this.#seen = seen;
+  }
+
+  override async create(url: string, card: AgentCard) {
+    const problem = checkOutboundUrl(url, { origin: this.#origin });
+    if (problem !== undefined) {
+      this.#seen.refused = `the agent card's endpoint ${problem}: not sent`;
+      throw new OutboundRefused(this.#seen.refused);
+    }
+    return super.create(url, card);
+  }
+}
+
+async function clientFor(target: A2aTarget, signal: AbortSignal, seen: Seen): Promise<Client> {
+  const origin = new URL(target.url).origin;
+  // every request carries the token and the call's deadline, and stays on the provider's origin;
+  // the last HTTP status tells refusals apart
   const fetchImpl: typeof fetch = async (input, init) => {
     const headers = new Headers(init?.headers);
     if (target.token !== null) headers.set("authorization", `Bearer ${target.token}`);
-    const response = await fetch(input, { ...init, headers, signal });
-    seen.status = response.status;
-    return response;
+    try {
+      const response = await outboundFetch(input, { ...init, headers, signal }, { origin });
+      seen.status = response.status;
+      return response;
+    } catch (error) {
+      if (error instanceof OutboundRefused) seen.refused = error.message;
+      throw error;
+    }
   };
   const cardResolver = new DefaultAgentCardResolver({ fetchImpl, legacyCompat: { enabled: true } });
+  const transport = new PinnedJsonRpcTransportFactory(
+    { fetchImpl, legacyCompat: { enabled: true } },
+    origin,
+    seen,
+  );
   const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } })],
-      cardResolver,
-    }),
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [transport], cardResolver }),
   );
   const key = `${target.url}\u0000${target.token ?? ""}`;
   let card = cards.get(key);

@@ -1,9 +1,12 @@
+import { OutboundRefused, outboundFetch } from "../platform/outbound-fetch";
 import { isPermanent, RemoteError, scrub } from "./remote-protocol";
 
 /**
  * One call to another deployment's HTTP API with the remote provider's bearer token: bounded in
  * time, never throwing. A failure says whether a retry may help (`permanent` when the remote
- * refused the request itself) and why, in words that never contain the token or a secret.
+ * refused the request itself, or when this runtime refused to send it: a URL that breaks the
+ * outbound rule, a redirect to another origin) and why, in words that never contain the token or
+ * a secret. Requests go through `outboundFetch`: redirects are followed on the same origin only.
  */
 
 /** A call that gets no answer within this long has failed (it is retried with backoff). */
@@ -35,7 +38,7 @@ export async function callRemote(
   let response: Response;
   let parsed: unknown;
   try {
-    response = await fetch(`${target.url.replace(/\/+$/, "")}${path}`, {
+    response = await outboundFetch(`${target.url.replace(/\/+$/, "")}${path}`, {
       method,
       headers,
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -48,6 +51,8 @@ export async function callRemote(
       parsed = undefined;
     }
   } catch (error) {
+    if (error instanceof OutboundRefused)
+      return { ok: false, permanent: true, error: scrub(error.message, target.secrets) };
     const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
     return { ok: false, permanent: false, error: scrub(`no answer (${reason})`, target.secrets) };
   } finally {

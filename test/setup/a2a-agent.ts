@@ -1,4 +1,5 @@
 import { startA2aAgent } from "../e2e/fixtures/a2a-agent.mjs";
+import { startOutboundTraps } from "./outbound-traps";
 
 /**
  * A real A2A agent for the tests (test/e2e/fixtures/a2a-agent.mjs), built on the official SDK's
@@ -17,11 +18,20 @@ declare module "vitest" {
   }
 }
 
-/** vitest `globalSetup`: starts the agent on a free loopback port and provides its address. */
+/**
+ * vitest `globalSetup`: starts the agent on a free loopback port and provides its address; and,
+ * beside it, the outbound-URL tests' redirecting and recording servers (outbound-traps.ts, which
+ * also serve A2A cards), provided as `outboundTraps`.
+ */
 export default async function setup(project: {
   provide(key: "a2aAgent", value: { url: string; token: string }): void;
+  provide(key: "outboundTraps", value: { home: string; trap: string }): void;
 }): Promise<() => Promise<void>> {
   const agent = await startA2aAgent({ token: A2A_TEST_TOKEN });
   project.provide("a2aAgent", { url: agent.url, token: A2A_TEST_TOKEN });
-  return () => agent.close();
+  const traps = await startOutboundTraps();
+  project.provide("outboundTraps", { home: traps.home, trap: traps.trap });
+  return async () => {
+    await Promise.all([agent.close(), traps.close()]);
+  };
 }
