@@ -7,7 +7,7 @@ import { SessionTaskHandler, type TaskSessions } from "../a2a/session-tasks";
 import { fail, ok } from "../contract/errors";
 import { failure } from "../contract/respond";
 import { type Caller, tenantOf } from "../contract/session";
-import { ServiceUrl } from "../contract/wire";
+import { OperatorUrl } from "../contract/wire";
 import type { Deployment } from "../platform/deployment";
 import { registryStub, sessionStub } from "../platform/stubs";
 import { authenticate, isFailure, type TokenSettings } from "./auth";
@@ -89,7 +89,7 @@ function parseJson(body: string): unknown {
  * base path included, as remote callbacks use it), else the request's origin and the base path.
  */
 function apiRootOf(request: Request, env: Env, base: string): string {
-  const configured = ServiceUrl.safeParse(env.PUBLIC_URL);
+  const configured = OperatorUrl.safeParse(env.PUBLIC_URL);
   return configured.success ? configured.data.replace(/\/+$/, "") : `${new URL(request.url).origin}${base}`;
 }
 

@@ -639,7 +639,8 @@ export function defineFarSideCampaign(): void {
     const put = (name: string, body: Record<string, unknown>) =>
       new Runner(0, []).call("provider", name, "PUT", `/v1/providers/${name}`, body);
     await put(PROVIDER_NAMES.remote, { kind: "remote", url: REMOTE_URL, token: "test-admin-token" });
-    await put(PROVIDER_NAMES.a2a, { kind: "a2a", url: REMOTE_URL, token: "test-admin-token" });
+    // the A2A face's card names PUBLIC_URL's origin, where an A2A provider must be registered
+    await put(PROVIDER_NAMES.a2a, { kind: "a2a", url: "https://parent.test", token: "test-admin-token" });
     await put(PROVIDER_NAMES.acp, { kind: "acp", url: "wss://load.acp.test/acp", token: ACP_TOKEN });
   });
   afterAll(() => {

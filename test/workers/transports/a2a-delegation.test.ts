@@ -3,13 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { ADMIN, api, createSession, putProvider, startOneShot, waitForRun } from "../../support/api";
 import { allEvents, eventually, ofType } from "../../support/logs";
 import { sqlRows, stub } from "../../support/objects";
-import {
-  expectNoCredential,
-  installRemoteNet,
-  REMOTE_URL,
-  type RemoteNet,
-  transportOf,
-} from "../../support/remote";
+import { expectNoCredential, installRemoteNet, type RemoteNet, transportOf } from "../../support/remote";
 import { LONG_TURN, script } from "../../support/scripts";
 
 /**
@@ -50,9 +44,16 @@ async function agentStats(): Promise<{
   return (await (await fetch(`${AGENT_URL}/__stats`)).json()) as any;
 }
 
+/**
+ * This Worker's own A2A face, registered where its agent card says it lives: the card names
+ * PUBLIC_URL's origin (https://parent.test here), and a card's endpoint must be on the origin the
+ * provider was registered with (security.md "Outbound requests").
+ */
+const FACE_URL = "https://parent.test";
+
 describe("a2a providers: a deployment delegating to another over A2A", () => {
   it("a one-shot run on this runtime's own A2A face completes with the far session's answer, once", async () => {
-    const provider = await registerA2a(REMOTE_URL, ADMIN);
+    const provider = await registerA2a(FACE_URL, ADMIN);
     const listed = (await api("GET", "/v1/providers")).body as { providers: any[] };
     expect(listed.providers.find((p) => p.name === provider)).toEqual({
       name: provider,
@@ -61,7 +62,8 @@ describe("a2a providers: a deployment delegating to another over A2A", () => {
       inheritsParentContext: false,
       continuable: false,
       local: false,
-      url: REMOTE_URL,
+      url: FACE_URL,
+      tenants: ["default"],
     });
     const parent = await createSession();
     const started = await startOneShot(parent.id, { provider, prompt: "hello over a2a", label: "far" });
@@ -93,7 +95,7 @@ describe("a2a providers: a deployment delegating to another over A2A", () => {
   });
 
   it("a parent evicted mid-run goes on following the same task and learns one result", async () => {
-    const provider = await registerA2a(REMOTE_URL, ADMIN);
+    const provider = await registerA2a(FACE_URL, ADMIN);
     const parent = await createSession();
     const { runId } = await startOneShot(parent.id, {
       provider,
@@ -116,7 +118,7 @@ describe("a2a providers: a deployment delegating to another over A2A", () => {
   });
 
   it("DELETE cancels the remote task and settles the run aborted", async () => {
-    const provider = await registerA2a(REMOTE_URL, ADMIN);
+    const provider = await registerA2a(FACE_URL, ADMIN);
     const parent = await createSession();
     const { runId } = await startOneShot(parent.id, { provider, prompt: LONG_TURN });
     const { remote_id: taskId } = await eventually(
