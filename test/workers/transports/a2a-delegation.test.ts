@@ -2,7 +2,7 @@ import { env, evictDurableObject, runDurableObjectAlarm } from "cloudflare:test"
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { ADMIN, api, createSession, putProvider, startOneShot, waitForRun } from "../../support/api";
 import { allEvents, eventually, ofType } from "../../support/logs";
-import { sqlRows, stub } from "../../support/objects";
+import { stub } from "../../support/objects";
 import { expectNoCredential, installRemoteNet, type RemoteNet, transportOf } from "../../support/remote";
 import { LONG_TURN, script } from "../../support/scripts";
 
