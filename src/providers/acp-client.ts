@@ -123,7 +123,12 @@ export class AcpConnection {
     const timer = this.#timer(this.#timeouts.setupMs, () => controller.abort(new Error("timed out")));
     let response: Response;
     try {
-      response = await fetch(upgradeUrl(this.#target.url), { headers, signal: controller.signal });
+      // never followed: a 3xx is a refused upgrade, so the token never travels to another address
+      response = await fetch(upgradeUrl(this.#target.url), {
+        headers,
+        signal: controller.signal,
+        redirect: "manual",
+      });
     } catch (error) {
       const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
       this.#unreachable = true;
