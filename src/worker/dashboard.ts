@@ -8,8 +8,7 @@ import { DASHBOARD_FILES } from "./dashboard-assets";
  * Every file is served with a Content-Security-Policy that admits the dashboard's own script and
  * stylesheets only (no inline script, no eval), its API calls and event-stream WebSockets to this
  * origin only, and no framing (`frame-ancestors 'none'`, `X-Frame-Options: DENY`) against
- * clickjacking. `style-src-attr 'unsafe-inline'` admits style attributes only (the tree's rows set
- * `--depth` with one); no `<style>` element and no stylesheet from elsewhere.
+ * clickjacking. No inline style either: the dashboard sets styles through the CSSOM (ui/src/dom.ts).
  */
 export function dashboardResponse(request: Request, path: string, base: string): Response | undefined {
   if (request.method !== "GET" && request.method !== "HEAD") return undefined;
@@ -43,7 +42,6 @@ function contentSecurityPolicy(request: Request): string {
     "default-src 'self'",
     "script-src 'self'",
     "style-src 'self'",
-    "style-src-attr 'unsafe-inline'",
     "img-src 'self' data:",
     `connect-src 'self'${sockets}`,
     "object-src 'none'",

@@ -14,6 +14,8 @@ export function h<K extends keyof HTMLElementTagNameMap>(
     if (value === undefined || value === null || value === false) continue;
     if (typeof value === "function") el.addEventListener(key.replace(/^on/, ""), value);
     else if (key === "class") el.className = String(value);
+    // through the CSSOM, never a style attribute: the dashboard's CSP admits no inline style
+    else if (key === "style") el.style.cssText = String(value);
     else el.setAttribute(key, value === true ? "" : String(value));
   }
   append(el, ...children);
