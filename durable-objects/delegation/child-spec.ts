@@ -3,6 +3,7 @@ import { compact } from "../../src/core/compact";
 import type { ChildInit } from "../../src/contract/child-init";
 import { fail, type Outcome, ok } from "../../src/contract/errors";
 import { isSessionId } from "../../src/contract/ids";
+import { intersectToolFilters } from "../../src/contract/tool-filter";
 import type { AgentOptions, McpServerSpec, SessionHeader } from "../../src/contract/session";
 import type { ToolFilter } from "../../src/agent/tools";
 import { childDepth, deploymentDepthCap } from "../../src/core/depth";
@@ -124,7 +125,8 @@ export function placeChild(
     options: {
       model,
       ...compact({ persona: request.persona }),
-      ...compact({ toolFilter: request.toolFilter }),
+      // the parent's filter bounds the child's: a filter holds for the whole tree below it
+      ...compact({ toolFilter: intersectToolFilters(header.options.toolFilter, request.toolFilter) }),
       ...inheritedOptions(header),
       // sampling parameters: the start request's, else the parent's
       ...compact({

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { outputValidator } from "../core/json-schema-subset";
 import { renderForeground, renderTask } from "../core/run-rendering";
 import type { ProviderInfo } from "../providers/catalog";
 import type { SessionHost } from "./host";
@@ -108,7 +109,8 @@ export const taskKillTool: Tool<{ task_id: string; reason?: string | undefined }
 
 /** The capture tool of a child that must answer in a given shape; a valid call concludes the turn. */
 export function structuredOutputTool(schema: Record<string, unknown>): Tool<unknown, SessionHost> {
-  const validator = z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+  // patterns are matched by linear-pattern.ts, never compiled as JS RegExps (json-schema-subset.ts)
+  const validator = outputValidator(schema);
   return {
     name: "structured_output",
     description: "Submit your final answer in the required structure. Calling it ends your turn.",
