@@ -1,3 +1,4 @@
+import { quote } from "../../src/core/quote";
 import { DurableObject } from "cloudflare:workers";
 import { fail, ok, type Outcome } from "../../src/contract/errors";
 import {
@@ -96,7 +97,7 @@ export class RegistryObject extends DurableObject<Env> {
       }
       return gone !== undefined;
     });
-    return removed ? ok({ removed: name }) : fail("NO_PROVIDER", `no provider named ${name}`);
+    return removed ? ok({ removed: name }) : fail("NO_PROVIDER", `no provider named ${quote(name)}`);
   }
 
   /** Records a top-level session in the directory (idempotent). */

@@ -1,3 +1,4 @@
+import { quote } from "../../src/core/quote";
 import type { SessionHost } from "../../src/agent/host";
 import { fail, ok } from "../../src/contract/errors";
 import { publicEntry } from "../../src/core/listing";
@@ -26,7 +27,7 @@ export function sessionHost(
     },
     killTask: (taskId, reason) => {
       const run = ctx.stores.runs.byTaskId(taskId);
-      return run ? runs.dispose(run.runId, reason) : fail("NOT_FOUND", `unknown task ${taskId}`);
+      return run ? runs.dispose(run.runId, reason) : fail("NOT_FOUND", `unknown task ${quote(taskId)}`);
     },
     startContinuable: (request, callKey) => children.start(request, callKey),
     followup: (childId, text, callKey) =>

@@ -1,3 +1,4 @@
+import { quote } from "../core/quote";
 import { z } from "zod";
 import { outputValidator } from "../core/json-schema-subset";
 import { renderForeground, renderTask } from "../core/run-rendering";
@@ -90,7 +91,7 @@ export const taskOutputTool: Tool<{ task_id: string }, SessionHost> = {
   schema: z.strictObject({ task_id: z.string().min(1).max(64) }),
   run(args, _ctx, host) {
     const run = host.task(args.task_id);
-    if (!run) return text(`Error: unknown task ${args.task_id}`, true);
+    if (!run) return text(`Error: unknown task ${quote(args.task_id)}`, true);
     return text(renderTask(run.state === "settled" ? run.result : undefined));
   },
 };

@@ -11,3 +11,10 @@ export function quote(value: unknown, max = 64): string {
   if (/[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1);
   return `${JSON.stringify(`${cut}…`)} (${text.length} characters)`;
 }
+
+/** A list of caller input as an error message shows it: the first `shown` quoted, then how many more. */
+export function quoteAll(values: readonly unknown[], shown = 5): string {
+  const listed = values.slice(0, shown).map((v) => quote(v));
+  const more = values.length - listed.length;
+  return more > 0 ? `${listed.join(", ")} and ${more} more` : listed.join(", ");
+}

@@ -1,3 +1,4 @@
+import { quoteAll } from "../core/quote";
 import type { Deployment } from "../platform/deployment";
 import { defaultModelOf } from "../platform/models";
 import { fail, type Outcome } from "../contract/errors";
@@ -27,7 +28,7 @@ export async function createTopLevelSession(
   if (problem) return fail("INVALID_REQUEST", `model: ${problem}`);
   const unknownTools = body.toolFilter ? deployment.unknownTools(body.toolFilter) : [];
   if (unknownTools.length > 0)
-    return fail("INVALID_REQUEST", `toolFilter names unknown tools: ${unknownTools.join(", ")}`);
+    return fail("INVALID_REQUEST", `toolFilter names unknown tools: ${quoteAll(unknownTools)}`);
   const {
     model: _model,
     label,

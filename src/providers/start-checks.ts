@@ -1,3 +1,4 @@
+import { quote } from "../core/quote";
 import { fail, type Outcome, ok } from "../contract/errors";
 import type { StartRequest } from "../contract/run";
 import { checkMaxDepthForm } from "../core/depth";
@@ -24,7 +25,7 @@ export function checkStart(
   record: ProviderRecord | undefined,
   request: StartRequest,
 ): Outcome<CheckedStart> {
-  if (!record) return fail("NO_PROVIDER", `no provider named ${name}`);
+  if (!record) return fail("NO_PROVIDER", `no provider named ${quote(name)}`);
   const info = describeProvider(record);
   const asked: [keyof ProviderInfo["capabilities"], boolean][] = [
     ["outputSchema", request.outputSchema !== undefined],

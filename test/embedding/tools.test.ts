@@ -157,7 +157,7 @@ describe("a Worker's tools under tool filters and in children", () => {
       body: { toolFilter: { allow: ["probe", "nope"] } },
     });
     expect(refused.status).toBe(400);
-    expect(refused.body.error.message).toMatch(/toolFilter names unknown tools: nope/);
+    expect(refused.body.error.message).toMatch(/toolFilter names unknown tools: "nope"/);
   });
 
   it("offers them to children, whose calls carry the child's own session id", async () => {

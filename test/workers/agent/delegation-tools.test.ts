@@ -120,7 +120,7 @@ describe("the subagent tool (semantics.md §5.7, §3.3)", () => {
     const childId = background!.text.slice("started subagent ".length);
     expect(await view(childId)).toMatchObject({ mode: "continuable", label: "bg", parentSession: root.id });
     expect(toolResults(log, "task_output")).toEqual([
-      expect.objectContaining({ text: "Error: unknown task subagent-1", isError: true }),
+      expect.objectContaining({ text: 'Error: unknown task "subagent-1"', isError: true }),
     ]);
     expect(foreground).toMatchObject({ text: "echo: in front", isError: false });
     const rows = await sqlRows<{ mode: string; task_id: string | null }>(
