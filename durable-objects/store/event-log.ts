@@ -3,6 +3,7 @@ import type { EventData, EventType, SessionEvent, ToolCall } from "../../src/con
 import { CONVERSATION_EVENTS } from "../../src/contract/events";
 import type { ConversationMessage } from "../../src/agent/model";
 import { fitEvent } from "../../src/core/event-budget";
+import { utf8Length } from "../../src/core/quotas";
 
 /** How many of the newest events the log keeps in memory for the reads that follow them. */
 const TAIL_MAX = 512;
@@ -23,6 +24,10 @@ interface StoredEvent {
  * TAIL_MAX, the newest), from `#tailFrom` to the end of the log, since only this log writes the
  * table. A read from inside the tail (a turn's own conversation, its last answer, a page after
  * a recent cursor) needs no query; a rollback forgets the tail.
+ *
+ * The log also knows its size (the UTF-8 bytes of its rows' `data`, for MAX_LOG_BYTES): asked of
+ * SQLite once per instance (`octet_length` reads the row headers, not the data), then kept up to
+ * date by every append; a rollback forgets it.
  */
 export class EventLog {
   readonly #sql: SqlStorage;
@@ -31,6 +36,8 @@ export class EventLog {
   #tail: StoredEvent[] = [];
   /** The seq of the tail's first event (the end of the log while it is empty); undefined: none. */
   #tailFrom: number | undefined;
+  /** The bytes of `data` the table holds, once known (undefined: ask SQLite). */
+  #bytes: number | undefined;
 
   constructor(sql: SqlStorage) {
     this.#sql = sql;
@@ -40,6 +47,22 @@ export class EventLog {
   startEmpty(): void {
     this.#nextSeq = 0;
     this.#tailFrom = 0;
+    this.#bytes = 0;
+  }
+
+  /** The bytes of event data the log holds (what MAX_LOG_BYTES bounds). */
+  bytes(): number {
+    if (this.#bytes === undefined) {
+      this.#bytes = this.#sql
+        .exec<{ bytes: number }>("SELECT coalesce(sum(octet_length(data)), 0) AS bytes FROM events")
+        .one().bytes;
+    }
+    return this.#bytes;
+  }
+
+  /** A row of `json` was written: the known size grows by it (an unknown one is asked later, row included). */
+  #grew(json: string): void {
+    if (this.#bytes !== undefined) this.#bytes += utf8Length(json);
   }
 
   nextSeq(): number {
@@ -77,6 +100,7 @@ export class EventLog {
     const json = JSON.stringify(data);
     this.#sql.exec("INSERT INTO events (seq, type, at, data) VALUES (?, ?, ?, ?)", seq, type, at, json);
     this.#nextSeq = seq + 1;
+    this.#grew(json);
     this.#remember({ seq, type, at, json });
     this.#uncommitted.push({ seq, type, at, data } as SessionEvent);
     return seq;
@@ -89,6 +113,7 @@ export class EventLog {
       const json = JSON.stringify(e.data);
       this.#sql.exec("INSERT INTO events (seq, type, at, data) VALUES (?, ?, ?, ?)", seq, e.type, e.at, json);
       this.#nextSeq = seq + 1;
+      this.#grew(json);
       this.#remember({ seq, type: e.type, at: e.at, json });
     }
   }
@@ -106,6 +131,7 @@ export class EventLog {
     this.#nextSeq = undefined;
     this.#tail = [];
     this.#tailFrom = undefined;
+    this.#bytes = undefined;
   }
 
   page(after: number, limit: number): SessionEvent[] {

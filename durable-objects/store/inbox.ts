@@ -12,12 +12,19 @@ export interface Admission {
   content: ContentBlock[];
   idempotencyKey?: string;
   contentHash: string;
+  /**
+   * A caller's message (MAX_PENDING_MESSAGES): it is refused, nothing stored, when this many
+   * items are pending already. None: a delivery the session must take (a child's report or
+   * notice, a child's own first prompt), admitted whatever is pending.
+   */
+  capacity?: number;
 }
 
 export type AdmissionResult =
   | { kind: "accepted"; messageId: string }
   | { kind: "replayed"; messageId: string }
-  | { kind: "conflict"; messageId: string };
+  | { kind: "conflict"; messageId: string }
+  | { kind: "full"; pending: number };
 
 /** How many pending items one poll reads. */
 const PENDING_LIMIT = 256;
@@ -28,6 +35,10 @@ const PENDING_LIMIT = 256;
  * poll's answer is kept across the inbox's own writes when the write tells what it becomes (an
  * admitted item joins its end, a claimed one leaves it), so a message's admission and its claim
  * ask SQLite nothing more about the queue.
+ *
+ * It also knows how many items are pending (for MAX_PENDING_MESSAGES): the known queue's length
+ * while it is shorter than one poll, else a count asked once and then carried across the same
+ * writes, so admitting a message below the quota asks SQLite nothing either.
  */
 export class Inbox {
   /** Reads of the hot polls, until the next write of the table (read-memo.ts). */
@@ -40,8 +51,11 @@ export class Inbox {
 
   admit(item: Admission): AdmissionResult {
     const pending = this.memo.known<readonly PendingItem[]>("pending", []);
+    const count = this.memo.known<number>("count", 0);
     this.memo.changed();
-    if (pending) this.memo.remember("pending", pending.value); // unchanged unless admitted below
+    // unchanged unless admitted below
+    if (pending) this.memo.remember("pending", pending.value);
+    if (count) this.memo.remember("count", count.value);
     if (item.idempotencyKey !== undefined) {
       const prior = this.sql
         .exec<{ message_id: string; content_hash: string }>(
@@ -54,6 +68,10 @@ export class Inbox {
           ? { kind: "replayed", messageId: prior.message_id }
           : { kind: "conflict", messageId: prior.message_id };
       }
+    }
+    if (item.capacity !== undefined) {
+      const now = this.pendingCount();
+      if (now >= item.capacity) return { kind: "full", pending: now };
     }
     this.sql.exec(
       `INSERT INTO inbox (message_id, position, lane, waking, source, content, state, idempotency_key, content_hash)
@@ -73,6 +91,7 @@ export class Inbox {
         ...pending.value,
         { messageId: item.messageId, lane: item.lane, waking: item.waking },
       ]);
+    if (count) this.memo.remember("count", count.value + 1);
     this.log.append("agent/inbox/inserted", {
       messageId: item.messageId,
       lane: item.lane,
@@ -86,6 +105,17 @@ export class Inbox {
     return this.sql
       .exec<{ message_id: string }>("SELECT message_id FROM inbox WHERE idempotency_key = ?", key)
       .toArray()[0]?.message_id;
+  }
+
+  /** How many items are pending (claimed and discarded ones are not). */
+  pendingCount(): number {
+    const first = this.pending();
+    if (first.length < PENDING_LIMIT) return first.length; // the whole queue
+    return this.memo.read(
+      "count",
+      () => this.sql.exec<{ n: number }>("SELECT count(*) AS n FROM inbox WHERE state = 'pending'").one().n,
+      0,
+    );
   }
 
   /** The first PENDING_LIMIT pending items, in acceptance order. */
@@ -105,6 +135,7 @@ export class Inbox {
 
   claim(messageId: string): { content: ContentBlock[]; source: MessageSource } | undefined {
     const pending = this.memo.known<readonly PendingItem[]>("pending", []);
+    const count = this.memo.known<number>("count", 0);
     this.memo.changed();
     const row = this.sql
       .exec<{ content: string; source: string }>(
@@ -118,6 +149,7 @@ export class Inbox {
         "pending",
         pending.value.filter((p) => p.messageId !== messageId),
       );
+    if (count) this.memo.remember("count", row ? count.value - 1 : count.value);
     return row ? { content: JSON.parse(row.content), source: JSON.parse(row.source) } : undefined;
   }
 
@@ -132,6 +164,7 @@ export class Inbox {
       .map((r) => r.message_id);
     for (const messageId of ids) this.log.append("agent/inbox/discarded", { messageId, reason });
     this.memo.remember("pending", []);
+    this.memo.remember("count", 0);
     return ids;
   }
 }
