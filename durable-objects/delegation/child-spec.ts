@@ -7,6 +7,7 @@ import { intersectToolFilters } from "../../src/contract/tool-filter";
 import type { AgentOptions, McpServerSpec, SessionHeader } from "../../src/contract/session";
 import type { ToolFilter } from "../../src/agent/tools";
 import { childDepth, deploymentDepthCap } from "../../src/core/depth";
+import { logRefusal, treeRefusal } from "../../src/core/quotas";
 import {
   childJurisdiction,
   type Jurisdiction,
@@ -20,8 +21,8 @@ import type { SessionContext } from "../session/session-context";
 
 /**
  * What every child start checks in the parent, one-shot and continuable alike, before any child
- * exists: depth (monotone, capped), tool filter names, model route, the child id and the
- * children-per-session budget. Also what a child inherits.
+ * exists: depth (monotone, capped), tool filter names, model route, the child id, the
+ * children-per-session budget, the log quota and the tree quota. Also what a child inherits.
  */
 
 export interface ChildRequest {
@@ -111,8 +112,11 @@ export function placeChild(
     // an id made here is new (a random UUID): only a caller's can be one this parent used
     if (request.childId !== undefined && idInUse(ctx, childId))
       return fail("DUPLICATE_CHILD", `child ${childId} already exists`);
-    const budget = childBudget(ctx);
+    const local = ctx.stores.children.count();
+    const budget = childBudget(ctx, local);
     if (!budget.ok) return budget;
+    const tree = treeBudget(ctx, header, local);
+    if (!tree.ok) return tree;
   }
   // a token budget is shared down: the child gets what is left of this session's
   const tokens = header.options.budget?.tokens;
@@ -142,15 +146,83 @@ export function placeChild(
 }
 
 /**
- * The children-per-session budget: local children and remote runs together, over the session's
- * lifetime (MAX_CHILDREN_PER_SESSION).
+ * What a session may still start, whatever the child's kind: nothing once its log is at its quota
+ * (MAX_LOG_BYTES: a start writes to it), and no more children than the children-per-session
+ * budget, local children and remote runs together, over the session's lifetime
+ * (MAX_CHILDREN_PER_SESSION). `local`: the session's children rows, when the caller counted them.
  */
-export function childBudget(ctx: SessionContext): Outcome<void> {
+export function childBudget(ctx: SessionContext, local = ctx.stores.children.count()): Outcome<void> {
+  const full = logRefusal(ctx.stores.log.bytes(), ctx.limits.logCap);
+  if (full) return full;
   const cap = positiveInt(ctx.limits.childCap, 1000);
-  if (ctx.stores.children.count() + ctx.stores.runs.remoteCount() >= cap) {
+  if (local + ctx.stores.runs.remoteCount() >= cap) {
     return fail("BUDGET_EXCEEDED", `this session already started ${cap} children (MAX_CHILDREN_PER_SESSION)`);
   }
   return ok(undefined);
+}
+
+// ---- the tree quota (MAX_SESSIONS_PER_TREE) ----
+//
+// A tree is a top-level session and every session below it; its root keeps the one count. The
+// root's own children are its `children` rows (written before each child exists, deleted when a
+// start is refused), so a start from the root costs no extra write. Every deeper child takes a
+// slot from the root before anything of it is stored (its object asks in `init`, keyed by its id,
+// so a retried init counts once): the root keeps `tree-slot:<id>` and their number `tree-slots`
+// in its flags. Such a slot is never given back, even when that child's creation then fails.
+// Runs outside this deployment (remote, ACP, A2A) are no sessions of the tree.
+
+const TREE_SLOTS = "tree-slots";
+
+/** The sessions the tree of this (top-level) session holds: itself, its children and deeper ones. */
+function treeSize(ctx: SessionContext, local = ctx.stores.children.count()): number {
+  return 1 + local + Number(ctx.stores.flags.get(TREE_SLOTS) ?? "0");
+}
+
+/**
+ * Whether the root's tree has room for one more child of the root (a deeper parent's child asks
+ * the root itself, in its `init`: see `takeTreeSlot`).
+ */
+function treeBudget(ctx: SessionContext, header: SessionHeader, local: number): Outcome<void> {
+  if (header.lineage.length > 0) return ok(undefined);
+  return treeRefusal(treeSize(ctx, local), ctx.limits.treeCap) ?? ok(undefined);
+}
+
+/**
+ * At the root: a slot in its tree for a session below one of its descendants, unless that child
+ * has one already (a retried init); else `422 QUOTA_EXCEEDED`.
+ */
+export function reserveTreeSlot(ctx: SessionContext, childId: string): Outcome<void> {
+  const { flags } = ctx.stores;
+  if (flags.get(`tree-slot:${childId}`) !== undefined) return ok(undefined);
+  const refused = treeRefusal(treeSize(ctx), ctx.limits.treeCap);
+  if (refused) return refused;
+  const slots = Number(flags.get(TREE_SLOTS) ?? "0");
+  ctx.stores.transact(() => {
+    flags.set(`tree-slot:${childId}`, "1");
+    flags.set(TREE_SLOTS, String(slots + 1));
+  });
+  return ok(undefined);
+}
+
+/** The root's side of `takeTreeSlot`, as the child's object reaches it. */
+export interface TreeRoot {
+  reserveTreeSlot(childId: string): Promise<Outcome<void>>;
+}
+
+/**
+ * In a new child's object, before anything of it is stored: a child whose parent is not the top
+ * of its tree (its lineage holds more than the root) takes its slot from the root
+ * (`lineage[0]`); a child of the root was counted by the root when it placed it, and a child
+ * that exists already (a retried init) was counted when it was created.
+ */
+export async function takeTreeSlot(
+  spec: Pick<ChildInit, "id" | "lineage">,
+  exists: boolean,
+  root: (id: string) => TreeRoot,
+): Promise<Outcome<void>> {
+  const top = spec.lineage[0];
+  if (exists || top === undefined || spec.lineage.length < 2) return ok(undefined);
+  return root(top).reserveTreeSlot(spec.id);
 }
 
 /** The identity fields every child init carries from its parent. */

@@ -30,7 +30,18 @@ export interface SessionContext {
   models: ModelRoutes;
   /** The model of a session that names none (DEFAULT_MODEL, else `scripted`). */
   defaultModel: string;
-  limits: { depthCap: string | undefined; childCap: string | undefined };
+  /**
+   * The deployment's limits as its vars give them (absent or malformed: the default, where each is
+   * read): MAX_DEPTH_CAP, MAX_CHILDREN_PER_SESSION, and the quotas (src/core/quotas.ts)
+   * MAX_SESSIONS_PER_TREE, MAX_PENDING_MESSAGES and MAX_LOG_BYTES.
+   */
+  limits: {
+    depthCap: string | undefined;
+    childCap: string | undefined;
+    treeCap: string | undefined;
+    inboxCap: string | undefined;
+    logCap: string | undefined;
+  };
   /** Remote delegation: this deployment's public URL (callbacks; absent: polling only) and deadline. */
   remoteSettings: { publicUrl: string | undefined; deadlineMs: number };
   /** Runs the drive loop without waiting (steps, outbox, repairs, settlement). */

@@ -22,6 +22,9 @@ import { faultPoint } from "../../src/core/faults";
 import { fingerprint } from "../../src/core/hash";
 import { placementOf } from "../../src/core/placement";
 import { quote } from "../../src/core/quote";
+import { messageQuota } from "../../src/core/quotas";
+import { sessionStub } from "../../src/platform/stubs";
+import { reserveTreeSlot, takeTreeSlot } from "../delegation/child-spec";
 import { type ChildEntry, type DescendantEntry, publicEntry } from "../../src/core/listing";
 import { failure } from "../../src/contract/respond";
 import { childEntriesOf, descendantsOf, entryOf } from "./listing";
@@ -107,8 +110,10 @@ export class SessionObject extends DurableObject<Env> {
   send(caller: Caller, input: SendInput): Outcome<{ messageId: string }> {
     const header = this.#authorize(caller, "act");
     if (!header.ok) return header;
-    const { stores } = this.#parts!;
+    const { stores, ctx } = this.#parts!;
     const content = toBlocks(input.content);
+    // MAX_PENDING_MESSAGES and MAX_LOG_BYTES: a refused message stores nothing (src/core/quotas.ts)
+    const quota = messageQuota(stores.log.bytes(), ctx.limits);
     const admitted = stores.transact(() => {
       const result = stores.inbox.admit({
         messageId: newMessageId(),
@@ -118,10 +123,18 @@ export class SessionObject extends DurableObject<Env> {
         content,
         contentHash: fingerprint(JSON.stringify(content)),
         ...compact({ idempotencyKey: input.idempotencyKey }),
+        capacity: quota.capacity,
       });
-      if (result.kind === "accepted") stores.loop.set({ ...stores.loop.get(), parked: false });
+      const loop = stores.loop.get();
+      // a full inbox parked by an interrupt resumes (its turns free places); a full log does not
+      if (result.kind === "accepted" || (result.kind === "full" && quota.capacity > 0 && loop.parked))
+        stores.loop.set({ ...loop, parked: false });
       return result;
     });
+    if (admitted.kind === "full") {
+      if (quota.capacity > 0) this.#parts!.loop.kickSoon();
+      return quota.refusal;
+    }
     if (admitted.kind === "conflict") {
       return fail("IDEMPOTENCY_KEY_REUSED", "this idempotencyKey was already used with different content");
     }
@@ -232,11 +245,19 @@ export class SessionObject extends DurableObject<Env> {
   // ---- RPC surface: other session objects (never reachable over HTTP) ----
 
   async init(spec: ChildInit): Promise<Outcome<{ id: string }>> {
-    return this.#open().oneShot.init(spec);
+    const slot = await this.#treeSlot(spec);
+    return slot.ok ? this.#open().oneShot.init(spec) : slot;
   }
 
   async initContinuable(spec: ContinuableInit): Promise<Outcome<{ id: string; messageId: string }>> {
-    return this.#open().self.init(spec);
+    const slot = await this.#treeSlot(spec);
+    return slot.ok ? this.#open().self.init(spec) : slot;
+  }
+
+  /** At a tree's root: a slot for a session below one of its descendants (MAX_SESSIONS_PER_TREE). */
+  reserveTreeSlot(childId: string): Outcome<void> {
+    if (!this.#parts) return fail("NOT_FOUND", "no such session"); // never created: stays empty
+    return reserveTreeSlot(this.#parts.ctx, childId);
   }
 
   async deliver(envelope: Envelope): Promise<Outcome<{ applied: boolean }>> {
@@ -335,6 +356,12 @@ export class SessionObject extends DurableObject<Env> {
 
   #id(): string {
     return this.#parts?.stores.header.get()?.id ?? "";
+  }
+
+  /** A new child's place in its tree, taken before anything of it is stored (child-spec.ts). */
+  #treeSlot(spec: ChildInit | ContinuableInit): Promise<Outcome<void>> {
+    const exists = this.#parts?.stores.header.get() !== undefined;
+    return takeTreeSlot(spec, exists, (root) => sessionStub(this.env, root));
   }
 
   #open(): Parts {

@@ -6,6 +6,7 @@ import type { TurnControl } from "../../src/agent/turn-control";
 import { MAX_STEPS_PER_TURN, TurnDriver } from "../../src/agent/turn-driver";
 import { DEFAULT_MODEL_CALL_POLICY, type ModelCallPolicy } from "../../src/agent/model-calls";
 import { compact } from "../../src/core/compact";
+import { DEFAULT_MAX_LOG_BYTES, quotaOf } from "../../src/core/quotas";
 import type { Deployment } from "../../src/platform/deployment";
 import { defaultModelOf } from "../../src/platform/models";
 import { registryStub, sessionStub } from "../../src/platform/stubs";
@@ -123,6 +124,7 @@ export function assembleParts(
       const budget = header()?.options.budget;
       return budget && { tokens: budget.tokens, used: stores.usage.budgetUsed() };
     },
+    logQuota: () => ({ bytes: stores.log.bytes(), max: quotaOf(ctx.limits.logCap, DEFAULT_MAX_LOG_BYTES) }),
     system: () => header()?.options.persona,
     tools: () => ctx.tools.visible(header()),
     host,
@@ -181,7 +183,13 @@ function sessionContext(
     // the model routes this deployment serves (checked when a session or child is created)
     models: deployment.models(env),
     defaultModel: defaultModelOf(env),
-    limits: { depthCap: env.MAX_DEPTH_CAP, childCap: env.MAX_CHILDREN_PER_SESSION },
+    limits: {
+      depthCap: env.MAX_DEPTH_CAP,
+      childCap: env.MAX_CHILDREN_PER_SESSION,
+      treeCap: env.MAX_SESSIONS_PER_TREE,
+      inboxCap: env.MAX_PENDING_MESSAGES,
+      logCap: env.MAX_LOG_BYTES,
+    },
     remoteSettings: remoteSettings(env),
     ...loop,
   };

@@ -1,10 +1,12 @@
 import { compact } from "../core/compact";
+import { logQuotaMessage } from "../core/quotas";
 import type { LoopState } from "../core/turn-plan";
 import type { AttemptClaim } from "./model-calls";
 
 /**
  * What bounds a turn's model steps, from durable state alone (pure): the step budget of a turn,
- * the session's token budget, and the attempts one step may make across retries and restarts.
+ * the session's token budget, its log quota, and the attempts one step may make across retries
+ * and restarts.
  * The turn driver asks before each model step and claims each attempt in a transaction.
  */
 
@@ -13,6 +15,8 @@ export interface StepLimits {
   attemptsPerStep: number;
   /** The session's token budget and what counts against it, when it has one. */
   tokens?: { tokens: number; used: number } | undefined;
+  /** The session's log size and its quota (MAX_LOG_BYTES), when known. */
+  log?: { bytes: number; max: number } | undefined;
 }
 
 /** Why the open turn may not make another model step (it ends as `error`), or undefined. */
@@ -28,6 +32,10 @@ export function stepRefusal(
       error: `BUDGET_EXCEEDED: the session's token budget of ${tokens.tokens} is spent (${tokens.used} used)`,
       code: "BUDGET_EXCEEDED",
     };
+  // a log at its quota takes no new work: the open turn ends before another model call, so a
+  // session never grows its log without bound (what its children deliver is still applied)
+  const log = limits.log;
+  if (log && log.bytes >= log.max) return { error: `QUOTA_EXCEEDED: ${logQuotaMessage(log.bytes, log.max)}` };
   // a step whose attempts were spent by restarts (a crash during each call) ends here, before
   // another model call: an object that restarts in a loop never calls the model without bound
   if ((loop.attempts ?? 0) >= limits.attemptsPerStep)

@@ -40,6 +40,8 @@ export interface SessionAgent<Host> {
   onStepUsage?(usage: Usage): void;
   /** The session's token budget and what it used so far, when it has one (semantics.md §8). */
   budget?(): { tokens: number; used: number } | undefined;
+  /** The bytes the session's log holds and its quota (MAX_LOG_BYTES), checked before each model step. */
+  logQuota?(): { bytes: number; max: number };
   /** Live text of a step while its model call streams it (not durable; attempt numbers restart a step's text). */
   onTextDelta?(delta: { turn: number; step: number; attempt: number; text: string }): void;
   system(): string | undefined;
@@ -179,6 +181,7 @@ export class TurnDriver<Host> implements TurnControl {
         maxSteps: this.#agent.maxSteps ?? MAX_STEPS_PER_TURN,
         attemptsPerStep: this.#policy().attemptsPerStep,
         tokens: this.#agent.budget?.(),
+        log: this.#agent.logQuota?.(),
       });
       if (refused) {
         stores.loop.set(this.#endTurn(loop, "error", refused));

@@ -6,6 +6,7 @@ import { faultPoint } from "../../../src/core/faults";
 import { fail, type Outcome, ok } from "../../../src/contract/errors";
 import { messageIdFromDigest, newMessageId } from "../../../src/contract/ids";
 import { sha256Hex } from "../../../src/core/hash";
+import { messageQuota } from "../../../src/core/quotas";
 import type { SessionHeader } from "../../../src/contract/session";
 import { type Descriptor, foldDescriptor } from "../../../src/core/descriptor";
 import {
@@ -130,12 +131,20 @@ export class ContinuableChild implements SessionPart {
     if (this.#drains.draining()) return fail("DRAINING", `subagent ${header.id} is draining`);
     let messageId: string = newMessageId();
     let resumed = false;
-    stores.transact(() => {
+    // MAX_PENDING_MESSAGES and MAX_LOG_BYTES, as for any message: refused, nothing stored
+    const quota = messageQuota(stores.log.bytes(), this.#ctx.limits);
+    const full = stores.transact(() => {
       const prior =
         input.idempotencyKey === undefined ? undefined : stores.inbox.byIdempotencyKey(input.idempotencyKey);
       if (prior !== undefined) {
         messageId = prior; // already taken: the same message, no new epoch
-        return;
+        return false;
+      }
+      if (stores.inbox.pendingCount() >= quota.capacity) {
+        // a full inbox parked by an interrupt resumes (its turns free places), a full log does not
+        const loop = stores.loop.get();
+        if (quota.capacity > 0 && loop.parked) stores.loop.set({ ...loop, parked: false });
+        return true;
       }
       if (!this.activation()) {
         // cold resume: a new epoch from the descriptor (the provider is never asked again)
@@ -152,7 +161,12 @@ export class ContinuableChild implements SessionPart {
         ...compact({ idempotencyKey: input.idempotencyKey }),
       });
       stores.loop.set({ ...stores.loop.get(), parked: false });
+      return false;
     });
+    if (full) {
+      if (quota.capacity > 0) this.#ctx.kick();
+      return quota.refusal;
+    }
     this.#ctx.kick();
     return ok({ messageId, resumed });
   }

@@ -11,6 +11,7 @@ import { fail, type Outcome, ok } from "../../../src/contract/errors";
 import type { InboxLane, MessageSource } from "../../../src/contract/events";
 import { newRunId } from "../../../src/contract/ids";
 import { checkMaxDepthForm } from "../../../src/core/depth";
+import { logRefusal } from "../../../src/core/quotas";
 import { requestKey } from "../../../src/core/request-key";
 import { DESCRIPTOR_VERSION } from "../../../src/core/descriptor";
 import { describeProvider } from "../../../src/providers/catalog";
@@ -230,6 +231,9 @@ export class ContinuableParent implements SessionPart {
     const ctx = this.#ctx;
     const { children } = ctx.stores;
     if (this.#drains.draining()) return fail("DRAINING", "this session is draining its children");
+    // a log at its quota takes no new work: a follow-up writes to it (a cold resume's start)
+    const full = logRefusal(ctx.stores.log.bytes(), ctx.limits.logCap);
+    if (full) return full;
     const row = children.get(childId);
     if (row?.mode === "one-shot") {
       return fail(
