@@ -1,3 +1,4 @@
+import { quoteAll } from "../../src/core/quote";
 import { EXTERNAL_MODEL } from "../../src/agent/external-session";
 import { compact } from "../../src/core/compact";
 import type { ChildInit } from "../../src/contract/child-init";
@@ -96,7 +97,7 @@ export function placeChild(
   if (request.toolFilter) {
     const unknown = ctx.tools.unknownNames(request.toolFilter);
     if (unknown.length > 0)
-      return fail("INVALID_REQUEST", `toolFilter names unknown tools: ${unknown.join(", ")}`);
+      return fail("INVALID_REQUEST", `toolFilter names unknown tools: ${quoteAll(unknown)}`);
   }
   // a child of a session without a model (external) gets the deployment's default, not none
   const inherited = header.options.model === EXTERNAL_MODEL ? ctx.defaultModel : header.options.model;

@@ -1,3 +1,4 @@
+import { quote } from "../../../src/core/quote";
 import { compact } from "../../../src/core/compact";
 import { isEmptyContent, toBlocks } from "../../../src/contract/content";
 import type {
@@ -82,7 +83,7 @@ export class ContinuableParent implements SessionPart {
       return ok({ childId: byCall, messageId: stores.flags.get(`call-message:${callKey}`) ?? "" });
     if (this.#drains.draining()) return fail("DRAINING", "this session is draining its children");
     const record = await ctx.provider(spec.provider);
-    if (!record) return fail("NO_PROVIDER", `no provider named ${spec.provider}`);
+    if (!record) return fail("NO_PROVIDER", `no provider named ${quote(spec.provider)}`);
     const info = describeProvider(record);
     if (!info.continuable)
       return fail(

@@ -1,3 +1,4 @@
+import { quote } from "../../../src/core/quote";
 import { fail, type Outcome, ok } from "../../../src/contract/errors";
 import { faultPoint } from "../../../src/core/faults";
 import type { SessionContext } from "../../session/session-context";
@@ -56,7 +57,7 @@ export class Drains {
     const all = childIds === undefined;
     const targets = all ? children.ownedContinuable() : [...new Set(childIds)];
     const stranger = targets.find((id) => !children.has(id));
-    if (stranger) return fail("UNAUTHORIZED", `${stranger} is not a child of this session`);
+    if (stranger) return fail("UNAUTHORIZED", `${quote(stranger)} is not a child of this session`);
     // the whole-subtree drain closes admission; a drain its parent asked for has set the flag already
     const owns = all && !this.draining();
     if (owns) ctx.stores.transact(() => flags.set("draining", "self"));

@@ -1,3 +1,4 @@
+import { quote } from "../../../src/core/quote";
 import type { RunOrigin } from "../../../src/agent/host";
 import type { RunResultEnvelope } from "../../../src/contract/envelope";
 import { fail, type Outcome, ok } from "../../../src/contract/errors";
@@ -59,7 +60,7 @@ export class OneShotRuns implements SessionPart {
   /** Dispose: cancel the child (idempotent); the result arrives as `aborted` unless it was already in. */
   dispose(runId: string, reason?: string): Outcome<{ accepted: true }> {
     const run = this.#ctx.stores.runs.get(runId);
-    if (!run) return fail("NOT_FOUND", `no run ${runId}`);
+    if (!run) return fail("NOT_FOUND", `no run ${quote(runId)}`);
     if (run.state !== "settled") {
       this.#ctx.stores.transact(() => this.requestCancel(run, reason));
       this.#ctx.kick();
