@@ -23,7 +23,7 @@ export interface StepLimits {
 export function stepRefusal(
   loop: LoopState,
   limits: StepLimits,
-): { error: string; code?: "BUDGET_EXCEEDED" } | undefined {
+): { error: string; code?: "BUDGET_EXCEEDED" | "QUOTA_EXCEEDED" } | undefined {
   if (loop.step >= limits.maxSteps) return { error: `step budget of ${limits.maxSteps} exhausted` };
   // a spent token budget ends the turn before another model call (never mid-append)
   const tokens = limits.tokens;
@@ -35,7 +35,8 @@ export function stepRefusal(
   // a log at its quota takes no new work: the open turn ends before another model call, so a
   // session never grows its log without bound (what its children deliver is still applied)
   const log = limits.log;
-  if (log && log.bytes >= log.max) return { error: `QUOTA_EXCEEDED: ${logQuotaMessage(log.bytes, log.max)}` };
+  if (log && log.bytes >= log.max)
+    return { error: `QUOTA_EXCEEDED: ${logQuotaMessage(log.bytes, log.max)}`, code: "QUOTA_EXCEEDED" };
   // a step whose attempts were spent by restarts (a crash during each call) ends here, before
   // another model call: an object that restarts in a loop never calls the model without bound
   if ((loop.attempts ?? 0) >= limits.attemptsPerStep)

@@ -229,7 +229,7 @@ export class TurnDriver<Host> implements TurnControl {
   #endTurn(
     loop: LoopState,
     reason: TurnEndReason,
-    extra: { cause?: string; error?: string; code?: "BUDGET_EXCEEDED" } = {},
+    extra: { cause?: string; error?: string; code?: "BUDGET_EXCEEDED" | "QUOTA_EXCEEDED" } = {},
   ): LoopState {
     const { stores } = this.#agent;
     const turn = loop.openTurn!;

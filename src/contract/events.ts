@@ -44,8 +44,11 @@ export interface EventData {
     reason: TurnEndReason;
     cause?: string;
     error?: string;
-    /** `BUDGET_EXCEEDED` when the session's token budget ended the turn. */
-    code?: "BUDGET_EXCEEDED";
+    /**
+     * `BUDGET_EXCEEDED` when the session's token budget ended the turn, `QUOTA_EXCEEDED` when its
+     * log reached MAX_LOG_BYTES.
+     */
+    code?: "BUDGET_EXCEEDED" | "QUOTA_EXCEEDED";
     /** The turn's model steps' usage, summed (when the model reported any). */
     usage?: Usage;
   };

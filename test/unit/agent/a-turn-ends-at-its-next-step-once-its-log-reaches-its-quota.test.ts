@@ -13,6 +13,7 @@ describe("a turn's next step and its session's log quota", () => {
     expect(stepRefusal(open, { ...limits, log: { bytes: 100, max: 100 } })).toEqual({
       error:
         "QUOTA_EXCEEDED: this session's log holds 100 bytes, at or past its quota of 100 (MAX_LOG_BYTES); it takes no new work",
+      code: "QUOTA_EXCEEDED",
     });
     expect(stepRefusal(open, { ...limits, log: { bytes: 250, max: 100 } })?.error).toMatch(
       /^QUOTA_EXCEEDED: /,

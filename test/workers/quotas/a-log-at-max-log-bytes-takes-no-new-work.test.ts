@@ -69,6 +69,7 @@ describe("a session whose log reaches MAX_LOG_BYTES", () => {
     expect(turn.filter((e) => e.type === "tool/result").map((e) => e.data.content[0].text)).toEqual([echoed]);
     const end = turn.find((e) => e.type === "turn/end")!;
     expect(end.data.reason).toBe("error");
+    expect(end.data.code).toBe("QUOTA_EXCEEDED");
     expect(end.data.error).toMatch(new RegExp(`^QUOTA_EXCEEDED: this session's ${QUOTA.source}`));
     // the size the log kept in memory since its restart is what SQLite holds (UTF-8 bytes)
     const [sum] = await sqlRows<{ bytes: number }>(
