@@ -1,17 +1,34 @@
 import type { SessionEvent } from "../../src/contract/events";
-import type { EventLog } from "../store/event-log";
+import { fail } from "../../src/contract/errors";
+import { failure } from "../../src/contract/respond";
 import { KEEPALIVE_PING, KEEPALIVE_PONG } from "../../src/contract/stream";
+import type { EventLog } from "../store/event-log";
 
 /**
- * Live event streams over hibernatable WebSockets. Each socket's attachment remembers the last
- * seq it was sent, so a replay followed by live pushes never skips or repeats an event, also
- * after the object hibernated or was evicted and woke again.
+ * Live event streams: Server-Sent Events held in memory, and hibernatable WebSockets whose
+ * attachment remembers the last seq each was sent, so a replay followed by live pushes never
+ * skips or repeats an event, also after the object hibernated or was evicted and woke again.
+ *
+ * A replay never buffers the log for a reader that does not read (security.md, "Streams"):
+ * - SSE is a pull stream: the log is read a page at a time from SQLite only when the response's
+ *   reader has taken what was queued (one chunk of at most 16 KiB ahead of it). Live events are
+ *   read from the log the same way, so an idle reader holds one page whatever the session writes.
+ * - A WebSocket in workerd has no `bufferedAmount` and no drain event: `send()` queues without
+ *   bound and nothing tells the object whether the peer reads. So one connection carries at most
+ *   WS_REPLAY_WINDOW_BYTES of replay; a longer replay then closes the socket with
+ *   REPLAY_CONTINUES, and the client reconnects with `?after=<its last seq>` for the next window
+ *   (the SDK does so on any close). The close frame comes after the window, so only a reader that
+ *   read the whole window sees it; one that does not read holds one window and one slot.
+ * Subscribers (both kinds, hibernated sockets included) are capped per session: past the cap a
+ * new one is `429 TOO_MANY_SUBSCRIBERS` before anything is replayed.
  */
 
 interface Attachment {
   lastSeq: number;
   /** The subscriber asked for live text deltas (`?deltas=true`). */
   deltas?: boolean;
+  /** Closed with REPLAY_CONTINUES: gets nothing more, the client resumes on a new socket. */
+  resuming?: boolean;
 }
 
 /**
@@ -27,23 +44,63 @@ export interface TextDelta {
   text: string;
 }
 
+/** Subscribers per session when `MAX_SUBSCRIBERS_PER_SESSION` is unset or not a positive integer. */
+export const DEFAULT_MAX_SUBSCRIBERS = 32;
+/** The WebSocket close code that ends one window of a longer replay: reconnect with `?after=`. */
+export const REPLAY_CONTINUES = 4008;
+
+/** Events per page read from the log (and the byte budget below, whichever is reached first). */
 const REPLAY_PAGE = 500;
+/** Bytes of event data per page read from the log; a page always holds at least one event. */
+const PAGE_BYTES = 64 * 1024;
+/**
+ * An SSE response's queue counts bytes and takes a chunk only while it is empty: one chunk ahead
+ * of its reader (a queue of several would also reach the reader as one read).
+ */
+const ONE_CHUNK_AHEAD: QueuingStrategy<Uint8Array> = { highWaterMark: 1, size: (chunk) => chunk.byteLength };
+/** A page goes out in chunks of at most this many bytes, so one queued or in flight stays small. */
+const SSE_CHUNK_BYTES = 16 * 1024;
+/** Bytes of deltas (and the events before them) an SSE queue may hold for a reader that lags. */
+const SSE_DELTA_SLACK_BYTES = 256 * 1024;
+/** Bytes of replay one WebSocket connection carries before it closes with REPLAY_CONTINUES. */
+const WS_REPLAY_WINDOW_BYTES = 1024 * 1024;
 /** A comment line this often keeps proxies from closing an idle SSE stream. */
 const SSE_HEARTBEAT_MS = 25_000;
 
-/** An open Server-Sent Events subscriber: where it is in the log, and how to write to it. */
+/** The subscriber cap from the `MAX_SUBSCRIBERS_PER_SESSION` var (default 32). */
+export function subscriberCap(value: string | undefined): number {
+  const cap = Number(value);
+  return value !== undefined && value.trim() !== "" && Number.isSafeInteger(cap) && cap > 0
+    ? cap
+    : DEFAULT_MAX_SUBSCRIBERS;
+}
+
+/** An open Server-Sent Events subscriber: where it is in the log, and its response's queue. */
 interface SseSubscriber {
   lastSeq: number;
   deltas: boolean;
-  write(text: string): void;
-  close(): void;
+  controller: ReadableStreamDefaultController<Uint8Array>;
+  /** Text to send before the next page (the opening comment), empty once sent. */
+  prefix: string;
+  /** The bytes of the page being sent that are not queued yet. */
+  pending: Uint8Array;
+  /** True while its queue is being filled (an enqueue may call `pull` back synchronously). */
+  filling: boolean;
+  drop(): void;
 }
 
 const encoder = new TextEncoder();
 
+/** A log event read for a replay: its seq and type, and its JSON as sent. */
+interface WireEvent {
+  seq: number;
+  type: string;
+  json: string;
+}
+
 /** One log event as an SSE event: its seq as the id (for `Last-Event-ID`), its type as the name. */
-function sseEvent(event: SessionEvent): string {
-  return `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+function sseEvent(event: WireEvent): string {
+  return `id: ${event.seq}\nevent: ${event.type}\ndata: ${event.json}\n\n`;
 }
 
 export class EventStream {
@@ -61,31 +118,59 @@ export class EventStream {
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(KEEPALIVE_PING, KEEPALIVE_PONG));
   }
 
+  /** Open subscribers: SSE responses and WebSockets (hibernated ones included) not yet closed. */
+  subscribers(): number {
+    return this.#sse.size + this.ctx.getWebSockets().length;
+  }
+
+  /** The `429` for a subscriber past `cap`, or undefined when it may open. */
+  #refuse(cap: number): Response | undefined {
+    if (this.subscribers() < cap) return undefined;
+    return failure(
+      fail("TOO_MANY_SUBSCRIBERS", `this session already has ${cap} stream subscribers; try again later`),
+    );
+  }
+
   /**
    * Opens a Server-Sent Events stream replaying from `after`, then live: each event as
    * `id: <seq>` / `event: <type>` / `data: <event JSON>`, a comment line every 25 s, and with
-   * `deltas` also `event: assistant/delta` messages (no id). A write that fails (the client went
-   * away) drops the subscriber; it reconnects with `Last-Event-ID` and loses nothing.
+   * `deltas` also `event: assistant/delta` messages (no id). The first page is read now, the
+   * rest of the log (live events included) only as the reader takes what is queued. A reader
+   * that went away (the response was cancelled) frees its slot; it reconnects with
+   * `Last-Event-ID` and loses nothing.
    */
-  openSse(after: number, deltas = false): Response {
-    const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>();
-    const writer = writable.getWriter();
-    const subscriber: SseSubscriber = {
-      lastSeq: after,
-      deltas,
-      write: (text) => {
-        writer.write(encoder.encode(text)).catch(() => subscriber.close());
+  openSse(after: number, deltas: boolean, cap: number): Response {
+    const refused = this.#refuse(cap);
+    if (refused) return refused;
+    let heartbeat: ReturnType<typeof setInterval> | undefined;
+    let subscriber: SseSubscriber | undefined;
+    const readable = new ReadableStream<Uint8Array>(
+      {
+        start: (controller) => {
+          const sub: SseSubscriber = {
+            lastSeq: after,
+            deltas,
+            controller,
+            prefix: ": stream open\n\n",
+            pending: new Uint8Array(0),
+            filling: false,
+            drop: () => {
+              if (this.#sse.delete(sub) && heartbeat !== undefined) clearInterval(heartbeat);
+            },
+          };
+          subscriber = sub;
+          this.#sse.add(sub);
+          heartbeat = setInterval(() => this.#offer(sub, ": keepalive\n\n", 0), SSE_HEARTBEAT_MS);
+        },
+        pull: () => {
+          if (subscriber) this.#fill(subscriber, 0);
+        },
+        cancel: () => subscriber?.drop(),
       },
-      close: () => {
-        if (!this.#sse.delete(subscriber)) return;
-        clearInterval(heartbeat);
-        writer.close().catch(() => {});
-      },
-    };
-    const heartbeat = setInterval(() => subscriber.write(": keepalive\n\n"), SSE_HEARTBEAT_MS);
-    this.#sse.add(subscriber);
-    subscriber.write(": stream open\n\n");
-    this.#catchUp(subscriber, this.log.nextSeq() - 1);
+      ONE_CHUNK_AHEAD,
+    );
+    // `start` ran in the constructor: the opening comment and the first page go out as the log is now
+    if (subscriber) this.#fill(subscriber, 0);
     return new Response(readable, {
       headers: {
         "content-type": "text/event-stream; charset=utf-8",
@@ -95,32 +180,137 @@ export class EventStream {
     });
   }
 
-  /** Sends `subscriber` every event after its `lastSeq` up to `upTo`, from the log, in pages. */
-  #catchUp(subscriber: SseSubscriber, upTo: number): void {
-    while (subscriber.lastSeq < upTo) {
-      const page = this.log.page(subscriber.lastSeq, Math.min(REPLAY_PAGE, upTo - subscriber.lastSeq));
-      if (page.length === 0) return;
-      subscriber.write(page.map(sseEvent).join(""));
-      subscriber.lastSeq = page[page.length - 1]!.seq;
+  /**
+   * Queues log pages for `subscriber` up to the end of the log while its queue holds fewer than
+   * `slack` bytes (0: only into an empty queue, one chunk ahead of the reader).
+   */
+  #fill(subscriber: SseSubscriber, slack: number): void {
+    if (subscriber.filling) return;
+    subscriber.filling = true;
+    try {
+      const { controller } = subscriber;
+      const end = this.log.nextSeq() - 1;
+      while ((controller.desiredSize ?? 0) > -slack) {
+        if (subscriber.pending.byteLength === 0) {
+          const page = subscriber.lastSeq < end ? this.#page(subscriber.lastSeq, end) : [];
+          if (page.length === 0 && !subscriber.prefix) return;
+          if (page.length > 0) subscriber.lastSeq = page[page.length - 1]!.seq;
+          subscriber.pending = encoder.encode(subscriber.prefix + page.map(sseEvent).join(""));
+          subscriber.prefix = "";
+        }
+        // the position and the rest move before the enqueue: an enqueue may call `pull` back at once
+        const chunk = subscriber.pending.subarray(0, SSE_CHUNK_BYTES);
+        subscriber.pending = subscriber.pending.subarray(chunk.byteLength);
+        controller.enqueue(chunk);
+      }
+    } catch {
+      subscriber.drop(); // the response is gone
+    } finally {
+      subscriber.filling = false;
     }
   }
 
   /**
-   * Opens a socket replaying from `after`; `protocol` is the subprotocol to answer, if any;
-   * `deltas` subscribes it to live text deltas too.
+   * Queues a message that is not a log event (a keepalive, a delta) once `subscriber` caught up
+   * with the log (so it never overtakes an event), while its queue holds fewer than `slack`
+   * bytes; otherwise the message is dropped (best effort).
    */
-  open(after: number, protocol: string | undefined, deltas = false): Response {
+  #offer(subscriber: SseSubscriber, text: string, slack: number): void {
+    this.#fill(subscriber, slack);
+    try {
+      const behind = subscriber.lastSeq < this.log.nextSeq() - 1;
+      if (behind || subscriber.prefix || subscriber.pending.byteLength > 0) return;
+      if ((subscriber.controller.desiredSize ?? 0) <= -slack) return;
+      subscriber.controller.enqueue(encoder.encode(text));
+    } catch {
+      subscriber.drop();
+    }
+  }
+
+  /**
+   * The events after `after` up to `upTo` as their wire JSON: at most REPLAY_PAGE of them and,
+   * past the first, no more than PAGE_BYTES of data. The sizes are read first (SQLite reads no
+   * row's data for them), so a page of large events is never read whole only to be cut; the
+   * rows' stored JSON goes out as it is (it is `JSON.stringify` of the data, so this is the text
+   * `JSON.stringify(event)` gives), never parsed only to be serialized again.
+   */
+  #page(after: number, upTo: number): WireEvent[] {
+    const sql = this.ctx.storage.sql;
+    const sizes = sql
+      .exec<{ bytes: number }>(
+        "SELECT octet_length(data) AS bytes FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+        after,
+        upTo,
+        REPLAY_PAGE,
+      )
+      .toArray();
+    let count = 0;
+    let bytes = 0;
+    for (const row of sizes) {
+      if (count > 0 && bytes + row.bytes > PAGE_BYTES) break;
+      bytes += row.bytes;
+      count += 1;
+    }
+    if (count === 0) return [];
+    return sql
+      .exec<{ seq: number; type: string; at: number; data: string }>(
+        "SELECT seq, type, at, data FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+        after,
+        count,
+      )
+      .toArray()
+      .map((r) => ({
+        seq: r.seq,
+        type: r.type,
+        json: `{"seq":${r.seq},"type":${JSON.stringify(r.type)},"at":${r.at},"data":${r.data}}`,
+      }));
+  }
+
+  /**
+   * Sends `socket` the events after `after` up to `upTo`, page by page, until the window's bytes
+   * are spent (at least one page). Returns the last seq sent.
+   */
+  #replay(socket: WebSocket, after: number, upTo: number): number {
+    let lastSeq = after;
+    let sent = 0;
+    while (lastSeq < upTo && sent < WS_REPLAY_WINDOW_BYTES) {
+      const page = this.#page(lastSeq, upTo);
+      if (page.length === 0) break;
+      for (const event of page) {
+        socket.send(event.json);
+        sent += event.json.length;
+      }
+      lastSeq = page[page.length - 1]!.seq;
+    }
+    return lastSeq;
+  }
+
+  /**
+   * After a replay window that did not reach `upTo`: the socket closes with REPLAY_CONTINUES and
+   * gets nothing more; its client resumes with `?after=<lastSeq>`.
+   */
+  #settle(socket: WebSocket, lastSeq: number, upTo: number, deltas: boolean): void {
+    if (lastSeq >= upTo) {
+      socket.serializeAttachment((deltas ? { lastSeq, deltas } : { lastSeq }) satisfies Attachment);
+      return;
+    }
+    socket.serializeAttachment({ lastSeq, resuming: true } satisfies Attachment);
+    socket.close(REPLAY_CONTINUES, `the replay continues: reconnect with after=${lastSeq}`);
+  }
+
+  /**
+   * Opens a socket replaying from `after`; `protocol` is the subprotocol to answer, if any;
+   * `deltas` subscribes it to live text deltas too. A replay longer than one window sends the
+   * window and closes with REPLAY_CONTINUES.
+   */
+  open(after: number, protocol: string | undefined, deltas: boolean, cap: number): Response {
+    const refused = this.#refuse(cap);
+    if (refused) return refused;
     const pair = new WebSocketPair();
     const server = pair[1];
     this.ctx.acceptWebSocket(server);
-    let lastSeq = after;
-    for (;;) {
-      const page = this.log.page(lastSeq, REPLAY_PAGE);
-      for (const event of page) server.send(JSON.stringify(event));
-      if (page.length > 0) lastSeq = page[page.length - 1]!.seq;
-      if (page.length < REPLAY_PAGE) break;
-    }
-    server.serializeAttachment((deltas ? { lastSeq, deltas } : { lastSeq }) satisfies Attachment);
+    const upTo = this.log.nextSeq() - 1;
+    this.#settle(server, this.#replay(server, after, upTo), upTo, deltas);
     return new Response(null, {
       status: 101,
       webSocket: pair[0],
@@ -145,27 +335,28 @@ export class EventStream {
     });
   }
 
-  /** Pushes committed events to every open socket and SSE stream. A failing one never affects the others. */
+  /**
+   * Committed events reach every subscriber: SSE readers with room take them from the log now
+   * (the others when they read), sockets get them pushed. A failing one never affects the others.
+   */
   publish(events: readonly SessionEvent[]): void {
     if (events.length === 0) return;
     for (const wake of [...this.#waiters]) wake();
-    for (const subscriber of this.#sse) {
-      // a subscriber behind the first new event (it opened while they were committing) catches up first
-      this.#catchUp(subscriber, events[0]!.seq - 1);
-      const fresh = events.filter((e) => e.seq > subscriber.lastSeq);
-      if (fresh.length === 0) continue;
-      subscriber.write(fresh.map(sseEvent).join(""));
-      subscriber.lastSeq = fresh[fresh.length - 1]!.seq;
-    }
+    for (const subscriber of this.#sse) this.#fill(subscriber, 0);
     for (const socket of this.ctx.getWebSockets()) {
       try {
         const attachment = socket.deserializeAttachment() as Attachment | null;
+        if (attachment?.resuming) continue;
         let lastSeq = attachment?.lastSeq ?? -1;
+        const deltas = attachment?.deltas === true;
         if (events[0]!.seq > lastSeq + 1) {
           // the socket missed events (it was attached while we were away): replay the gap first
-          for (const e of this.log.page(lastSeq, events[0]!.seq - lastSeq - 1))
-            socket.send(JSON.stringify(e));
-          lastSeq = events[0]!.seq - 1;
+          const upTo = events[0]!.seq - 1;
+          lastSeq = this.#replay(socket, lastSeq, upTo);
+          if (lastSeq < upTo) {
+            this.#settle(socket, lastSeq, upTo, deltas);
+            continue;
+          }
         }
         for (const e of events) {
           if (e.seq <= lastSeq) continue;
@@ -185,11 +376,12 @@ export class EventStream {
     for (const subscriber of this.#sse) {
       if (!subscriber.deltas) continue;
       message ??= JSON.stringify(delta);
-      subscriber.write(`event: assistant/delta\ndata: ${message}\n\n`);
+      this.#offer(subscriber, `event: assistant/delta\ndata: ${message}\n\n`, SSE_DELTA_SLACK_BYTES);
     }
     for (const socket of this.ctx.getWebSockets()) {
       try {
-        if ((socket.deserializeAttachment() as Attachment | null)?.deltas !== true) continue;
+        const attachment = socket.deserializeAttachment() as Attachment | null;
+        if (attachment?.deltas !== true || attachment.resuming) continue;
         message ??= JSON.stringify(delta);
         socket.send(message);
       } catch {

@@ -31,6 +31,7 @@ import { childEntriesOf, descendantsOf, entryOf } from "./listing";
 import { applyCallback, type CallbackInput } from "../messaging/remote-callbacks";
 import { migrate, tablesIn } from "../store/schema";
 import { assembleParts, type Parts } from "./session-parts";
+import { subscriberCap } from "./event-stream";
 import type { Deployment } from "../../src/platform/deployment";
 
 /** After this many platform retries of a failing alarm, the alarm re-arms itself instead of throwing. */
@@ -319,14 +320,23 @@ export class SessionObject extends DurableObject<Env> {
     const after = Number(query.get("after") ?? "-1");
     if (query.get("transport") === "sse") {
       const { stream, stores } = this.#parts!;
-      return stream.openSse(Math.min(after, stores.log.nextSeq() - 1), query.get("deltas") === "true");
+      return stream.openSse(
+        Math.min(after, stores.log.nextSeq() - 1),
+        query.get("deltas") === "true",
+        subscriberCap(this.env.MAX_SUBSCRIBERS_PER_SESSION),
+      );
     }
     const { stream, stores } = this.#parts!;
     // a cursor past the end would silently skip the events that fill the gap
     const protocol = offersStreamProtocol(request.headers.get("sec-websocket-protocol"))
       ? STREAM_PROTOCOL
       : undefined;
-    return stream.open(Math.min(after, stores.log.nextSeq() - 1), protocol, query.get("deltas") === "true");
+    return stream.open(
+      Math.min(after, stores.log.nextSeq() - 1),
+      protocol,
+      query.get("deltas") === "true",
+      subscriberCap(this.env.MAX_SUBSCRIBERS_PER_SESSION),
+    );
   }
 
   override async alarm(info?: AlarmInvocationInfo): Promise<void> {

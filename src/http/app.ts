@@ -11,7 +11,7 @@ import { createTopLevelSession } from "./session-create";
 import { authed, reply } from "./authed";
 import { addCallbackRoute } from "./callback-route";
 import { addDelegationRoutes } from "./delegation-routes";
-import { queryOf, readBody, validate } from "./body";
+import { queryOf, readBody, readJsonText, validate } from "./body";
 import { failure, json } from "../contract/respond";
 import { registryStub, sessionStub } from "../platform/stubs";
 import { type Caller, DEFAULT_TENANT, tenantOf } from "../contract/session";
@@ -157,13 +157,20 @@ export function buildRouter(deployment: Deployment, base = "") {
     authed(async (request, env, caller) => {
       const id = sessionParam(request);
       if (typeof id !== "string") return failure(id);
+      // the body is read here with every route's limits (256 KiB, 128 levels of nesting) before
+      // the MCP layer sees a byte of it; the session gets the validated text, never the stream
+      const bodyless = request.method === "GET" || request.method === "HEAD";
+      const body = bodyless ? undefined : await readJsonText(request);
+      if (body && !body.ok) return failure(body);
       const headers = new Headers(request.headers);
       headers.set("x-subagents-caller", JSON.stringify(caller));
       headers.delete("authorization");
+      headers.delete("content-length");
+      headers.delete("transfer-encoding");
       const forwarded = new Request("https://session/mcp", {
         method: request.method,
         headers,
-        ...(request.method === "GET" || request.method === "HEAD" ? {} : { body: request.body }),
+        ...(body ? { body: body.value } : {}),
       });
       return sessionStub(env, id).fetch(forwarded);
     }),

@@ -13,11 +13,9 @@ export async function readBody<T>(
   schema: z.ZodType<T>,
   { idempotencyKeyHeader = false }: { idempotencyKeyHeader?: boolean } = {},
 ): Promise<Outcome<T>> {
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > MAX_BODY_BYTES) return tooLarge();
-  const text = await readLimited(request);
-  if (text === undefined) return tooLarge();
-  if (text === null) return fail("MALFORMED_JSON", "the body is not valid UTF-8");
+  const body = await boundedText(request);
+  if (!body.ok) return body;
+  const text = body.value;
   let value: unknown = {};
   if (text.trim().length > 0) {
     const type = request.headers.get("content-type") ?? "";
@@ -44,14 +42,31 @@ export async function readBody<T>(
  * type when not empty), for routes that need its exact bytes (a signed callback).
  */
 export async function readText(request: Request): Promise<Outcome<string>> {
-  const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > MAX_BODY_BYTES) return tooLarge();
-  const text = await readLimited(request);
-  if (text === undefined) return tooLarge();
-  if (text === null) return fail("MALFORMED_JSON", "the body is not valid UTF-8");
-  if (text.length > 0 && !/^application\/json\b/i.test(request.headers.get("content-type") ?? ""))
+  const text = await boundedText(request);
+  if (!text.ok) return text;
+  if (text.value.length > 0 && !/^application\/json\b/i.test(request.headers.get("content-type") ?? ""))
     return fail("INVALID_REQUEST", "content-type must be application/json");
-  return ok(text);
+  return text;
+}
+
+/**
+ * Reads a JSON body's exact text with the limits of every route (size: 413; strict UTF-8; JSON
+ * nested deeper than MAX_JSON_DEPTH: 400), for a route that hands the text to a protocol layer of
+ * its own (the MCP face). Text that is not JSON, and the content type, are that layer's to answer
+ * in its own protocol (a JSON-RPC parse error, a 415), so they pass through unchanged.
+ */
+export async function readJsonText(request: Request): Promise<Outcome<string>> {
+  const text = await boundedText(request);
+  if (!text.ok) return text;
+  let value: unknown;
+  try {
+    value = JSON.parse(text.value);
+  } catch {
+    return text;
+  }
+  if (depthExceeds(value, MAX_JSON_DEPTH))
+    return fail("INVALID_REQUEST", `the input nests deeper than ${MAX_JSON_DEPTH} levels`);
+  return text;
 }
 
 /** Nesting deeper than this is refused before any schema or serializer walks it. */
@@ -78,6 +93,19 @@ export function validate<T>(value: unknown, schema: z.ZodType<T>): Outcome<T> {
 
 export function queryOf(request: Request): Record<string, string> {
   return Object.fromEntries(new URL(request.url).searchParams);
+}
+
+/**
+ * The body as text: refused past MAX_BODY_BYTES before anything is read past the limit (413, also
+ * when no length is declared), and unless it is strict UTF-8 (never silently replaced).
+ */
+async function boundedText(request: Request): Promise<Outcome<string>> {
+  const declared = Number(request.headers.get("content-length") ?? "0");
+  if (declared > MAX_BODY_BYTES) return tooLarge();
+  const text = await readLimited(request);
+  if (text === undefined) return tooLarge();
+  if (text === null) return fail("MALFORMED_JSON", "the body is not valid UTF-8");
+  return ok(text);
 }
 
 function tooLarge(): Failure {
