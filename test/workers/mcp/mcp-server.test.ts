@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { ADMIN, createSession, workerFetch } from "../../support/api";
 import { allEvents, eventually } from "../../support/logs";
 import { script } from "../../support/scripts";
+import { jsonRpcAnswer, mcpPath, postJsonRpc } from "../../support/json-rpc";
 
 /**
  * The MCP server face (protocols.md, "MCP server"): POST /v1/sessions/:id/mcp driven by the
@@ -28,32 +29,10 @@ function textOf(result: { content?: unknown }): string {
 }
 
 /** One raw JSON-RPC POST to the MCP endpoint, as a 2025-era client sends it. */
-async function rpc(id: string, body: unknown, token: string | null = ADMIN, raw?: string): Promise<Response> {
-  const headers = new Headers({
-    "content-type": "application/json",
-    accept: "application/json, text/event-stream",
-  });
-  if (token) headers.set("authorization", `Bearer ${token}`);
-  headers.set("mcp-protocol-version", "2025-06-18");
-  return workerFetch(
-    new Request(`http://example.com/v1/sessions/${id}/mcp`, {
-      method: "POST",
-      headers,
-      body: raw ?? JSON.stringify(body),
-    }),
-  );
-}
+const rpc = (id: string, body: unknown, token: string | null = ADMIN, raw?: string): Promise<Response> =>
+  postJsonRpc(mcpPath(id), raw ?? JSON.stringify(body), { token });
 
-/** A JSON-RPC answer from a JSON or SSE response body. */
-async function answerOf(response: Response): Promise<any> {
-  const text = await response.text();
-  if (!/text\/event-stream/.test(response.headers.get("content-type") ?? "")) return JSON.parse(text);
-  const data = text
-    .split("\n")
-    .filter((l) => l.startsWith("data: "))
-    .map((l) => JSON.parse(l.slice(6)));
-  return data.at(-1);
-}
+const answerOf = jsonRpcAnswer;
 
 const INITIALIZE = {
   jsonrpc: "2.0",

@@ -1,7 +1,6 @@
 import { abortAllDurableObjects } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import {
-  ADMIN,
   api,
   createSession,
   followup,
@@ -9,12 +8,12 @@ import {
   rpcFailure,
   sendMessage,
   startChild,
-  workerFetch,
 } from "../../support/api";
 import { count, toolResults, waitForEvents } from "../../support/logs";
 import { evict, registryStub, sqlRows, stub } from "../../support/objects";
 import { expectRefused, MAX_PENDING_MESSAGES, queueBehind, stateOf } from "../../support/quotas";
 import { script, toolCall } from "../../support/scripts";
+import { jsonRpcAnswer, postJsonRpc } from "../../support/json-rpc";
 
 /**
  * The inbox quota (src/core/quotas.ts, store/inbox.ts): a session holds at most
@@ -32,28 +31,8 @@ async function pendingOf(id: string): Promise<number> {
 }
 
 /** A JSON-RPC POST (the A2A and MCP faces) with the admin token; the answer (JSON or its last SSE event). */
-async function post(path: string, body: unknown): Promise<any> {
-  const res = await workerFetch(
-    new Request(`http://example.com${path}`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${ADMIN}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        "mcp-protocol-version": "2025-06-18",
-        "a2a-version": "1.0",
-      },
-      body: JSON.stringify(body),
-    }),
-  );
-  const text = await res.text();
-  if (!/text\/event-stream/.test(res.headers.get("content-type") ?? "")) return JSON.parse(text);
-  return text
-    .split("\n")
-    .filter((l) => l.startsWith("data: "))
-    .map((l) => JSON.parse(l.slice(6)))
-    .at(-1);
-}
+const post = async (path: string, body: unknown): Promise<any> =>
+  jsonRpcAnswer(await postJsonRpc(path, JSON.stringify(body)));
 
 describe("a session's pending messages past MAX_PENDING_MESSAGES", () => {
   it("takes the 1000th, refuses the 1001st with 429 INBOX_FULL over HTTP, RPC and A2A storing nothing, and takes one again once a turn claims one", async () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { ADMIN, createSession, workerFetch } from "../../support/api";
+import { createSession, } from "../../support/api";
 import { tablesHash } from "../../support/objects";
+import { jsonRpcAnswer, mcpPath, postJsonRpc } from "../../support/json-rpc";
 
 /**
  * The MCP face reads its body with the same limits as every route (security.md, "The MCP face
@@ -13,32 +14,10 @@ import { tablesHash } from "../../support/objects";
 const LIMIT = 256 * 1024;
 
 /** One POST to the session's MCP endpoint, as a 2025-era MCP client sends it. */
-function mcp(id: string, body: BodyInit, headers: Record<string, string> = {}): Promise<Response> {
-  return workerFetch(
-    new Request(`http://example.com/v1/sessions/${id}/mcp`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${ADMIN}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        "mcp-protocol-version": "2025-06-18",
-        ...headers,
-      },
-      body,
-    }),
-  );
-}
+const mcp = (id: string, body: BodyInit, headers: Record<string, string> = {}): Promise<Response> =>
+  postJsonRpc(mcpPath(id), body, { headers });
 
-/** A JSON-RPC answer from a JSON or SSE response body. */
-async function answerOf(response: Response): Promise<any> {
-  const text = await response.text();
-  if (!/text\/event-stream/.test(response.headers.get("content-type") ?? "")) return JSON.parse(text);
-  const data = text
-    .split("\n")
-    .filter((l) => l.startsWith("data: "))
-    .map((l) => JSON.parse(l.slice(6)));
-  return data.at(-1);
-}
+const answerOf = jsonRpcAnswer;
 
 /** A `tools/list` request whose JSON-RPC id is a string making the whole body exactly `bytes` long. */
 function listOfSize(bytes: number): string {

@@ -40,6 +40,7 @@ import {
   useFirstUseTables,
 } from "../../../support/objects";
 import { script, toolCall } from "../../../support/scripts";
+import { jsonRpcAnswer, mcpPath, postJsonRpc } from "../../../support/json-rpc";
 
 /**
  * The boundaries of every numeric and length limit the HTTP API enforces (the zod schemas of
@@ -1381,31 +1382,12 @@ describe("the children a session may start over its lifetime (MAX_CHILDREN_PER_S
 
 /** One `tools/call` to a session's MCP face (`POST /v1/sessions/:id/mcp`); the JSON-RPC answer. */
 async function mcpCall(id: string, name: string, args: Record<string, unknown>): Promise<any> {
-  const res = await workerFetch(
-    new Request(`http://example.com/v1/sessions/${id}/mcp`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${ADMIN}`,
-        "content-type": "application/json",
-        accept: "application/json, text/event-stream",
-        "mcp-protocol-version": "2025-06-18",
-      },
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "tools/call",
-        params: { name, arguments: args },
-      }),
-    }),
+  const res = await postJsonRpc(
+    mcpPath(id),
+    JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name, arguments: args } }),
   );
   expect(res.status).toBe(200);
-  const text = await res.text();
-  if (!/text\/event-stream/.test(res.headers.get("content-type") ?? "")) return JSON.parse(text);
-  const frames = text
-    .split("\n")
-    .filter((l) => l.startsWith("data: "))
-    .map((l) => JSON.parse(l.slice(6)));
-  return frames.at(-1);
+  return jsonRpcAnswer(res);
 }
 
 const resultText = (answer: any): string =>
