@@ -113,11 +113,8 @@ export function placeChild(
     // an id made here is new (a random UUID): only a caller's can be one this parent used
     if (request.childId !== undefined && idInUse(ctx, childId))
       return fail("DUPLICATE_CHILD", `child ${childId} already exists`);
-    const local = ctx.stores.children.count();
-    const budget = childBudget(ctx, local);
+    const budget = childBudget(ctx);
     if (!budget.ok) return budget;
-    const tree = treeBudget(ctx, header, local);
-    if (!tree.ok) return tree;
   }
   // a token budget is shared down: the child gets what is left of this session's
   const tokens = header.options.budget?.tokens;
@@ -150,7 +147,8 @@ export function placeChild(
  * What a session may still start, whatever the child's kind: nothing once its log is at its quota
  * (MAX_LOG_BYTES: a start writes to it), and no more children than the children-per-session
  * budget, local children and remote runs together, over the session's lifetime
- * (MAX_CHILDREN_PER_SESSION). `local`: the session's children rows, when the caller counted them.
+ * (MAX_CHILDREN_PER_SESSION); at a tree's root, no more sessions in its tree than
+ * MAX_SESSIONS_PER_TREE. `local`: the session's children rows, when the caller counted them.
  */
 export function childBudget(ctx: SessionContext, local = ctx.stores.children.count()): Outcome<void> {
   const full = logRefusal(ctx.stores.log.bytes(), ctx.limits.logCap);
@@ -159,7 +157,9 @@ export function childBudget(ctx: SessionContext, local = ctx.stores.children.cou
   if (local + ctx.stores.runs.remoteCount() >= cap) {
     return fail("BUDGET_EXCEEDED", `this session already started ${cap} children (MAX_CHILDREN_PER_SESSION)`);
   }
-  return ok(undefined);
+  // at a tree's root, its tree's size too (a held start taken up again counts anew, like a new one)
+  const header = ctx.header();
+  return header ? treeBudget(ctx, header, local) : ok(undefined);
 }
 
 // ---- the tree quota (MAX_SESSIONS_PER_TREE) ----

@@ -3,6 +3,7 @@ import type { SessionHost } from "../../src/agent/host";
 import { executeTool, type Tool } from "../../src/agent/tools";
 import { textOf } from "../../src/contract/content";
 import { renderForeground } from "../../src/core/run-rendering";
+import { logRefusal } from "../../src/core/quotas";
 import type { OneShotRuns } from "../delegation/one-shot/one-shot-runs";
 import type { SessionContext } from "./session-context";
 
@@ -65,6 +66,9 @@ export class McpFace {
     extra: McpCallContext,
   ): Promise<{ content: { type: "text"; text: string }[]; isError?: boolean }> {
     const { stores } = this.#ctx;
+    // a log at its quota takes no new work, and a refused call writes nothing (MAX_LOG_BYTES)
+    const full = logRefusal(stores.log.bytes(), this.#ctx.limits.logCap);
+    if (full) return { content: [{ type: "text", text: `${full.code}: ${full.message}` }], isError: true };
     const callId = `mcp_${crypto.randomUUID().replaceAll("-", "")}`;
     const callKey = `mcp:${callId}`;
     stores.transact(() =>

@@ -1,3 +1,4 @@
+import { quote } from "../core/quote";
 import type { ModelClient } from "./model";
 
 /**
@@ -44,7 +45,7 @@ export class ModelRoutes {
       );
       const listed =
         known.length > 1 ? `${known.slice(0, -1).join(", ")} or ${known.at(-1)}` : known.join("");
-      return `unknown model route "${route}" (use ${listed})`;
+      return `unknown model route ${quote(route)} (use ${listed})`;
     }
     return found.provider.problem(found.rest);
   }

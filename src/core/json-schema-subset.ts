@@ -187,7 +187,9 @@ function walk(node: unknown, path: string, depth: number, total: { size: number 
     }
     // fromEntries defines own properties: a property named __proto__ stays a property
     schema.properties = Object.fromEntries(properties);
-    if ([...below.values()].some((p) => p !== undefined)) patterns.properties = below;
+    // kept even when no declared property has a pattern: a declared key is never matched against
+    // additionalProperties' pattern
+    patterns.properties = below;
   }
   if (
     node.required !== undefined &&
@@ -204,7 +206,10 @@ function walk(node: unknown, path: string, depth: number, total: { size: number 
     if (walked.patterns) patterns[key] = walked.patterns;
   }
   const anyPattern =
-    patterns.pattern || patterns.properties || patterns.items || patterns.additionalProperties;
+    patterns.pattern ||
+    [...(patterns.properties?.values() ?? [])].some((p) => p !== undefined) ||
+    patterns.items ||
+    patterns.additionalProperties;
   return { schema, patterns: anyPattern ? patterns : undefined };
 }
 

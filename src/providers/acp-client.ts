@@ -1,7 +1,9 @@
 import { type AnyMessage, client, type ClientContext, methods, type Stream } from "@agentclientprotocol/sdk";
 import type { ContentBlock } from "../contract/content";
 import type { SubagentResult } from "../contract/run";
+import { checkOutboundUrl } from "../contract/outbound-url";
 import {
+  ACP_SCHEMES,
   failedResult,
   initializeParams,
   loadSessionParams,
@@ -117,6 +119,9 @@ export class AcpConnection {
   }
 
   async #run(prompt: readonly ContentBlock[]): Promise<void> {
+    // checked on every connection too: a provider registered before the rule may break it
+    const problem = checkOutboundUrl(this.#target.url, { schemes: ACP_SCHEMES });
+    if (problem !== undefined) return this.#fail(`the agent's URL ${problem}: not connected`);
     const headers: Record<string, string> = { Upgrade: "websocket" };
     if (this.#target.token !== null) headers.Authorization = `Bearer ${this.#target.token}`;
     const controller = new AbortController();

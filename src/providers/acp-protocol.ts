@@ -19,11 +19,14 @@ export const ACP_PROTOCOL_VERSION = 1;
  * so wss/https, or ws/http to a loopback host (local development), no user information, no
  * private, shared, link-local, unspecified or metadata host.
  */
+/** What an ACP provider's URL may use: wss, or https for the upgrade (plain ws/http to loopback only). */
+export const ACP_SCHEMES = ["wss", "https"] as const;
+
 export const AcpUrl = z
   .string()
   .max(2048)
   .superRefine((raw, ctx) => {
-    const problem = checkOutboundUrl(raw, { schemes: ["wss", "https"] });
+    const problem = checkOutboundUrl(raw, { schemes: ACP_SCHEMES });
     if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem, input: raw });
   });
 

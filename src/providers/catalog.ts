@@ -72,17 +72,22 @@ export function adminProviderInfo(record: ProviderRecord): ProviderInfo {
   return { ...describeProvider(record), ...compact({ url: record.url }), tenants: providerTenants(record) };
 }
 
-/** The built-in providers, which belong to every tenant whatever their record says. */
-const BUILT_IN = new Set(["spawn", "fork"]);
+/** What says whom a provider belongs to (a registry event may not know the kind: then not built in). */
+export type ProviderOwnership = Pick<ProviderRecord, "name" | "tenants"> & { kind?: ProviderKind | undefined };
 
-/** The tenants that may use `record` (`["*"]`: all). */
-export function providerTenants(record: Pick<ProviderRecord, "name" | "tenants">): string[] {
-  if (BUILT_IN.has(record.name)) return [ALL_TENANTS];
-  return record.tenants ?? [DEFAULT_TENANT];
+/**
+ * The tenants that may use `record` (`["*"]`: all). The built-in `spawn` and `fork` (that name and
+ * that kind, registered without tenants) belong to every tenant; a provider registered again under
+ * one of their names after a removal, of another kind or with tenants, is like any other.
+ */
+export function providerTenants(record: ProviderOwnership): string[] {
+  if (record.tenants !== undefined) return record.tenants;
+  const builtIn = DEFAULT_PROVIDERS.some((p) => p.name === record.name && p.kind === record.kind);
+  return builtIn ? [ALL_TENANTS] : [DEFAULT_TENANT];
 }
 
 /** Whether sessions of `tenant` may use `record`. */
-export function belongsTo(record: Pick<ProviderRecord, "name" | "tenants">, tenant: string): boolean {
+export function belongsTo(record: ProviderOwnership, tenant: string): boolean {
   const tenants = providerTenants(record);
   return tenants.includes(ALL_TENANTS) || tenants.includes(tenant);
 }

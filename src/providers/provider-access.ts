@@ -1,7 +1,7 @@
-import type { ProviderInfo, ProviderRecord, ProviderScope } from "../contract/provider";
+import type { ProviderInfo, ProviderScope } from "../contract/provider";
 import { type SessionHeader, tenantOf } from "../contract/session";
 import type { RegistryEvent } from "../contract/session-api";
-import { belongsTo } from "./catalog";
+import { belongsTo, type ProviderOwnership } from "./catalog";
 
 /**
  * Which providers a caller may see and a session may start children through (security.md
@@ -21,7 +21,7 @@ export function scopeOf(header: SessionHeader): ProviderScope {
 }
 
 /** Whether a session with `scope` may start a child through `provider`. */
-export function mayUse(provider: Pick<ProviderRecord, "name" | "tenants">, scope: ProviderScope): boolean {
+export function mayUse(provider: ProviderOwnership, scope: ProviderScope): boolean {
   return (
     belongsTo(provider, scope.tenant) &&
     (scope.allowed === undefined || scope.allowed.includes(provider.name))
@@ -44,7 +44,8 @@ export function registryEventsFor(events: readonly RegistryEvent[], viewer: Prov
   const seen: RegistryEvent[] = [];
   for (const event of events) {
     const tenants = event.data.provider?.tenants ?? event.data.tenants;
-    if (!mayUse({ name: event.data.name, ...(tenants ? { tenants } : {}) }, viewer)) continue;
+    const kind = event.data.provider?.kind;
+    if (!mayUse({ name: event.data.name, ...(tenants ? { tenants } : {}), kind }, viewer)) continue;
     const { provider } = event.data;
     seen.push({
       ...event,

@@ -24,6 +24,17 @@ function issuesOf(schema: Record<string, unknown>, value: unknown): { path: stri
 }
 
 describe("outputSchema patterns (src/core/json-schema-subset.ts)", () => {
+  it("matches additionalProperties' pattern against undeclared keys only, also when no declared property has a pattern", () => {
+    const schema = {
+      type: "object",
+      properties: { name: { type: "string" } },
+      additionalProperties: string("^[0-9]+$"),
+    };
+    expect(issuesOf(schema, { name: "Ada" })).toEqual([]);
+    expect(issuesOf(schema, { name: "Ada", id: "42" })).toEqual([]);
+    expect(issuesOf(schema, { name: "Ada", id: "x42" }).map((i) => i.path)).toEqual(["id"]);
+  });
+
   it("the start check compiles every pattern, under properties, items and additionalProperties, and names the place of a refused one", () => {
     const places: [Record<string, unknown>, string][] = [
       [{ type: "object", properties: { a: string("(") } }, "outputSchema.properties.a.pattern"],

@@ -15,9 +15,15 @@ const remote = (name: string, tenants?: string[]): ProviderInfo =>
 describe("which providers a caller sees and a session may use", () => {
   it("gives the built-in providers to every tenant and a registered one to its tenants only (default: the deployment's own)", () => {
     for (const tenant of ["default", "acme"]) {
-      expect(mayUse({ name: "spawn" }, { tenant })).toBe(true);
-      expect(mayUse({ name: "fork", tenants: ["other"] }, { tenant })).toBe(true);
+      expect(mayUse({ name: "spawn", kind: "spawn" }, { tenant })).toBe(true);
+      expect(mayUse({ name: "fork", kind: "fork" }, { tenant })).toBe(true);
     }
+    // a built-in name registered again (after a removal) is the deployment's like any other:
+    // another kind under it, or the same kind with tenants, does not reach every tenant
+    expect(mayUse({ name: "spawn", kind: "acp" }, { tenant: "acme" })).toBe(false);
+    expect(mayUse({ name: "spawn", kind: "acp" }, { tenant: "default" })).toBe(true);
+    expect(mayUse({ name: "fork", kind: "fork", tenants: ["other"] }, { tenant: "acme" })).toBe(false);
+    expect(mayUse({ name: "fork", kind: "fork", tenants: ["other"] }, { tenant: "other" })).toBe(true);
     expect(mayUse({ name: "b" }, { tenant: "default" })).toBe(true);
     expect(mayUse({ name: "b" }, { tenant: "acme" })).toBe(false);
     expect(mayUse({ name: "b", tenants: ["acme", "zeta"] }, { tenant: "acme" })).toBe(true);
@@ -27,8 +33,8 @@ describe("which providers a caller sees and a session may use", () => {
 
   it("narrows to a session's providers list on top of its tenant, built-in providers included", () => {
     const scope = { tenant: "acme", allowed: ["spawn", "b"] };
-    expect(mayUse({ name: "spawn" }, scope)).toBe(true);
-    expect(mayUse({ name: "fork" }, scope)).toBe(false);
+    expect(mayUse({ name: "spawn", kind: "spawn" }, scope)).toBe(true);
+    expect(mayUse({ name: "fork", kind: "fork" }, scope)).toBe(false);
     expect(mayUse({ name: "b", tenants: ["acme"] }, scope)).toBe(true);
     expect(mayUse({ name: "b" }, scope)).toBe(false); // listed, but not its tenant's
   });

@@ -14,6 +14,7 @@ import { count, eventually, startedChildId, type WireEvent, waitForEvents } from
 import { evict, quiesce, registryStub, sqlRows, stub, tablesOf } from "../../support/objects";
 import { expectRefused, fillLog, logBytes, MAX_LOG_BYTES, stateOf } from "../../support/quotas";
 import { script, spawnCall, toolCall } from "../../support/scripts";
+import { jsonRpcAnswer, mcpPath, postJsonRpc } from "../../support/json-rpc";
 
 /**
  * The log quota (src/core/quotas.ts, store/event-log.ts): once a session's log holds
@@ -94,6 +95,20 @@ describe("a session whose log reaches MAX_LOG_BYTES", () => {
     ];
     for (const res of refused) expectRefused(res, 422, "QUOTA_EXCEEDED", QUOTA);
     expect(await rpcFailure(() => rpc.send(mid, { content: "more" }))).toMatch(/^QUOTA_EXCEEDED: /);
+    // the MCP face: an error result, and no mcp/call or mcp/result written for it
+    const mcp = await jsonRpcAnswer(
+      await postJsonRpc(
+        mcpPath(mid),
+        JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name: "echo", arguments: { text: "x".repeat(60_000) } },
+        }),
+      ),
+    );
+    expect(mcp.result).toMatchObject({ isError: true });
+    expect(JSON.stringify(mcp.result.content)).toMatch(/QUOTA_EXCEEDED/);
     expect(await stateOf(objects)).toBe(before);
     expect(await tablesOf(over)).toEqual([]);
 

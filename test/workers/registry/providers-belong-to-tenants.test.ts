@@ -195,4 +195,25 @@ describe("providers belong to the tenants they were registered for", () => {
       (await putProvider(uniqueName("mine"), { kind: "spawn", tenants: ["acme"] }, TENANT_ADMIN)).status,
     ).toBe(403);
   });
+
+  // last in this file: it removes and restores the built-in spawn provider
+  it("a built-in name registered again for another kind belongs to the deployment's tenant, not to every tenant", async () => {
+    expect((await api("DELETE", "/v1/providers/spawn")).status).toBe(204);
+    try {
+      expect((await putProvider("spawn", { kind: "acp", url: "ws://127.0.0.1:9" })).status).toBe(201);
+      const theirs = await acmeSession();
+      expect(await listedNames(theirs.token)).not.toContain("spawn");
+      expectError(
+        await startRun(theirs.id, { provider: "spawn", prompt: "x" }, theirs.token),
+        404,
+        "NO_PROVIDER",
+      );
+    } finally {
+      await api("DELETE", "/v1/providers/spawn");
+      expect((await putProvider("spawn", { kind: "spawn" })).status).toBe(201);
+    }
+    // the built-in again: every tenant's
+    const theirs = await acmeSession();
+    expect(await listedNames(theirs.token)).toContain("spawn");
+  });
 });
