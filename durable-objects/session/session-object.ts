@@ -34,6 +34,12 @@ import { assembleParts, type Parts } from "./session-parts";
 import { subscriberCap } from "./event-stream";
 import type { Deployment } from "../../src/platform/deployment";
 
+/**
+ * A page of `GET …/events` holds at most this much event data past its first event (`next` goes
+ * on from there): 500 rows of 512 KiB would not fit an object's 128 MB.
+ */
+const EVENTS_PAGE_BYTES = 4 * 1024 * 1024;
+
 /** After this many platform retries of a failing alarm, the alarm re-arms itself instead of throwing. */
 const ALARM_RETRIES_BEFORE_SELF_REARM = 4;
 const SELF_REARM_MS = 30_000;
@@ -157,7 +163,7 @@ export class SessionObject extends DurableObject<Env> {
     const { stores, stream } = this.#parts!;
     await stream.waitAfter(query.after, Math.min(Math.max(0, waitMs), MAX_EVENTS_WAIT_MS));
     const { log } = stores;
-    const events = log.page(query.after, query.limit);
+    const events = log.page(query.after, query.limit, EVENTS_PAGE_BYTES);
     const last = events[events.length - 1];
     const more = last !== undefined && last.seq < log.nextSeq() - 1;
     return ok({ events, next: more ? last.seq : null });

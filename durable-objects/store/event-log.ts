@@ -7,6 +7,8 @@ import { utf8Length } from "../../src/core/quotas";
 
 /** How many of the newest events the log keeps in memory for the reads that follow them. */
 const TAIL_MAX = 512;
+/** ...and how much of their data: a few large events must not hold an object's memory (128 MB). */
+const TAIL_MAX_CHARS = 8 * 1024 * 1024;
 
 interface StoredEvent {
   seq: number;
@@ -34,6 +36,8 @@ export class EventLog {
   #nextSeq: number | undefined;
   #uncommitted: SessionEvent[] = [];
   #tail: StoredEvent[] = [];
+  /** The characters of the tail's `json`. */
+  #tailChars = 0;
   /** The seq of the tail's first event (the end of the log while it is empty); undefined: none. */
   #tailFrom: number | undefined;
   /** The bytes of `data` the table holds, once known (undefined: ask SQLite). */
@@ -70,6 +74,7 @@ export class EventLog {
       const row = this.#sql.exec<{ last: number | null }>("SELECT max(seq) AS last FROM events").one();
       this.#nextSeq = row.last === null ? 0 : row.last + 1;
       this.#tail = [];
+      this.#tailChars = 0;
       this.#tailFrom = this.#nextSeq;
     }
     return this.#nextSeq;
@@ -79,9 +84,17 @@ export class EventLog {
   #remember(row: StoredEvent): void {
     if (this.#tailFrom === undefined) return;
     this.#tail.push(row);
-    if (this.#tail.length > TAIL_MAX) {
-      const dropped = this.#tail.length - TAIL_MAX / 2;
+    this.#tailChars += row.json.length;
+    if (this.#tail.length > TAIL_MAX || this.#tailChars > TAIL_MAX_CHARS) {
+      // keep the newest half (by count and by size): an older read goes to SQLite
+      let dropped = Math.max(0, this.#tail.length - TAIL_MAX / 2);
+      let chars = this.#tail.slice(dropped).reduce((n, e) => n + e.json.length, 0);
+      while (chars > TAIL_MAX_CHARS / 2 && dropped < this.#tail.length - 1) {
+        chars -= this.#tail[dropped]!.json.length;
+        dropped += 1;
+      }
       this.#tail = this.#tail.slice(dropped);
+      this.#tailChars = chars;
       this.#tailFrom += dropped;
     }
   }
@@ -130,18 +143,47 @@ export class EventLog {
     this.#uncommitted = [];
     this.#nextSeq = undefined;
     this.#tail = [];
+    this.#tailChars = 0;
     this.#tailFrom = undefined;
     this.#bytes = undefined;
   }
 
-  page(after: number, limit: number): SessionEvent[] {
+  /**
+   * Up to `limit` events after `after`, and past the first no more than `maxBytes` of their data
+   * (a page of large events is cut, never read whole: the sizes are read first).
+   */
+  page(after: number, limit: number, maxBytes = Number.POSITIVE_INFINITY): SessionEvent[] {
     const tail = this.#tailFromSeq(after + 1);
-    if (tail) return tail.slice(0, limit).map(parsed);
+    if (tail)
+      return tail
+        .slice(
+          0,
+          fitting(
+            tail.slice(0, limit).map((e) => e.json.length),
+            maxBytes,
+          ),
+        )
+        .map(parsed);
+    let count = limit;
+    if (maxBytes !== Number.POSITIVE_INFINITY) {
+      const sizes = this.#sql
+        .exec<{ bytes: number }>(
+          "SELECT octet_length(data) AS bytes FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
+          after,
+          limit,
+        )
+        .toArray();
+      count = fitting(
+        sizes.map((r) => r.bytes),
+        maxBytes,
+      );
+    }
+    if (count === 0) return [];
     return this.#sql
       .exec<{ seq: number; type: string; at: number; data: string }>(
         "SELECT seq, type, at, data FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
         after,
-        limit,
+        count,
       )
       .toArray()
       .map((r) => ({ seq: r.seq, type: r.type as EventType, at: r.at, data: JSON.parse(r.data) }));
@@ -213,4 +255,14 @@ function toMessage(e: SessionEvent<(typeof CONVERSATION_EVENTS)[number]>): Conve
     content: d.content as ContentBlock[],
     isError: d.isError,
   };
+}
+
+/** How many of the leading sizes fit in `budget` (at least one, when there is one). */
+function fitting(sizes: readonly number[], budget: number): number {
+  let total = 0;
+  for (let i = 0; i < sizes.length; i++) {
+    total += sizes[i]!;
+    if (i > 0 && total > budget) return i;
+  }
+  return sizes.length;
 }
