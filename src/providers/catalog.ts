@@ -73,7 +73,9 @@ export function adminProviderInfo(record: ProviderRecord): ProviderInfo {
 }
 
 /** What says whom a provider belongs to (a registry event may not know the kind: then not built in). */
-export type ProviderOwnership = Pick<ProviderRecord, "name" | "tenants"> & { kind?: ProviderKind | undefined };
+export type ProviderOwnership = Pick<ProviderRecord, "name" | "tenants"> & {
+  kind?: ProviderKind | undefined;
+};
 
 /**
  * The tenants that may use `record` (`["*"]`: all). The built-in `spawn` and `fork` (that name and

@@ -1,14 +1,6 @@
 import { abortAllDurableObjects } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import {
-  api,
-  createSession,
-  followup,
-  rpc,
-  rpcFailure,
-  sendMessage,
-  startChild,
-} from "../../support/api";
+import { api, createSession, followup, rpc, rpcFailure, sendMessage, startChild } from "../../support/api";
 import { count, toolResults, waitForEvents } from "../../support/logs";
 import { evict, registryStub, sqlRows, stub } from "../../support/objects";
 import { expectRefused, MAX_PENDING_MESSAGES, queueBehind, stateOf } from "../../support/quotas";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createSession, } from "../../support/api";
+import { createSession } from "../../support/api";
 import { tablesHash } from "../../support/objects";
 import { jsonRpcAnswer, mcpPath, postJsonRpc } from "../../support/json-rpc";
 
