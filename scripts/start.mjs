@@ -57,8 +57,12 @@ function checked(token, where, source) {
   };
 }
 
-/** The `wrangler dev` arguments of `npm start`. */
-export function wranglerArgs({ port, token, allowedHosts }) {
+/**
+ * The `wrangler dev` arguments of `npm start`. The admin token is on the command line (visible to
+ * every local user in `ps`) only when it came from the environment: from .dev.vars, or generated
+ * and kept there, wrangler reads it from that file.
+ */
+export function wranglerArgs({ port, token, allowedHosts, source = "environment" }) {
   return [
     "wrangler",
     "dev",
@@ -68,8 +72,7 @@ export function wranglerArgs({ port, token, allowedHosts }) {
     port,
     "--persist-to",
     ".wrangler/state",
-    "--var",
-    `ADMIN_TOKEN:${token}`,
+    ...(source === "environment" ? ["--var", `ADMIN_TOKEN:${token}`] : []),
     "--var",
     `ALLOWED_HOSTS:${allowedHosts}`,
     "--show-interactive-dev-session=false",
@@ -99,7 +102,7 @@ try:
   curl -s -X POST http://127.0.0.1:${port}/v1/sessions -H "authorization: Bearer ${token}" -H "content-type: application/json" -d '{}'
 `);
 
-  const child = spawn("npx", wranglerArgs({ port, token, allowedHosts }), {
+  const child = spawn("npx", wranglerArgs({ port, token, allowedHosts, source: chosen.source }), {
     stdio: "inherit",
     env: { ...process.env, X_LOCAL_OBSERVABILITY: "false" },
   });

@@ -67,6 +67,11 @@ describe("npm start's choices (scripts/start.mjs)", () => {
   it("passes the loopback names as ALLOWED_HOSTS to wrangler dev, as npm run dev does", () => {
     const args = wranglerArgs({ port: "8787", token: "t".repeat(20), allowedHosts: LOOPBACK_HOSTS });
     assert.ok(args.includes("ALLOWED_HOSTS:localhost,127.0.0.1,[::1]"), args.join(" "));
+    // a token wrangler reads from .dev.vars never goes on the command line (`ps` shows it)
+    for (const source of [".dev.vars", "generated"]) {
+      const fromFile = wranglerArgs({ port: "8787", token: "t".repeat(20), allowedHosts: "", source });
+      assert.ok(!fromFile.some((a) => a.includes("t".repeat(20))), fromFile.join(" "));
+    }
     const scripts = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")).scripts;
     // `npm run dev` as sh runs it, with a stand-in wrangler that prints its arguments
     const devArgs = (env) =>
