@@ -229,41 +229,16 @@ export class EventStream {
 
   /**
    * The events after `after` up to `upTo` as their wire JSON: at most REPLAY_PAGE of them and,
-   * past the first, no more than PAGE_BYTES of data. The sizes are read first (SQLite reads no
-   * row's data for them), so a page of large events is never read whole only to be cut; the
-   * rows' stored JSON goes out as it is (it is `JSON.stringify` of the data, so this is the text
+   * past the first, no more than PAGE_BYTES of data (the log's `storedPage`: sizes first, so a
+   * page of large events is never read whole only to be cut); the rows' stored JSON goes out as it is (it is `JSON.stringify` of the data, so this is the text
    * `JSON.stringify(event)` gives), never parsed only to be serialized again.
    */
   #page(after: number, upTo: number): WireEvent[] {
-    const sql = this.ctx.storage.sql;
-    const sizes = sql
-      .exec<{ bytes: number }>(
-        "SELECT octet_length(data) AS bytes FROM events WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
-        after,
-        upTo,
-        REPLAY_PAGE,
-      )
-      .toArray();
-    let count = 0;
-    let bytes = 0;
-    for (const row of sizes) {
-      if (count > 0 && bytes + row.bytes > PAGE_BYTES) break;
-      bytes += row.bytes;
-      count += 1;
-    }
-    if (count === 0) return [];
-    return sql
-      .exec<{ seq: number; type: string; at: number; data: string }>(
-        "SELECT seq, type, at, data FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
-        after,
-        count,
-      )
-      .toArray()
-      .map((r) => ({
-        seq: r.seq,
-        type: r.type,
-        json: `{"seq":${r.seq},"type":${JSON.stringify(r.type)},"at":${r.at},"data":${r.data}}`,
-      }));
+    return this.log.storedPage(after, REPLAY_PAGE, { maxBytes: PAGE_BYTES, upTo }).map((r) => ({
+      seq: r.seq,
+      type: r.type,
+      json: `{"seq":${r.seq},"type":${JSON.stringify(r.type)},"at":${r.at},"data":${r.json}}`,
+    }));
   }
 
   /**

@@ -10,7 +10,7 @@ const TAIL_MAX = 512;
 /** ...and how much of their data: a few large events must not hold an object's memory (128 MB). */
 const TAIL_MAX_CHARS = 8 * 1024 * 1024;
 
-interface StoredEvent {
+export interface StoredEvent {
   seq: number;
   type: EventType;
   at: number;
@@ -153,24 +153,37 @@ export class EventLog {
    * (a page of large events is cut, never read whole: the sizes are read first).
    */
   page(after: number, limit: number, maxBytes = Number.POSITIVE_INFINITY): SessionEvent[] {
+    return this.storedPage(after, limit, { maxBytes }).map(parsed);
+  }
+
+  /**
+   * `page` with the rows as stored (their `data` JSON unparsed, for a reader that sends it on as
+   * it is), and no further than `upTo`.
+   */
+  storedPage(
+    after: number,
+    limit: number,
+    { maxBytes = Number.POSITIVE_INFINITY, upTo = Number.MAX_SAFE_INTEGER } = {},
+  ): StoredEvent[] {
+    const wanted = Math.max(0, Math.min(limit, upTo - after));
     const tail = this.#tailFromSeq(after + 1);
-    if (tail)
-      return tail
-        .slice(
-          0,
-          fitting(
-            tail.slice(0, limit).map((e) => e.json.length),
-            maxBytes,
-          ),
-        )
-        .map(parsed);
-    let count = limit;
-    if (maxBytes !== Number.POSITIVE_INFINITY) {
+    if (tail) {
+      const rows = tail.slice(0, wanted);
+      return rows.slice(
+        0,
+        fitting(
+          rows.map((e) => e.json.length),
+          maxBytes,
+        ),
+      );
+    }
+    let count = wanted;
+    if (count > 0 && maxBytes !== Number.POSITIVE_INFINITY) {
       const sizes = this.#sql
         .exec<{ bytes: number }>(
           "SELECT octet_length(data) AS bytes FROM events WHERE seq > ? ORDER BY seq LIMIT ?",
           after,
-          limit,
+          count,
         )
         .toArray();
       count = fitting(
@@ -186,7 +199,7 @@ export class EventLog {
         count,
       )
       .toArray()
-      .map((r) => ({ seq: r.seq, type: r.type as EventType, at: r.at, data: JSON.parse(r.data) }));
+      .map((r) => ({ seq: r.seq, type: r.type as EventType, at: r.at, json: r.data }));
   }
 
   /** Every event from `fromSeq` of the given types, in order. */
