@@ -5,28 +5,20 @@
 //   * the quick start: exactly the README's `wrangler.toml` and `src/worker.ts`.
 // Nothing here reads this repository's sources: the published shape is what is tested.
 import assert from "node:assert/strict";
-import { execFileSync, spawnSync } from "node:child_process";
 import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { api, createSession, sendMessage, waitForEvents } from "./lib/api.mjs";
-import { REPO_ROOT, removeDir, startDevServer, tempDir } from "./lib/dev-server.mjs";
+import { REPO_ROOT, removeDir, runCommand, startDevServer, tempDir } from "./lib/dev-server.mjs";
 
-const NPM_TIMEOUT_MS = 180_000;
-
-function run(command, args, cwd) {
-  return execFileSync(command, args, {
+/** A command to its end (bounded, never blocking the event loop), with npm's chatter off. */
+async function run(command, args, cwd) {
+  const { stdout } = await runCommand(command, args, {
     cwd,
-    encoding: "utf8",
-    timeout: NPM_TIMEOUT_MS,
-    env: {
-      ...process.env,
-      npm_config_fund: "false",
-      npm_config_audit: "false",
-      npm_config_update_notifier: "false",
-    },
+    env: { npm_config_fund: "false", npm_config_audit: "false", npm_config_update_notifier: "false" },
   });
+  return stdout;
 }
 
 /** The README's fenced block right after `<!-- quickstart:<name> -->`. */
@@ -62,7 +54,7 @@ describe("the packed package in fresh projects", () => {
   before(async () => {
     work = tempDir("subagents-package-");
     // `npm pack` runs `prepack` (the build), whose output comes before the JSON on stdout
-    const output = run("npm", ["pack", "--json", "--pack-destination", work], REPO_ROOT);
+    const output = await run("npm", ["pack", "--json", "--pack-destination", work], REPO_ROOT);
     const packed = JSON.parse(output.slice(output.search(/^\[/m)));
     tarball = join(work, packed[0].filename);
     // one install of the tarball (and the zod peer), shared by both projects
@@ -73,7 +65,7 @@ describe("the packed package in fresh projects", () => {
       JSON.stringify({ name: "deps", private: true, type: "module" }),
     );
     const zod = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")).devDependencies.zod;
-    run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball, `zod@${zod}`], deps);
+    await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball, `zod@${zod}`], deps);
   });
 
   after(async () => {
@@ -93,8 +85,8 @@ describe("the packed package in fresh projects", () => {
     return dir;
   }
 
-  it("ships built JavaScript and declarations only, with an exports map Node resolves", () => {
-    const files = run("tar", ["tzf", tarball], work).trim().split("\n");
+  it("ships built JavaScript and declarations only, with an exports map Node resolves", async () => {
+    const files = (await run("tar", ["tzf", tarball], work)).trim().split("\n");
     assert.ok(files.includes("package/dist/worker.js"));
     assert.ok(files.includes("package/dist/client.js"));
     assert.ok(files.includes("package/dist/types/src/worker/index.d.ts"));
@@ -105,7 +97,7 @@ describe("the packed package in fresh projects", () => {
     assert.ok(manifest.peerDependencies.zod);
     assert.equal(manifest.private, undefined);
     // the client runs in Node from the package's own entry
-    const client = run(
+    const client = await run(
       process.execPath,
       [
         "--input-type=module",
@@ -116,8 +108,7 @@ describe("the packed package in fresh projects", () => {
     );
     assert.equal(client.trim(), "function");
     // the package's command, installed as a bin
-    const usage = spawnSync(join(deps, "node_modules/.bin/subagents-edge"), ["--help"], { encoding: "utf8" });
-    assert.equal(usage.status, 0);
+    const usage = await runCommand(join(deps, "node_modules/.bin/subagents-edge"), ["--help"], { cwd: deps });
     assert.match(usage.stderr, /usage: subagents-edge acp-bridge --port <port>/);
   });
 
@@ -133,9 +124,9 @@ describe("the packed package in fresh projects", () => {
       agents = mounted(server, "/agents");
     });
 
-    it("typechecks against the packed declarations with the Env that `wrangler types` makes", () => {
-      run(process.execPath, [join(REPO_ROOT, "node_modules/wrangler/bin/wrangler.js"), "types"], dir);
-      run(
+    it("typechecks against the packed declarations with the Env that `wrangler types` makes", async () => {
+      await run(process.execPath, [join(REPO_ROOT, "node_modules/wrangler/bin/wrangler.js"), "types"], dir);
+      await run(
         process.execPath,
         [join(REPO_ROOT, "node_modules/typescript/bin/tsc"), "--noEmit", "-p", "tsconfig.json"],
         dir,

@@ -254,3 +254,64 @@ async function launch({ persistTo, token, timeoutMs, port: pinned, vars, cwd, ba
   server.ready.catch(() => {}); // awaited by startDevServer; never an unhandled rejection
   return server;
 }
+
+/**
+ * Runs a command to its end in its own process group and resolves with its stdout and stderr. Unlike
+ * execFileSync it never blocks the test's event loop, and it never waits on a pipe that a
+ * grandchild (a workerd that wrangler started) still holds: once the command exits, whatever is
+ * left of its group is killed. A command still running after `timeoutMs` has its whole group
+ * killed and rejects with its output so far, as does one that exits non-zero.
+ * @param {string} command
+ * @param {string[]} args
+ * @param {{cwd: string, timeoutMs?: number, env?: Record<string, string>}} options
+ * @returns {Promise<{stdout: string, stderr: string}>}
+ */
+export async function runCommand(command, args, { cwd, timeoutMs = 180_000, env = {} }) {
+  const started = Date.now();
+  const child = spawn(command, args, {
+    cwd,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...env },
+  });
+  const pgid = child.pid;
+  if (pgid === undefined) throw new Error(`could not spawn ${command}`);
+  liveGroups.add(pgid);
+  let stdout = "";
+  let stderr = "";
+  let output = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk) => {
+    stdout += chunk;
+    output = (output + chunk).slice(-OUTPUT_KEEP_CHARS);
+  });
+  child.stderr.setEncoding("utf8").on("data", (chunk) => {
+    stderr += chunk;
+    output = (output + chunk).slice(-OUTPUT_KEEP_CHARS);
+  });
+  const exited = new Promise((resolveExit) => {
+    child.on("exit", (code, signal) => resolveExit({ code, signal }));
+    child.on("error", (error) => resolveExit({ code: null, signal: null, error }));
+  });
+  const drained = Promise.all([child.stdout, child.stderr].map((s) => new Promise((r) => s.on("close", r))));
+  let timer;
+  const timedOut = new Promise((resolveTimeout) => {
+    timer = setTimeout(() => resolveTimeout(null), timeoutMs);
+  });
+  const end = await Promise.race([exited, timedOut]);
+  clearTimeout(timer);
+  // the rest of its output, unless a process it left behind holds the pipes open
+  if (end !== null) await Promise.race([drained, sleep(KILL_TIMEOUT_MS)]);
+  // the command has ended (or is being ended): nothing of its group outlives it
+  signalGroup(pgid, "SIGKILL");
+  await waitUntilGone(pgid, KILL_TIMEOUT_MS);
+  liveGroups.delete(pgid);
+  const shown = `${command} ${args.join(" ")}`;
+  if (end === null) {
+    throw new Error(`${shown} (in ${cwd}) did not end within ${timeoutMs} ms; its output:\n${output}`);
+  }
+  if (end.error || end.code !== 0) {
+    const how = end.error ? String(end.error) : `exit ${JSON.stringify(end)}`;
+    throw new Error(`${shown} (in ${cwd}) failed after ${Date.now() - started} ms (${how}):\n${output}`);
+  }
+  return { stdout, stderr };
+}
