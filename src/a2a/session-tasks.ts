@@ -102,7 +102,7 @@ export class SessionTaskHandler implements A2ARequestHandler {
 
   async *sendMessageStream(params: SendMessageRequest): AsyncGenerator<StreamResponse, void, undefined> {
     const { id, messageId, fold } = await this.#accept(params);
-    yield* this.#stream(id, fold, messageId, params.configuration?.historyLength, true);
+    yield* this.#stream(id, fold, messageId, params.configuration?.historyLength);
   }
 
   async getTask(params: GetTaskRequest): Promise<Task> {
@@ -126,7 +126,7 @@ export class SessionTaskHandler implements A2ARequestHandler {
 
   async *resubscribe(params: { id: string }): AsyncGenerator<StreamResponse, void, undefined> {
     const fold = await this.#read(params.id);
-    yield* this.#stream(params.id, fold, fold.latest?.messageId, undefined, false);
+    yield* this.#stream(params.id, fold, fold.latest?.messageId, undefined);
   }
 
   async listTasks(params: ListTasksRequest): Promise<ListTasksResponse> {
@@ -230,22 +230,22 @@ export class SessionTaskHandler implements A2ARequestHandler {
 
   /**
    * The task, then a status update at each change of state, the result as an artifact, and the
-   * final status; the stream ends there (or after `streamMs`: the client subscribes again). The
-   * stream of a message just sent (`answered`: its sender waits for the answer) that is answered
-   * already when it starts still gets its artifact and final status, so every such stream ends
-   * the same way; a subscriber to a task that ended gets the task alone.
+   * final status. A stream ends at its first terminal state: a task that is over when its stream
+   * starts (a message answered before the stream's first read, or a subscriber to an ended task)
+   * is its stream's one event, its result in its artifacts and status message. A message answered
+   * already while a later one holds the task gets its artifact and its own final status. A stream
+   * also ends after `streamMs` (the client subscribes again).
    */
   async *#stream(
     id: string,
     start: TaskFold,
     messageId: string | undefined,
     historyLength: number | undefined,
-    answered: boolean,
   ): AsyncGenerator<StreamResponse, void, undefined> {
     yield { payload: { $case: "task", value: taskOf(id, start, historyLength) } };
-    if (messageId === undefined) return;
+    if (messageId === undefined || isTerminal(start.phase)) return;
     if (messageDone(start, messageId)) {
-      if (answered) yield* this.#updates(id, start, messageId);
+      yield* this.#updates(id, start, messageId);
       return;
     }
     const deadline = Date.now() + this.#limits.streamMs;
