@@ -12,6 +12,7 @@ import { assetsModule, bundle } from "../../ui/build.mjs";
 import { allEvents, api } from "./lib/api.mjs";
 import { launchBrowser } from "./lib/browser.mjs";
 import { REPO_ROOT, removeDir, startDevServer, tempDir } from "./lib/dev-server.mjs";
+import { startOpenAiServer } from "../setup/openai-server.ts";
 
 const STEP_MS = 20_000;
 const SLOW = JSON.stringify({ script: [{ think: 10_000 }, { say: "slow" }] });
@@ -60,8 +61,28 @@ async function treeStatuses(page) {
     .evaluateAll((els) => Object.fromEntries(els.map((el) => [el.dataset.sessionId, el.dataset.status])));
 }
 
+/** Boxes of the tree rows' badges that overlap another badge or the row's label or id. */
+async function overlappingBadges(page) {
+  return page.locator("#tree [data-session-id]").evaluateAll((rows) => {
+    const box = (el) => el.getBoundingClientRect();
+    const apart = (a, b) => a.right <= b.left || b.right <= a.left || a.bottom <= b.top || b.bottom <= a.top;
+    const clashes = [];
+    for (const row of rows) {
+      const badges = [...row.querySelectorAll(".badge")];
+      const others = [...row.querySelectorAll(".node-label, .node-id, .node-meta")];
+      for (const [i, badge] of badges.entries()) {
+        for (const other of [...badges.slice(i + 1), ...others]) {
+          if (!apart(box(badge), box(other))) clashes.push(`${badge.className} / ${other.className}`);
+        }
+      }
+    }
+    return clashes;
+  });
+}
+
 describe("the dashboard in a real browser", { timeout: 300_000 }, () => {
   let server;
+  let model;
   let dir;
   let profile;
   let context;
@@ -72,7 +93,9 @@ describe("the dashboard in a real browser", { timeout: 300_000 }, () => {
   before(async () => {
     dir = tempDir();
     profile = tempDir("subagents-chromium-");
-    server = await startDevServer({ persistTo: dir });
+    // a model that reports usage (an OpenAI-compatible server), so the tree shows token badges
+    model = await startOpenAiServer();
+    server = await startDevServer({ persistTo: dir, vars: { OPENAI_BASE_URL: model.baseUrl } });
     context = await launchBrowser(profile, {
       viewport: { width: 1280, height: 860 },
     });
@@ -83,6 +106,7 @@ describe("the dashboard in a real browser", { timeout: 300_000 }, () => {
   after(async () => {
     await context?.close().catch(() => {});
     await server?.stop();
+    await model?.close();
     if (dir) removeDir(dir);
     if (profile) removeDir(profile);
   });
@@ -385,5 +409,31 @@ describe("the dashboard in a real browser", { timeout: 300_000 }, () => {
     } finally {
       await tab.close();
     }
+  });
+
+  it("lays a row's status and token badges out apart, on a desktop and on a phone screen", async () => {
+    const made = await api(server, "POST", "/v1/sessions", {
+      body: { label: "a model that counts its tokens", model: "openai:gpt-test" },
+    });
+    assert.equal(made.status, 201);
+    const sent = await api(server, "POST", `/v1/sessions/${made.body.id}/messages`, {
+      body: { content: "hi" },
+    });
+    assert.equal(sent.status, 202);
+    await page.click(`#session-list [data-session-id="${made.body.id}"] button`);
+    const row = `#tree [data-session-id="${made.body.id}"]`;
+    await page.waitForSelector(`${row}[data-tokens] .badge.tokens`);
+    for (const [name, viewport] of [
+      ["desktop", { width: 1280, height: 860 }],
+      ["phone", { width: 390, height: 844 }],
+    ]) {
+      await page.setViewportSize(viewport);
+      await page.waitForTimeout(200);
+      assert.deepEqual(await overlappingBadges(page), [], `badges overlap on the ${name} screen`);
+      await page
+        .locator("#tree")
+        .screenshot({ path: join(REPO_ROOT, "test-results", `dashboard-tree-${name}.png`) });
+    }
+    await page.setViewportSize({ width: 1280, height: 860 });
   });
 });

@@ -1,4 +1,4 @@
-import { nodeHttp, type ServerResponse } from "./node-http";
+import { nodeHttp, type ServerResponse } from "./node-http.ts";
 
 /**
  * A small, deterministic OpenAI-compatible chat-completions server for tests. It runs in Node (the
@@ -55,14 +55,22 @@ interface ChatMessage {
   tool_call_id?: unknown;
 }
 
+// plain fields, no parameter properties: the end-to-end tests load this file in Node, which strips
+// types but does not transform TypeScript-only syntax
 class HttpError extends Error {
+  readonly status: number;
+  readonly extra: Record<string, unknown>;
+  readonly headers: Record<string, string>;
   constructor(
-    readonly status: number,
+    status: number,
     message: string,
-    readonly extra: Record<string, unknown> = {},
-    readonly headers: Record<string, string> = {},
+    extra: Record<string, unknown> = {},
+    headers: Record<string, string> = {},
   ) {
     super(message);
+    this.status = status;
+    this.extra = extra;
+    this.headers = headers;
   }
 }
 

@@ -141,7 +141,7 @@ export class SessionList {
             h("span", { class: "dot", "aria-hidden": "true" }),
             h("span", { class: "node-label" }, e.label ?? "session"),
             h("span", { class: "node-id" }, shortId(e.id)),
-            h("span", { class: "badge status" }, status),
+            h("span", { class: "badges" }, h("span", { class: "badge status" }, status)),
             h("span", { class: "node-meta" }, when(e.createdAt)),
           ),
         );

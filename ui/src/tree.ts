@@ -156,7 +156,19 @@ export class TreeView {
             h("span", { class: "dot", "aria-hidden": "true" }),
             h("span", { class: "node-label" }, n.label ?? (n.depth === 0 ? "session" : "child")),
             h("span", { class: "node-id" }, shortId(n.id)),
-            h("span", { class: "badge status" }, n.status),
+            // one cell for both badges, side by side: two items in one grid area would overlap
+            h(
+              "span",
+              { class: "badges" },
+              h("span", { class: "badge status" }, n.status),
+              n.tokens === undefined
+                ? null
+                : h(
+                    "span",
+                    { class: "badge tokens", title: "tokens used by this session and its subtree" },
+                    `${n.tokens} tok`,
+                  ),
+            ),
             h(
               "span",
               { class: "node-meta" },
@@ -164,13 +176,6 @@ export class TreeView {
                 ? "top-level"
                 : [n.mode ?? n.reason ?? "?", n.provider ? ` · ${n.provider}` : "", ` · depth ${n.depth}`],
             ),
-            n.tokens === undefined
-              ? null
-              : h(
-                  "span",
-                  { class: "badge tokens", title: "tokens used by this session and its subtree" },
-                  `${n.tokens} tok`,
-                ),
           ),
         ),
       ),
