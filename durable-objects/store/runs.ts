@@ -1,79 +1,18 @@
 import { ReadMemo } from "./read-memo";
 import type { RunOrigin } from "../../src/agent/host";
 import type { SubagentResult } from "../../src/contract/run";
-import type { ChildInit } from "../../src/contract/child-init";
 import type { TableSql } from "./first-use-tables";
+import { keepPolls, knownPolls } from "./run-polls";
+import { type RawRun, type RunRow, toRow } from "./run-row";
+
+export type { RunRow, RunState } from "./run-row";
 
 /**
  * One-shot runs this session awaits (foreground tool calls, background tasks, API callers). Rows
  * are written before a child is created, so a retried start finds them and re-attaches instead
- * of starting a second child. The children the session owns are in children.ts.
+ * of starting a second child. The children the session owns are in children.ts; a row's stored
+ * form is run-row.ts, and the hot polls a write keeps are run-polls.ts.
  */
-
-export type RunState = "starting" | "running" | "settled";
-
-export interface RunRow {
-  runId: string;
-  childId: string;
-  provider: string;
-  local: boolean;
-  callKey: string | null;
-  taskId: string | null;
-  toolName: string | null;
-  state: RunState;
-  spec: ChildInit;
-  result: SubagentResult | null;
-  cancelRequested: boolean;
-  createdAt: number;
-  /** The start request's {@link requestKey} (runs with a caller-reserved child id). */
-  requestKey: string | null;
-  /** Set while a start that failed ambiguously waits for its caller's retry (see `hold`). */
-  heldUntil: number | null;
-}
-
-type RawRun = {
-  run_id: string;
-  child_id: string;
-  provider: string;
-  local: number;
-  call_key: string | null;
-  task_id: string | null;
-  tool_name: string | null;
-  state: string;
-  spec: string;
-  result: string | null;
-  cancel_requested: number;
-  created_at: number;
-  request_key: string | null;
-  held_until: number | null;
-};
-
-function toRow(r: RawRun): RunRow {
-  return {
-    runId: r.run_id,
-    childId: r.child_id,
-    provider: r.provider,
-    local: r.local === 1,
-    callKey: r.call_key,
-    taskId: r.task_id,
-    toolName: r.tool_name,
-    state: r.state as RunState,
-    spec: JSON.parse(r.spec) as ChildInit,
-    result: r.result === null ? null : (JSON.parse(r.result) as SubagentResult),
-    cancelRequested: r.cancel_requested === 1,
-    createdAt: r.created_at,
-    requestKey: r.request_key,
-    heldUntil: r.held_until,
-  };
-}
-
-/** The hot polls' answers as known before a write (undefined: not known). */
-interface KnownPolls {
-  startingIds: readonly string[] | undefined;
-  runningLocalChildren: readonly string[] | undefined;
-  unsettledRemote: readonly RunRow[] | undefined;
-  nextHeldExpiry: { value: number | undefined } | undefined;
-}
 
 export class Runs {
   /** Reads of the hot polls, until the next write of `runs` (read-memo.ts). */
@@ -85,7 +24,7 @@ export class Runs {
     row: Omit<RunRow, "state" | "result" | "cancelRequested" | "requestKey" | "heldUntil">,
     requestKey?: string,
   ): void {
-    const polls = this.#polls();
+    const polls = knownPolls(this.memo);
     this.memo.changed();
     const raw: RawRun = {
       run_id: row.runId,
@@ -121,7 +60,7 @@ export class Runs {
     // starting and not held, so it joins the starting ids and changes no other poll
     const inserted: RunRow = { ...toRow({ ...raw, spec: "null" }), spec: row.spec };
     this.memo.remember(`get:${row.runId}`, inserted);
-    this.#keep(polls, { startingIds: (ids) => [...ids, row.runId] });
+    keepPolls(this.memo, polls, { startingIds: (ids) => [...ids, row.runId] });
   }
 
   /** A result that arrived while its run was still being published (kept for the publication). */
@@ -209,7 +148,7 @@ export class Runs {
 
   /** starting -> running, once; false when another publisher got there first. */
   markRunning(runId: string): boolean {
-    const polls = this.#polls();
+    const polls = knownPolls(this.memo);
     const row = this.memo.known<RunRow | undefined>(`get:${runId}`, undefined)?.value;
     this.memo.changed();
     const changed =
@@ -220,13 +159,14 @@ export class Runs {
         )
         .toArray().length > 0;
     if (!changed) {
-      this.#keep(polls, {}, row && { runId, row });
+      keepPolls(this.memo, polls, {}, row && { runId, row });
       return false;
     }
     // what the polls become is known when the row is: it left the starting ids and joined the
     // running local children or the far-side runs
     const running = row && { ...row, state: "running" as const };
-    this.#keep(
+    keepPolls(
+      this.memo,
       polls,
       {
         startingIds: (ids) => ids.filter((id) => id !== runId),
@@ -242,7 +182,7 @@ export class Runs {
 
   /** Records the result once; resolves false if the run was already settled. */
   settle(runId: string, result: SubagentResult): boolean {
-    const polls = this.#polls();
+    const polls = knownPolls(this.memo);
     const row = this.memo.known<RunRow | undefined>(`get:${runId}`, undefined)?.value;
     this.memo.changed();
     const changed =
@@ -254,12 +194,13 @@ export class Runs {
         )
         .toArray().length > 0;
     if (!changed) {
-      this.#keep(polls, {}, row && { runId, row });
+      keepPolls(this.memo, polls, {}, row && { runId, row });
       return false;
     }
     // a settled run leaves every poll of unsettled runs (a held one stays held: its expiry stays)
     const settled = row && { ...row, state: "settled" as const, result };
-    this.#keep(
+    keepPolls(
+      this.memo,
       polls,
       {
         startingIds: (ids) => ids.filter((id) => id !== runId),
@@ -379,45 +320,6 @@ export class Runs {
           .map(toRow),
       [],
     );
-  }
-
-  /** The polls' answers known now (before a write), for `#keep`. */
-  #polls(): KnownPolls {
-    return {
-      startingIds: this.memo.known<readonly string[]>("startingIds", [])?.value,
-      runningLocalChildren: this.memo.known<readonly string[]>("runningLocalChildren", [])?.value,
-      unsettledRemote: this.memo.known<readonly RunRow[]>("unsettledRemote", [])?.value,
-      nextHeldExpiry: this.memo.known<number | undefined>("nextHeldExpiry", undefined),
-    };
-  }
-
-  /**
-   * After a write whose effect on the polls is known: each poll known before is remembered as
-   * `change` makes it (unchanged when `change` does not name it; forgotten when it names it as
-   * undefined), and the written run's row when the write knows it. The held starts' expiry is
-   * kept as it was: only `hold`, `unhold` and `delete` move it, and they forget every poll.
-   */
-  #keep(
-    polls: KnownPolls,
-    change: {
-      startingIds?: ((ids: readonly string[]) => readonly string[]) | undefined;
-      runningLocalChildren?: ((ids: readonly string[]) => readonly string[]) | undefined;
-      unsettledRemote?: ((rows: readonly RunRow[]) => readonly RunRow[]) | undefined;
-    },
-    written?: { runId: string; row: RunRow },
-  ): void {
-    const lists = ["startingIds", "runningLocalChildren", "unsettledRemote"] as const;
-    for (const key of lists) {
-      const known = polls[key] as readonly never[] | undefined;
-      if (known === undefined) continue;
-      if (!(key in change)) this.memo.remember(key, known);
-      else {
-        const next = change[key] as ((value: readonly never[]) => readonly unknown[]) | undefined;
-        if (next) this.memo.remember(key, next(known));
-      }
-    }
-    if (polls.nextHeldExpiry) this.memo.remember("nextHeldExpiry", polls.nextHeldExpiry.value);
-    if (written) this.memo.remember(`get:${written.runId}`, written.row);
   }
 
   #one(query: string, ...bindings: unknown[]): RunRow | undefined {
