@@ -1,6 +1,11 @@
-import { createMcpHandler, type McpHttpHandler, McpServer } from "@modelcontextprotocol/server";
+import {
+  createMcpHandler,
+  type McpHttpHandler,
+  McpServer,
+  type StandardSchemaWithJSON,
+} from "@modelcontextprotocol/server";
 import type { SessionHost } from "../../src/agent/host";
-import { executeTool, type Tool } from "../../src/agent/tools";
+import { executeTool, type Tool, toolSpecs } from "../../src/agent/tools";
 import { textOf } from "../../src/contract/content";
 import { renderForeground } from "../../src/core/run-rendering";
 import { logRefusal } from "../../src/core/quotas";
@@ -48,11 +53,13 @@ export class McpFace {
   async #server(): Promise<McpServer> {
     const server = new McpServer({ name: "subagents-edge session", version: "0.1.0" });
     const tools = await this.#ctx.tools.visible(this.#ctx.header());
-    for (const tool of tools) {
+    const specs = toolSpecs(tools);
+    for (const [i, tool] of tools.entries()) {
       if (CHILD_ONLY.has(tool.name)) continue;
+      const parameters = specs[i]?.parameters ?? { type: "object" };
       server.registerTool(
         tool.name,
-        { description: tool.description, inputSchema: tool.schema as never },
+        { description: tool.description, inputSchema: shownAs(parameters, tool) as never },
         (async (args: unknown, extra: McpCallContext) => this.#call(tool, tools, args, extra)) as never,
       );
     }
@@ -128,6 +135,26 @@ export class McpFace {
       isError: false,
     };
   }
+}
+
+/**
+ * A tool's input schema as the SDK lists it: exactly the JSON schema the model is shown (a remote
+ * MCP server's tool carries its server's JSON schema beside a placeholder zod schema, which the
+ * SDK would list as an empty object). Arguments are checked by the tool's own zod schema (a
+ * remote tool's by its server).
+ */
+function shownAs(
+  parameters: Record<string, unknown>,
+  tool: Tool<unknown, SessionHost>,
+): StandardSchemaWithJSON {
+  return {
+    "~standard": {
+      version: 1,
+      vendor: "subagents-edge",
+      validate: (value) => tool.schema["~standard"].validate(value),
+      jsonSchema: { input: () => parameters, output: () => parameters },
+    },
+  };
 }
 
 /** The part of the SDK's handler context a tool call uses. */
