@@ -2,15 +2,18 @@
 // fresh projects, run under `wrangler dev` and driven over HTTP. Two projects:
 //   * examples/notes-agent (copied): a Worker of its own with the runtime under /agents, KV tools
 //     and a model route of its own; also typechecked against the packed declarations;
-//   * the quick start: exactly the README's `wrangler.toml` and `src/worker.ts`.
-// Nothing here reads this repository's sources: the published shape is what is tested.
+//   * the quick start: exactly the README's `wrangler.toml`, `src/worker.ts` and `tsconfig.json`,
+//     typechecked with that tsconfig after `wrangler types`, as the README tells a user to.
+// Nothing here reads this repository's sources: the published shape is what is tested, down to
+// the pages its declarations and docs name (each must be in the tarball).
 import assert from "node:assert/strict";
 import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, posix } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { api, createSession, sendMessage, waitForEvents } from "./lib/api.mjs";
 import { REPO_ROOT, removeDir, runCommand, startDevServer, tempDir } from "./lib/dev-server.mjs";
+import { docsNamed, relativeLinks } from "./lib/doc-links.mjs";
 
 /** A command to its end (bounded, never blocking the event loop), with npm's chatter off. */
 async function run(command, args, cwd) {
@@ -110,6 +113,31 @@ describe("the packed package in fresh projects", () => {
     // the package's command, installed as a bin
     const usage = await runCommand(join(deps, "node_modules/.bin/subagents-edge"), ["--help"], { cwd: deps });
     assert.match(usage.stderr, /usage: subagents-edge acp-bridge --port <port>/);
+  });
+
+  it("names no page it does not ship: every docs/*.md and relative link of its declarations and docs is in the tarball", async () => {
+    const files = new Set(
+      (await run("tar", ["tzf", tarball], work))
+        .trim()
+        .split("\n")
+        .map((f) => f.replace(/^package\//, "")),
+    );
+    const installed = join(deps, "node_modules/subagents-edge");
+    const readers = [...files].filter((f) => f.endsWith(".d.ts") || f.endsWith(".md"));
+    assert.ok(readers.includes("dist/types/src/worker/index.d.ts") && readers.includes("README.md"));
+    const missing = readers.flatMap((file) => {
+      const text = readFileSync(join(installed, file), "utf8");
+      const named = docsNamed(text).filter((page) => !files.has(page));
+      const linked = file.endsWith(".md")
+        ? relativeLinks(text)
+            .map((target) => posix.normalize(posix.join(posix.dirname(file), target)))
+            // the package's pages; a link into the repository (examples/, bench/) is for its readers
+            .filter((target) => /^docs\/[^/]+\.md$/.test(target) && !files.has(target))
+        : [];
+      return [...named, ...linked].map((page) => `${file} -> ${page}`);
+    });
+    assert.deepEqual(missing, []);
+    assert.ok(files.has("docs/embedding.md"), "the library surface's page ships");
   });
 
   describe("examples/notes-agent", () => {
@@ -246,20 +274,31 @@ describe("the packed package in fresh projects", () => {
   });
 
   describe("the README's quick start, file for file", () => {
+    let dir;
     let server;
     let agents;
 
     before(async () => {
-      const dir = project("quickstart", {
+      dir = project("quickstart", {
         files: {
           "package.json": JSON.stringify({ name: "my-agents", private: true, type: "module" }),
           "wrangler.toml": quickstartFile("wrangler.toml"),
           "src/worker.ts": quickstartFile("src/worker.ts"),
+          "tsconfig.json": quickstartFile("tsconfig.json"),
         },
       });
       server = await startDevServer({ cwd: dir, basePath: "/agents" });
       servers.push(server);
       agents = mounted(server, "/agents");
+    });
+
+    it("typechecks with its own tsconfig.json after `wrangler types`, as the README says", async () => {
+      await run(process.execPath, [join(REPO_ROOT, "node_modules/wrangler/bin/wrangler.js"), "types"], dir);
+      await run(
+        process.execPath,
+        [join(REPO_ROOT, "node_modules/typescript/bin/tsc"), "--noEmit", "-p", "tsconfig.json"],
+        dir,
+      );
     });
 
     it("answers its own route, the API, the user's tool, the custom model and the dashboard", async () => {
