@@ -1,4 +1,5 @@
 import type { ContentBlock } from "./content";
+import type { Usage } from "./events";
 import type { SubagentResult } from "./run";
 
 /**
@@ -54,6 +55,8 @@ export interface SettledEnvelope extends EnvelopeBase {
   summary: string;
   /** Settled by a drain: the parent takes the notice without waking. */
   drained: boolean;
+  /** What the epoch's own model steps used (the parent's `subagent/end` carries it). */
+  usage?: Usage;
 }
 
 export type ReportDelivery = "quiet" | "next-step" | "wakeup";

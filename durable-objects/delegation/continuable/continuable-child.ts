@@ -16,6 +16,7 @@ import {
   reportText,
   residencyOf,
 } from "../../../src/core/settlement";
+import { sumUsage } from "../../../src/core/usage";
 import { childHeader, writeSeed } from "../child-spec";
 import type { RunRow } from "../../store/runs";
 import type { SessionPart } from "../../session/part";
@@ -342,11 +343,14 @@ export class ContinuableChild implements SessionPart {
     const header = this.#ctx.header()!;
     if (!activation || (!drained && this.residency() !== "settled")) return false;
     const from = activation.startedSeq;
+    const assistant = stores.log.ofTypes(["assistant/message"], from);
     const outcome = epochOutcome({
       turnEnds: stores.log.ofTypes(["turn/end"], from).map((e) => e.data.reason),
-      assistant: stores.log.ofTypes(["assistant/message"], from).map((e) => e.data.content),
+      assistant: assistant.map((e) => e.data.content),
       droppedWork: stores.log.ofTypes(["agent/inbox/discarded"], from).length > 0,
     });
+    // the epoch's own steps, as a one-shot run's result sums its run's (turn-result.ts)
+    const usage = sumUsage(assistant.map((e) => e.data.usage));
     stores.outbox.enqueue({
       v: 1,
       id: `settled:${activation.runId}`,
@@ -359,6 +363,7 @@ export class ContinuableChild implements SessionPart {
       text: noticeText(header.id, outcome.stopReason, outcome.output),
       summary: noticeSummary(header.id, outcome.stopReason),
       drained,
+      ...compact({ usage }),
     });
     stores.tables.sql("activation").exec("DELETE FROM activation WHERE id = 1");
     stores.flags.set("epochs", String(activation.epoch));

@@ -359,6 +359,7 @@ export class ContinuableParent implements SessionPart {
       local: true,
       stopReason: notice.stopReason,
       ...(isEmptyContent(notice.output) ? {} : { lastAssistantMessage: notice.output }),
+      ...compact({ usage: notice.usage }),
     });
     stores.children.releaseEpoch(notice.from, notice.runId);
     // A drained child's notice that reaches a drained (settled) continuable session is recorded
