@@ -6,7 +6,7 @@ import type { TurnControl } from "../../src/agent/turn-control";
 import { MAX_STEPS_PER_TURN, TurnDriver } from "../../src/agent/turn-driver";
 import { DEFAULT_MODEL_CALL_POLICY, type ModelCallPolicy } from "../../src/agent/model-calls";
 import { compact } from "../../src/core/compact";
-import { DEFAULT_MAX_LOG_BYTES, quotaOf } from "../../src/core/quotas";
+import { DEFAULT_MAX_LOG_BYTES, logRefusal, quotaOf } from "../../src/core/quotas";
 import type { Deployment } from "../../src/platform/deployment";
 import { defaultModelOf } from "../../src/platform/models";
 import { registryStub, sessionStub } from "../../src/platform/stubs";
@@ -170,7 +170,13 @@ function sessionContext(
     tools: new ToolCatalog<SessionHost>([
       builtinTools(),
       ...deployment.toolSources(env),
-      new McpToolSource(),
+      // a server that cannot be listed is in the log once per failure streak, while the log has room
+      new McpToolSource({
+        unavailable: (failure) => {
+          if (!logRefusal(stores.log.bytes(), env.MAX_LOG_BYTES))
+            stores.transact(() => stores.log.append("mcp/server-unavailable", failure));
+        },
+      }),
       new DelegationTools(() => registryStub(env).list(), registryStub(env).id.toString()),
     ]),
     session: (id, locationHint) => sessionStub(env, id, locationHint),

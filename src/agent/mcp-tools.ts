@@ -10,12 +10,16 @@ import { text, type Tool, type ToolOutcome } from "./tools";
  * The tools of a session's MCP servers (`mcpServers`, protocols.md "MCP client"), as one tool
  * source: a server `calc`'s tool `add` is `mcp__calc__add` to the model, with the server's input
  * schema, under the session's tool filter. Tool lists are fetched lazily over Streamable HTTP (the
- * official SDK's client) and kept for a minute; a server that cannot be listed offers nothing
- * meanwhile (a call to one of its tools is an unknown tool). A call that fails (server down,
- * protocol error, timeout, the tool's own error) is an error tool result with a short diagnostic,
- * and the turn goes on. A server's token is sent as `Authorization: Bearer` and is never part of
- * any result, diagnostic or log. Requests go through `outboundFetch` (the outbound rule on every
- * request, redirects followed on the server's origin only), so the token never leaves that origin.
+ * official SDK's client) and kept for a minute. A server that cannot be listed (down, refusing its
+ * token, a protocol error) keeps offering what it last listed; one never listed is offered as a
+ * single stand-in, `mcp__<server>__unavailable`, whose description and error result say why, so
+ * the model learns its tools are missing instead of never hearing of them. Each failure streak is
+ * reported once (`unavailable`: the session logs `mcp/server-unavailable`). A call that fails
+ * (server down, protocol error, timeout, the tool's own error) is an error tool result with a short
+ * diagnostic, and the turn goes on. A server's token is sent as `Authorization: Bearer` and is
+ * never part of any result, description, diagnostic or log. Requests go through `outboundFetch`
+ * (the outbound rule on every request, redirects followed on the server's origin only), so the
+ * token never leaves that origin.
  */
 
 /** `mcp__<server>__<tool>`: what the model calls a server's tool (model APIs allow 64 characters). */
@@ -26,19 +30,38 @@ const CALL_TIMEOUT_MS = 60_000;
 const LIST_TIMEOUT_MS = 10_000;
 const DIAGNOSTIC_CHARS = 300;
 
+/** The stand-in a server that cannot be listed is offered as: `mcp__<server>__unavailable`. */
+export const UNAVAILABLE_TOOL = "unavailable";
+
 interface Listed {
   at: number;
   tools: { name: string; description: string; inputSchema: Record<string, unknown> }[];
+}
+
+/** A server that could not be listed: its name and a short diagnostic free of its token. */
+export interface McpServerUnavailable {
+  server: string;
+  error: string;
+}
+
+export interface McpToolSourceOptions {
+  fetch?: typeof fetch;
+  /** Told once per failure streak of a server (again only after it has been listed since). */
+  unavailable?: (failure: McpServerUnavailable) => void;
 }
 
 export class McpToolSource implements ToolSource<SessionHost> {
   readonly name = "mcp";
   /** Listings per server (by name, url and token: a child with another token lists again). */
   readonly #listings = new Map<string, Listed>();
+  /** Servers whose latest listing failed, with its diagnostic (same keys as the listings). */
+  readonly #failing = new Map<string, string>();
   readonly #fetch: typeof fetch;
+  readonly #unavailable: (failure: McpServerUnavailable) => void;
 
-  constructor(fetchImpl: typeof fetch = (input, init) => outboundFetch(input, init)) {
-    this.#fetch = fetchImpl;
+  constructor(options: McpToolSourceOptions = {}) {
+    this.#fetch = options.fetch ?? ((input, init) => outboundFetch(input, init));
+    this.#unavailable = options.unavailable ?? (() => {});
   }
 
   knows(tool: string): boolean {
@@ -50,7 +73,12 @@ export class McpToolSource implements ToolSource<SessionHost> {
     const lists = await Promise.all(servers.map((server) => this.#list(server)));
     const offered: OfferedTool<SessionHost>[] = [];
     for (const [i, server] of servers.entries()) {
-      for (const tool of lists[i]?.tools ?? []) {
+      const listed = lists[i];
+      if (listed?.failure !== undefined && listed.tools.length === 0) {
+        offered.push({ tool: this.#standIn(server, listed.failure) });
+        continue;
+      }
+      for (const tool of listed?.tools ?? []) {
         const name = `mcp__${server.name}__${tool.name}`;
         if (!this.knows(name)) continue; // a name no model API accepts
         offered.push({ tool: this.#tool(server, name, tool) });
@@ -59,7 +87,8 @@ export class McpToolSource implements ToolSource<SessionHost> {
     return offered;
   }
 
-  async #list(server: McpServerSpec): Promise<Listed | undefined> {
+  /** The server's tools (fresh, or kept a minute); on failure what it last listed, and why not now. */
+  async #list(server: McpServerSpec): Promise<{ tools: Listed["tools"]; failure?: string }> {
     const key = cacheKey(server);
     const cached = this.#listings.get(key);
     if (cached && Date.now() - cached.at < LIST_TTL_MS) return cached;
@@ -78,11 +107,27 @@ export class McpToolSource implements ToolSource<SessionHost> {
       );
       const entry = { at: Date.now(), tools: listed };
       this.#listings.set(key, entry);
+      this.#failing.delete(key);
       return entry;
-    } catch {
+    } catch (error) {
       // unreachable for now: offer what was last listed, if anything (a call re-checks)
-      return cached;
+      const failure = diagnostic(error, server);
+      if (!this.#failing.has(key)) this.#unavailable({ server: server.name, error: failure });
+      this.#failing.set(key, failure);
+      return { tools: cached?.tools ?? [], failure };
     }
+  }
+
+  /** What a server never listed is offered as: calling it answers why its tools are missing. */
+  #standIn(server: McpServerSpec, failure: string): Tool<unknown, SessionHost> {
+    const why = `MCP server ${server.name} is unavailable: ${failure}`;
+    return {
+      name: `mcp__${server.name}__${UNAVAILABLE_TOOL}`,
+      description: `${why}. Its tools are not offered until it answers; calling this tool returns that error.`,
+      schema: z.unknown(),
+      parameters: { type: "object", properties: {} },
+      run: () => text(`Error: ${why}`, true),
+    };
   }
 
   #tool(
@@ -148,6 +193,9 @@ function cacheKey(server: McpServerSpec): string {
 /** A failure in a few words, with the server's token (and anything that looks like one) removed. */
 function diagnostic(error: unknown, server: McpServerSpec): string {
   let message = error instanceof Error ? error.message : String(error);
+  // the SDK's HTTP errors keep the status beside the message (a refused token: 401, 403)
+  const status = (error as { data?: { status?: unknown } } | null)?.data?.status;
+  if (typeof status === "number" && !message.includes(String(status))) message = `HTTP ${status}: ${message}`;
   if (server.token) message = message.split(server.token).join("[redacted]");
   message = message.replace(/bearer\s+[^\s"',}]+/gi, "Bearer [redacted]");
   return message.slice(0, DIAGNOSTIC_CHARS) || "the call failed";

@@ -109,6 +109,8 @@ export interface EventData {
   "mcp/call": { callId: string; name: string; args: unknown };
   /** The result an MCP client's call got. */
   "mcp/result": { callId: string; name: string; content: ContentBlock[]; isError: boolean };
+  /** One of the session's MCP servers could not be listed (once per failure streak; never its token). */
+  "mcp/server-unavailable": { server: string; error: string };
   "outbox/dead-letter": { outboxId: string; target: string; kind: string; attempts: number; error: string };
 }
 

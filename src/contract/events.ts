@@ -89,6 +89,11 @@ export interface EventData {
   "mcp/call": { callId: string; name: string; args: JsonValue };
   /** The result an MCP client's call got. */
   "mcp/result": { callId: string; name: string; content: ContentBlock[]; isError: boolean };
+  /**
+   * One of the session's `mcpServers` could not be listed (down, refusing its token, a protocol
+   * error): once per failure streak, with a short diagnostic that never carries the token.
+   */
+  "mcp/server-unavailable": { server: string; error: string };
   "outbox/dead-letter": { outboxId: string; target: string; kind: string; attempts: number; error: string };
 }
 
