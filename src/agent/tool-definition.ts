@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import { z } from "zod";
 import type { ContentBlock } from "../contract/content";
 
 /**
@@ -50,3 +50,30 @@ export const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
 /** A user tool call runs at most this long unless its definition says otherwise. */
 export const DEFAULT_TOOL_TIMEOUT_MS = 5 * 60_000;
+
+/**
+ * Why `input` cannot be a tool's input (undefined when it can). Model APIs and MCP take a tool's
+ * arguments only as an object, so the JSON schema the model is shown (derived as the runtime
+ * derives it: the input side, unrepresentable parts as any value) must have `type: "object"`.
+ * Checked when the Worker's module loads: a session's MCP face could not list such a tool, and a
+ * model API would refuse every turn that offers it.
+ */
+export function toolInputProblem(input: unknown): string | undefined {
+  const wanted = "its input must be a zod object schema (z.object({...}))";
+  if (typeof (input as { safeParse?: unknown } | null)?.safeParse !== "function") return wanted;
+  // zod 4's schemas (of any copy of zod the Worker bundles) carry `_zod`; zod 3's have no JSON schema
+  if (!("_zod" in (input as object))) return `${wanted}; this one is not a zod 4 schema`;
+  let json: Record<string, unknown>;
+  try {
+    json = z.toJSONSchema(input as z.ZodType, { io: "input", unrepresentable: "any" }) as Record<
+      string,
+      unknown
+    >;
+  } catch (error) {
+    return `${wanted}; this one has no JSON schema: ${error instanceof Error ? error.message : String(error)}`;
+  }
+  if (json.type === "object") return undefined;
+  const composed = ["anyOf", "oneOf", "allOf"].find((key) => key in json);
+  const described = typeof json.type === "string" ? json.type : (composed ?? "any value");
+  return `${wanted}: model APIs and MCP take a tool's arguments only as an object, and this one describes ${described}`;
+}

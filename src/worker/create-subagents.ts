@@ -9,7 +9,7 @@ import {
   RESERVED_MODEL_PREFIXES,
   userModelProviders,
 } from "../agent/user-models";
-import { TOOL_NAME, type ToolDefinition } from "../agent/tool-definition";
+import { TOOL_NAME, type ToolDefinition, toolInputProblem } from "../agent/tool-definition";
 import { userToolSource } from "../agent/user-tools";
 import { builtinToolNames } from "../agent/builtin-tool-names";
 import { MCP_TOOL_NAME } from "../agent/mcp-tools";
@@ -69,7 +69,8 @@ const BASE_PATH = /^(\/[A-Za-z0-9._~!$&'()*+,;=:@-]+)*$/;
 /**
  * The runtime inside a Worker: its HTTP API (under `basePath`), its Durable Object classes and
  * its RPC entrypoint, with the Worker's own tools and models. Misconfiguration (a bad base path,
- * a tool name taken by a built-in tool, a model prefix that shadows `scripted`) throws here, when
+ * a tool name taken by a built-in tool, a tool input that is not an object, a model prefix that
+ * shadows `scripted`) throws here, when
  * the Worker's module loads, never later in a turn.
  */
 export function createSubagents<E = Cloudflare.Env>(options: SubagentsOptions<E> = {}): Subagents<E> {
@@ -201,8 +202,10 @@ function checkTools(tools: readonly ToolDefinition<never>[]): readonly ToolDefin
     if (builtinToolNames.test(name) || name.startsWith("mcp__"))
       throw new TypeError(`createSubagents: tool name "${name}" is taken by a built-in tool`);
     if (seen.has(name)) throw new TypeError(`createSubagents: two tools are named "${name}"`);
-    if (typeof tool.run !== "function" || typeof tool.input?.safeParse !== "function")
+    if (typeof tool.run !== "function")
       throw new TypeError(`createSubagents: tool "${name}" is not made by defineTool (input, run)`);
+    const problem = toolInputProblem(tool.input);
+    if (problem) throw new TypeError(`createSubagents: tool "${name}": ${problem}`);
     seen.add(name);
   }
   return tools;
