@@ -60,7 +60,12 @@ export const DEFAULT_TOOL_TIMEOUT_MS = 5 * 60_000;
  */
 export function toolInputProblem(input: unknown): string | undefined {
   const wanted = "its input must be a zod object schema (z.object({...}))";
-  if (typeof (input as { safeParse?: unknown } | null)?.safeParse !== "function") return wanted;
+  if (typeof (input as { safeParse?: unknown } | null)?.safeParse !== "function") {
+    const fields = rawShapeFields(input);
+    if (fields === undefined) return wanted;
+    const shown = fields.length > 4 ? `${fields.slice(0, 4).join(", ")}, ...` : fields.join(", ");
+    return `its input must be a zod object schema, not a raw shape: write z.object({ ${shown} })`;
+  }
   // zod 4's schemas (of any copy of zod the Worker bundles) carry `_zod`; zod 3's have no JSON schema
   if (!("_zod" in (input as object))) return `${wanted}; this one is not a zod 4 schema`;
   let json: Record<string, unknown>;
@@ -76,4 +81,14 @@ export function toolInputProblem(input: unknown): string | undefined {
   const composed = ["anyOf", "oneOf", "allOf"].find((key) => key in json);
   const described = typeof json.type === "string" ? json.type : (composed ?? "any value");
   return `${wanted}: model APIs and MCP take a tool's arguments only as an object, and this one describes ${described}`;
+}
+
+/** The field names of a raw zod shape (`{ city: z.string() }`), or undefined when `input` is none. */
+function rawShapeFields(input: unknown): string[] | undefined {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) return undefined;
+  const entries = Object.entries(input);
+  const isSchema = (value: unknown) =>
+    typeof (value as { safeParse?: unknown } | null)?.safeParse === "function";
+  if (entries.length === 0 || !entries.every(([, value]) => isSchema(value))) return undefined;
+  return entries.map(([key]) => key);
 }

@@ -69,9 +69,9 @@ const BASE_PATH = /^(\/[A-Za-z0-9._~!$&'()*+,;=:@-]+)*$/;
 /**
  * The runtime inside a Worker: its HTTP API (under `basePath`), its Durable Object classes and
  * its RPC entrypoint, with the Worker's own tools and models. Misconfiguration (a bad base path,
- * a tool name taken by a built-in tool, a tool input that is not an object, a model prefix that
- * shadows `scripted`) throws here, when
- * the Worker's module loads, never later in a turn.
+ * a tool name taken by a built-in tool, a tool input that is not a zod object schema, a model
+ * prefix that shadows `scripted`) throws here, when the Worker's module loads, never later in a
+ * turn.
  */
 export function createSubagents<E = Cloudflare.Env>(options: SubagentsOptions<E> = {}): Subagents<E> {
   const basePath = normalizeBasePath(options.basePath ?? "");
