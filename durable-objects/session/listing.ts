@@ -1,6 +1,13 @@
 import { compact } from "../../src/core/compact";
 import { foldDescriptor } from "../../src/core/descriptor";
-import { type ChildEntry, type DescendantEntry, preOrder, withSubtreeUsage } from "../../src/core/listing";
+import {
+  type ChildEntry,
+  type DescendantEntry,
+  type DescendantListing,
+  preOrder,
+  treeUsage,
+  withSubtreeUsage,
+} from "../../src/core/listing";
 import { placementOf } from "../../src/core/placement";
 import type { SessionContext } from "./session-context";
 
@@ -92,4 +99,10 @@ export async function descendantsOf(ctx: SessionContext): Promise<DescendantEntr
     (entry) => entry.kind === "diagnostic" || entry.hasChildren,
   );
   return withSubtreeUsage(rows);
+}
+
+/** The descendants listing: the rows, and the tree's total from the walk that read them. */
+export async function descendantListing(ctx: SessionContext): Promise<DescendantListing> {
+  const entries = await descendantsOf(ctx);
+  return { entries, ...compact({ subtreeUsage: treeUsage(ctx.stores.usage.own(), entries) }) };
 }

@@ -25,9 +25,9 @@ import { quote } from "../../src/core/quote";
 import { messageQuota } from "../../src/core/quotas";
 import { sessionStub } from "../../src/platform/stubs";
 import { reserveTreeSlot, takeTreeSlot } from "../delegation/child-spec";
-import { type ChildEntry, type DescendantEntry, publicEntry } from "../../src/core/listing";
+import { type ChildEntry, type DescendantListing, publicEntry } from "../../src/core/listing";
 import { failure } from "../../src/contract/respond";
-import { childEntriesOf, descendantsOf, entryOf } from "./listing";
+import { childEntriesOf, descendantListing, entryOf } from "./listing";
 import { applyCallback, type CallbackInput } from "../messaging/remote-callbacks";
 import { migrate, tablesIn } from "../store/schema";
 import { assembleParts, type Parts } from "./session-parts";
@@ -233,9 +233,9 @@ export class SessionObject extends DurableObject<Env> {
     return header.ok ? ok({ entries: (await childEntriesOf(this.#parts!.ctx)).map(publicEntry) }) : header;
   }
 
-  async listDescendants(caller: Caller): Promise<Outcome<{ entries: DescendantEntry[] }>> {
+  async listDescendants(caller: Caller): Promise<Outcome<DescendantListing>> {
     const header = this.#authorize(caller, "read");
-    return header.ok ? ok({ entries: await descendantsOf(this.#parts!.ctx) }) : header;
+    return header.ok ? ok(await descendantListing(this.#parts!.ctx)) : header;
   }
 
   outbox(caller: Caller): Outcome<{ entries: OutboxEntry[] }> {
@@ -412,6 +412,8 @@ export class SessionObject extends DurableObject<Env> {
     const { usage } = this.#parts!.stores;
     const own = usage.own();
     if (own) view.usage = own;
+    const subtree = usage.subtree();
+    if (subtree) view.subtreeUsage = subtree;
     if (header.options.budget)
       view.budget = { tokens: header.options.budget.tokens, used: usage.budgetUsed() };
     // which MCP servers it has, never their tokens

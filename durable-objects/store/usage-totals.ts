@@ -1,11 +1,13 @@
 import type { Usage } from "../../src/contract/events";
-import { addUsage, tokensOf } from "../../src/core/usage";
+import { addUsage, subtractUsage, tokensOf } from "../../src/core/usage";
 import type { Flags } from "./flags";
 
 /**
- * A session's token usage over its lifetime, kept beside its log (two flags): what its own model
- * steps used, and what the one-shot runs it started reported with their results. Written in the
- * transaction that appends the step or settles the run, so the totals never drift from the log.
+ * A session's token usage over its lifetime, kept beside its log (flags): what its own model steps
+ * used, what the one-shot runs it started reported with their results, and what its local children
+ * reported of their subtrees as their runs and epochs ended. Written in the transaction that
+ * appends the step or settles the run or epoch, so the totals never drift from the log and a
+ * child's report is counted exactly once.
  */
 export class UsageTotals {
   constructor(readonly flags: Flags) {}
@@ -25,12 +27,36 @@ export class UsageTotals {
     return tokensOf(this.own()) + tokensOf(this.runs());
   }
 
+  /**
+   * This session and every local session below it: its own steps plus what its local children
+   * reported of their subtrees (each child counts its own children the same way).
+   */
+  subtree(): Usage | undefined {
+    return addUsage(this.own(), this.#read("usage:below"));
+  }
+
+  /** The part of `subtree()` this session has not yet reported to its parent. */
+  unreported(): Usage | undefined {
+    return subtractUsage(this.subtree(), this.#read("usage:reported"));
+  }
+
   addOwn(usage: Usage): void {
     this.flags.set("usage", JSON.stringify(addUsage(this.own(), usage)));
   }
 
   addRuns(usage: Usage): void {
     this.flags.set("usage:runs", JSON.stringify(addUsage(this.runs(), usage)));
+  }
+
+  /** A local child's run or epoch ended, reporting this much of its subtree's usage. */
+  addBelow(usage: Usage): void {
+    this.flags.set("usage:below", JSON.stringify(addUsage(this.#read("usage:below"), usage)));
+  }
+
+  /** Inside the transaction that sends `unreported()` to the parent: it is reported now. */
+  markReported(): void {
+    const subtree = this.subtree();
+    if (subtree) this.flags.set("usage:reported", JSON.stringify(subtree));
   }
 
   #read(name: string): Usage | undefined {

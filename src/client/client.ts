@@ -8,6 +8,7 @@ import type {
   CreatedSession,
   CreateSessionRequest,
   DescendantEntry,
+  DescendantListing,
   DirectoryEntry,
   EventPage,
   Health,
@@ -304,6 +305,11 @@ export class SubagentsClient {
       options,
     );
     return body.entries;
+  }
+
+  /** `GET /v1/sessions/:id/descendants` as a whole: the rows and the tree's total usage (`subtreeUsage`). */
+  descendantListing(sessionId: string, options?: CallOptions): Promise<DescendantListing> {
+    return this.#http.request<DescendantListing>("GET", `/v1/sessions/${id(sessionId)}/descendants`, options);
   }
 
   /** `GET /v1/sessions/:id/outbox`: what this session sent or is sending to others, dead letters included. */

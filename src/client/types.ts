@@ -197,6 +197,11 @@ export interface SessionView extends Placement {
   lastSeq: number;
   /** The tokens this session's own model steps used. */
   usage?: Usage;
+  /**
+   * Its tree's total: its own usage plus what its local children reported of their subtrees as
+   * their runs and epochs ended (a child at work adds its part when that run or epoch ends).
+   */
+  subtreeUsage?: Usage;
   /** Its token budget and what counts against it so far. */
   budget?: { tokens: number; used: number };
   /** Its MCP servers (names and urls; tokens are never shown). */
@@ -350,6 +355,15 @@ export type ChildEntry =
  * `subtreeUsage` sums its own usage and that of the rows below it.
  */
 export type DescendantEntry = ChildEntry & { parentId: string; depth: number; subtreeUsage?: Usage };
+
+/**
+ * `GET /v1/sessions/:id/descendants` as a whole: the rows, and `subtreeUsage`, the tree's total
+ * (the listed session's own usage plus every row's, as the listing read them).
+ */
+export interface DescendantListing {
+  entries: DescendantEntry[];
+  subtreeUsage?: Usage;
+}
 
 /** A message this session sent or is sending to another session (dead letters included). */
 export interface OutboxEntry {

@@ -57,6 +57,8 @@ export interface SettledEnvelope extends EnvelopeBase {
   drained: boolean;
   /** What the epoch's own model steps used (the parent's `subagent/end` carries it). */
   usage?: Usage;
+  /** The child's subtree usage not reported before (its parent adds it to its `subtreeUsage`). */
+  subtreeUsage?: Usage;
 }
 
 export type ReportDelivery = "quiet" | "next-step" | "wakeup";

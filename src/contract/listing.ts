@@ -33,3 +33,12 @@ export type ChildEntry =
  * below it (rows that could not be read add nothing).
  */
 export type DescendantEntry = ChildEntry & { parentId: string; depth: number; subtreeUsage?: Usage };
+
+/**
+ * `GET /v1/sessions/:id/descendants`: the rows, and the tree's total (`subtreeUsage`): the listed
+ * session's own usage plus that of every row.
+ */
+export interface DescendantListing {
+  entries: DescendantEntry[];
+  subtreeUsage?: Usage;
+}

@@ -45,6 +45,7 @@ export const SessionView = z
     model: z.string(),
     lastSeq: z.number().int(),
     usage: Usage.optional(),
+    subtreeUsage: Usage.optional(),
     budget: z.object({ tokens: z.number().int(), used: z.number().int() }).optional(),
     mcpServers: z.array(z.object({ name: z.string(), url: z.string() })).optional(),
     jurisdiction: z.string().optional(),
@@ -130,6 +131,7 @@ export const DescendantListing = z.object({
   entries: z.array(
     Entry.extend({ parentId: z.string(), depth: z.number().int(), subtreeUsage: Usage.optional() }),
   ),
+  subtreeUsage: Usage.optional(),
 });
 export const OutboxPage = z.object({
   entries: z.array(

@@ -17,6 +17,12 @@ export interface SubagentResult {
   diagnostic?: string;
   /** The tokens the child's model steps used for this run (when its model reported them). */
   usage?: Usage;
+  /**
+   * Only on the way from a local child to its parent, never stored or shown: the child's `usage`
+   * plus what its own local children had reported of theirs when the result was made (semantics.md
+   * §8). The parent counts it in its `subtreeUsage` and keeps the result without it.
+   */
+  subtreeUsage?: Usage;
 }
 
 /** `GET /v1/sessions/:id/runs/:runId`. */

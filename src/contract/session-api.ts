@@ -6,7 +6,7 @@ import type { SessionEvent } from "./events";
 import type { RunView, StartRequest, StartedRun } from "./run";
 import type { AgentOptions, Caller, SessionView } from "./session";
 import type { ProviderInfo, ProviderRecord, ProviderScope } from "./provider";
-import type { ChildEntry, DescendantEntry } from "./listing";
+import type { ChildEntry, DescendantListing } from "./listing";
 import type { Jurisdiction, LocationHint } from "./placement";
 import type { ContinuableInit, ContinuableStart, FollowupInput, InterruptAuthority } from "./continuable";
 
@@ -39,7 +39,7 @@ export interface SessionApi {
   interruptChild(caller: Caller, childId: string): Promise<Outcome<{ accepted: true }>>;
   drainChildren(caller: Caller, childIds?: string[]): Promise<Outcome<{ drained: string[] }>>;
   listChildren(caller: Caller): Promise<Outcome<{ entries: ChildEntry[] }>>;
-  listDescendants(caller: Caller): Promise<Outcome<{ entries: DescendantEntry[] }>>;
+  listDescendants(caller: Caller): Promise<Outcome<DescendantListing>>;
   outbox(caller: Caller): Promise<Outcome<{ entries: OutboxEntry[] }>>;
   /** A signed callback with a remote run's result; the object checks the signature itself. */
   remoteCallback(

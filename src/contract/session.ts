@@ -82,6 +82,11 @@ export interface SessionView {
   locationHint?: LocationHint;
   /** The tokens this session's own model steps used (when its model reported any). */
   usage?: Usage;
+  /**
+   * Its tree's total: its own usage plus what its local children reported of their subtrees as
+   * their runs and epochs ended (semantics.md §8).
+   */
+  subtreeUsage?: Usage;
   /** Its token budget and what counts against it so far (its own steps and its runs). */
   budget?: { tokens: number; used: number };
   /** Its MCP servers, without their tokens. */

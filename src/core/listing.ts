@@ -1,13 +1,13 @@
 import type { Usage } from "../contract/events";
-import type { ChildEntry, DescendantEntry } from "../contract/listing";
-import { addUsage } from "./usage";
+import type { ChildEntry, DescendantEntry, DescendantListing } from "../contract/listing";
+import { addUsage, sumUsage } from "./usage";
 
 /**
  * Discovery rows (semantics.md §9): children ordered by `createdAt` then id; descendants in a stable
  * pre-order with `parentId` and `depth`, guarded against cycles. Pure.
  */
 
-export type { ChildEntry, DescendantEntry };
+export type { ChildEntry, DescendantEntry, DescendantListing };
 
 /** A row as callers see it (the internal `foreign` mark removed). */
 export function publicEntry<T extends ChildEntry>(entry: T): T {
@@ -36,6 +36,11 @@ export function withSubtreeUsage(rows: readonly DescendantEntry[]): DescendantEn
   }
   while (open.length > 0) close(open.pop()!);
   return out;
+}
+
+/** A tree's total: its root's own usage plus every listed row's own (rows that could not be read add nothing). */
+export function treeUsage(own: Usage | undefined, rows: readonly DescendantEntry[]): Usage | undefined {
+  return addUsage(own, sumUsage(rows.map((row) => (row.kind === "child" ? row.usage : undefined))));
 }
 
 /**

@@ -20,6 +20,26 @@ export function addUsage(a: Usage | undefined, b: Usage | undefined): Usage | un
   return sum;
 }
 
+/**
+ * What `a` holds beyond `b`, for counters that only grow (`b` an earlier reading of `a`): undefined
+ * when nothing is left.
+ */
+export function subtractUsage(a: Usage | undefined, b: Usage | undefined): Usage | undefined {
+  if (!a) return undefined;
+  if (!b) return { ...a };
+  const rest: Usage = {
+    inputTokens: Math.max(0, a.inputTokens - b.inputTokens),
+    outputTokens: Math.max(0, a.outputTokens - b.outputTokens),
+  };
+  if (a.cachedInputTokens !== undefined)
+    rest.cachedInputTokens = Math.max(0, a.cachedInputTokens - (b.cachedInputTokens ?? 0));
+  if (a.reasoningTokens !== undefined)
+    rest.reasoningTokens = Math.max(0, a.reasoningTokens - (b.reasoningTokens ?? 0));
+  const left =
+    rest.inputTokens + rest.outputTokens + (rest.cachedInputTokens ?? 0) + (rest.reasoningTokens ?? 0);
+  return left > 0 ? rest : undefined;
+}
+
 export function sumUsage(all: readonly (Usage | undefined)[]): Usage | undefined {
   return all.reduce<Usage | undefined>((sum, u) => addUsage(sum, u), undefined);
 }

@@ -5,7 +5,7 @@ import type { SessionView } from "../contract/session";
 import type { EventPage } from "../contract/session-api";
 import { ContinuableStartSchema, DrainBody, FollowupBody } from "../contract/continuable";
 import { CreateSessionBody, SendMessageBody } from "../contract/wire";
-import type { ChildEntry, DescendantEntry } from "../core/listing";
+import type { ChildEntry, DescendantListing } from "../core/listing";
 import { compact } from "../core/compact";
 import { validate } from "../http/body";
 import { createTopLevelSession } from "../http/session-create";
@@ -160,7 +160,7 @@ export class SubagentsEntrypoint extends WorkerEntrypoint<Env> {
     return unwrap(await sessionStub(this.env, arg(sessionId, SessionIdArg)).listChildren(ADMIN));
   }
 
-  async listDescendants(sessionId: string): Promise<{ entries: DescendantEntry[] }> {
+  async listDescendants(sessionId: string): Promise<DescendantListing> {
     return unwrap(await sessionStub(this.env, arg(sessionId, SessionIdArg)).listDescendants(ADMIN));
   }
 }

@@ -363,8 +363,9 @@ export class ContinuableChild implements SessionPart {
       text: noticeText(header.id, outcome.stopReason, outcome.output),
       summary: noticeSummary(header.id, outcome.stopReason),
       drained,
-      ...compact({ usage }),
+      ...compact({ usage, subtreeUsage: stores.usage.unreported() }),
     });
+    stores.usage.markReported();
     stores.tables.sql("activation").exec("DELETE FROM activation WHERE id = 1");
     stores.flags.set("epochs", String(activation.epoch));
     return true;

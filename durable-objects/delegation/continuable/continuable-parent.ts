@@ -362,6 +362,7 @@ export class ContinuableParent implements SessionPart {
       ...compact({ usage: notice.usage }),
     });
     stores.children.releaseEpoch(notice.from, notice.runId);
+    if (notice.subtreeUsage) stores.usage.addBelow(notice.subtreeUsage);
     // A drained child's notice that reaches a drained (settled) continuable session is recorded
     // but not queued: it does not survive that session's own drain.
     const header = this.#ctx.header();

@@ -71,8 +71,12 @@ export class OneShotChild implements SessionPart {
   onTurnEnd(): void {
     const header = this.#ctx.header();
     if (!header?.oneShot) return;
+    const { stores } = this.#ctx;
     const schemaRequested = header.oneShot.outputSchema !== undefined;
-    this.#report(header, turnResult(this.#ctx.stores.log, header.seedLength ?? 0, schemaRequested));
+    const result = turnResult(stores.log, header.seedLength ?? 0, schemaRequested);
+    // its one report: everything its subtree used by now (its parent adds it to its tree's total)
+    const subtreeUsage = stores.usage.subtree();
+    this.#report(header, subtreeUsage ? { ...result, subtreeUsage } : result);
   }
 
   /**

@@ -79,8 +79,10 @@ export class RunLedger {
   }
 
   /** Inside a transaction: settles the run once (a second call changes nothing). */
-  settle(run: RunRow, result: SubagentResult): void {
+  settle(run: RunRow, reported: SubagentResult): void {
     const ctx = this.#ctx;
+    // the child's subtree figure is counted here, never kept with the result
+    const { subtreeUsage, ...result } = reported;
     const { runs, children, log } = ctx.stores;
     if (!runs.settle(run.runId, result)) return;
     children.release(run.childId);
@@ -95,6 +97,8 @@ export class RunLedger {
     });
     // what the child used counts against this session's token budget (semantics.md §8)
     if (result.usage) ctx.stores.usage.addRuns(result.usage);
+    // a local child's subtree is part of this session's tree (another deployment's is not)
+    if (run.local && subtreeUsage) ctx.stores.usage.addBelow(subtreeUsage);
     // a foreground call of the model's answers its deferred tool call; an MCP client's call (a key
     // of another shape) waits on the run itself
     const call = run.callKey && !run.taskId ? turnCallOf(run.callKey) : undefined;
