@@ -22,6 +22,7 @@ import type { Deployment } from "../platform/deployment";
 import { openApiDocument } from "./openapi";
 import { parseDirectoryCursor } from "./directory-cursor";
 import { addA2aRoutes } from "./a2a-route";
+import { unhandledFailure } from "./unhandled";
 
 /**
  * The public HTTP API (docs/api.md): auth -> validate -> route to the session's object. Every error
@@ -42,7 +43,7 @@ export function buildRouter(deployment: Deployment, base = "") {
     catch: (error: unknown) => {
       if (error instanceof SubagentError) return failure(error.toFailure());
       console.error("unhandled error", error instanceof Error ? error.stack : error);
-      return failure(fail("INTERNAL", "internal error"));
+      return failure(unhandledFailure(error));
     },
   });
 
