@@ -9,8 +9,9 @@ import { sha256Hex } from "../core/hash";
  * session token is `<sessionId>.<secret>`: the Worker learns which session it claims, and that
  * session's object checks the stored hash (tokens are never stored in clear).
  *
- * Every invalid token gets the same answer, `INVALID_TOKEN` (401), and counts as a failed
- * authentication (`refused`): past the limit, failures answer 429 instead.
+ * Every invalid token gets the same answer, `INVALID_TOKEN` (401; on a deployment without an
+ * ADMIN_TOKEN, `INVALID_TOKEN_NO_ADMIN`, which says so), and counts as a failed authentication
+ * (`refused`): past the limit, failures answer 429 instead.
  */
 
 const PROTOCOL_PREFIX = "bearer.";
@@ -37,6 +38,14 @@ export interface TokenSettings {
 
 /** The one answer to an invalid token, whatever made it invalid and whatever exists. */
 export const INVALID_TOKEN = "the token is not valid";
+
+/**
+ * The same refusal on a deployment with no ADMIN_TOKEN, where no admin token can ever work: it
+ * says so, and how to set one (a fact of the deployment, the same for every token presented).
+ */
+export const INVALID_TOKEN_NO_ADMIN =
+  "the token is not valid, and this deployment has no ADMIN_TOKEN, so no admin token is accepted: " +
+  "set one with `wrangler secret put ADMIN_TOKEN` (locally: ADMIN_TOKEN in .dev.vars), at least 16 characters";
 
 /**
  * One SHA-256 per request: the presented token's hash is compared (in constant time) with the
@@ -71,7 +80,7 @@ export async function refused(settings: TokenSettings, key: string): Promise<Fai
     const { success } = await limiter.limit({ key: `auth-failed:${key}` });
     if (!success) return fail("RATE_LIMITED", "too many failed authentications; retry in a minute");
   }
-  return fail("UNAUTHENTICATED", INVALID_TOKEN);
+  return fail("UNAUTHENTICATED", settings.ADMIN_TOKEN ? INVALID_TOKEN : INVALID_TOKEN_NO_ADMIN);
 }
 
 export function isFailure(value: Caller | Failure): value is Failure {
