@@ -411,7 +411,7 @@ describe("the dashboard in a real browser", { timeout: 300_000 }, () => {
     }
   });
 
-  it("lays a row's status and token badges out apart, on a desktop and on a phone screen", async () => {
+  it("shows the tree's token total, its status and token badges laid out apart on a desktop and a phone screen", async () => {
     const made = await api(server, "POST", "/v1/sessions", {
       body: { label: "a model that counts its tokens", model: "openai:gpt-test" },
     });
@@ -423,6 +423,11 @@ describe("the dashboard in a real browser", { timeout: 300_000 }, () => {
     await page.click(`#session-list [data-session-id="${made.body.id}"] button`);
     const row = `#tree [data-session-id="${made.body.id}"]`;
     await page.waitForSelector(`${row}[data-tokens] .badge.tokens`);
+    // the figure is the tree's total as the API gives it
+    const listing = await api(server, "GET", `/v1/sessions/${made.body.id}/descendants`);
+    const total = listing.body.subtreeUsage.inputTokens + listing.body.subtreeUsage.outputTokens;
+    assert.ok(total > 0);
+    assert.equal(await page.getAttribute(row, "data-tokens"), String(total));
     for (const [name, viewport] of [
       ["desktop", { width: 1280, height: 860 }],
       ["phone", { width: 390, height: 844 }],

@@ -86,12 +86,11 @@ export class TreeView {
   async #load(client: SubagentsClient): Promise<void> {
     const rootId = this.#rootId;
     if (!rootId) return;
-    const [root, entries] = await Promise.all([client.getSession(rootId), client.descendants(rootId)]);
+    const [root, listing] = await Promise.all([client.getSession(rootId), client.descendantListing(rootId)]);
     if (rootId !== this.#rootId) return;
-    // the root's subtree: its own usage and its children's subtrees (depth 1 rows)
-    const rootTokens =
-      tokensOf(root.usage) +
-      entries.reduce((sum, e) => sum + (e.depth === 1 ? tokensOf(e.subtreeUsage) : 0), 0);
+    const entries = listing.entries;
+    // the tree's total, as the API sums it
+    const rootTokens = tokensOf(listing.subtreeUsage);
     const nodes: TreeNode[] = [
       {
         id: root.id,
