@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // `npm run bundle-size`: the size of this repository's Worker as `wrangler deploy` would upload
-// it (`wrangler deploy --dry-run`, offline), now and at a baseline commit, written into the
+// it (`wrangler deploy --dry-run`, offline), at HEAD and at a baseline commit, each measured on a
+// clean checkout of its commit (uncommitted edits in this tree change neither), written into the
 // README between the bundle-size markers with both commits.
 //   npm run bundle-size                      baseline: the last commit before the runtime became a library
 //   npm run bundle-size -- --baseline=<ref>  another baseline
+//   npm run bundle-size -- --working-tree    measure this working tree instead of HEAD (noted as such)
 //   npm run bundle-size -- --no-readme       print only
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, symlinkSync } from "node:fs";
@@ -58,10 +60,12 @@ function measureAt(ref) {
 }
 
 const head = git("rev-parse", "--short", "HEAD");
-const dirty = git("status", "--porcelain", "--", "src", "durable-objects", "package.json") !== "";
+const workingTree = args.get("working-tree") === "true";
+const dirty =
+  workingTree && git("status", "--porcelain", "--", "src", "durable-objects", "package.json") !== "";
 const baselineCommit = git("rev-parse", "--short", BASELINE);
 const before = measureAt(BASELINE);
-const now = measure(ROOT);
+const now = workingTree ? measure(ROOT) : measureAt("HEAD");
 const pct = (a, b) => `${b >= a ? "+" : ""}${(((b - a) / a) * 100).toFixed(0)}%`;
 const lines = [
   "| Worker (`wrangler deploy --dry-run`) | upload | gzip |",

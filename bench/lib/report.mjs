@@ -1,5 +1,4 @@
-// Turns the figures into a table (stdout and bench/README.md, between the results markers).
-import { writeBlock } from "../../scripts/lib/readme-block.mjs";
+// Turns the figures into tables (stdout, and bench/README.md's results block through render.mjs).
 import { ms, ratio } from "./stats.mjs";
 
 /**
@@ -45,8 +44,4 @@ export function terminalTable(rows, options) {
 /** A plain markdown table from a header and rows of cells. */
 export function grid(head, body) {
   return [head, head.map(() => "---"), ...body].map((cells) => `| ${cells.join(" | ")} |`).join("\n");
-}
-
-export function writeReadme(path, section) {
-  writeBlock(path, "results", section);
 }
