@@ -131,18 +131,34 @@ export function createSubagents<E = Cloudflare.Env>(options: SubagentsOptions<E>
     }
     const weakToken = adminTokenProblem((env as Settings).ADMIN_TOKEN);
     if (weakToken) return failure(weakToken);
-    const missing = [bindings.sessions, bindings.registry].find(
-      (name) => (env as Record<string, unknown>)[name] === undefined,
-    );
-    if (missing)
-      return failure(
-        fail(
-          "INTERNAL",
-          `the Durable Object binding ${missing} is missing (see wrangler.toml in the README)`,
-        ),
-      );
+    const unbound = missingBinding(env, bindings);
+    if (unbound) return failure(unbound);
     return router.fetch(request, withBindings(env), ctx);
   }
+}
+
+/**
+ * `500 MISCONFIGURED` when the env lacks a Durable Object binding the runtime was told to use
+ * (wrangler.toml binds the classes under other names, or `bindings` names them wrongly). Only the
+ * first request can tell (the module loads without an env), so the message says what to change:
+ * the binding, the `bindings` option that names it, and the Durable Object bindings the env has.
+ */
+function missingBinding(env: unknown, bindings: { sessions: string; registry: string }): Failure | undefined {
+  const source = env as Record<string, unknown>;
+  const role = (["sessions", "registry"] as const).find((r) => source[bindings[r]] === undefined);
+  if (role === undefined) return undefined;
+  const className = role === "sessions" ? "SessionObject" : "RegistryObject";
+  const namespaces = Object.keys(source).filter((key) => {
+    const value = source[key] as { idFromName?: unknown; get?: unknown } | null;
+    return typeof value?.idFromName === "function" && typeof value.get === "function";
+  });
+  const has = namespaces.length === 0 ? "none" : namespaces.join(", ");
+  return fail(
+    "MISCONFIGURED",
+    `the Durable Object binding "${bindings[role]}" is not in the Worker's env: bind the runtime's ${className} ` +
+      `class under that name in wrangler.toml, or tell the runtime the name you bound it under with ` +
+      `createSubagents({ bindings: { ${role}: "<your binding>" } }) (this env's Durable Object bindings: ${has})`,
+  );
 }
 
 /** The optional vars `fetch` reads of the Worker's env (whatever its type `E`). */
