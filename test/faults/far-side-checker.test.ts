@@ -39,7 +39,29 @@ describe("far-side checker: planted damage is reported", () => {
   test("a far run that made two sessions on the far side", () => {
     const w = new World();
     w.start("a2a", "f1-0", { farSessions: 2 });
-    expect(found(w.check())).toEqual(["duplicated: run f1-0 made 2 sessions on the far side"]);
+    expect(found(w.check())).toEqual([
+      "duplicated: run f1-0 made 2 sessions on the far side",
+      "duplicated: run f1-0's prompt reached the far side 2 times",
+    ]);
+  });
+
+  test("a far run whose prompt reached its far session twice", () => {
+    const w = new World();
+    w.start("remote", "f1-0", { farPrompts: 2 });
+    expect(found(w.check())).toEqual(["duplicated: run f1-0's prompt reached the far side 2 times"]);
+  });
+
+  test("an MCP call served twice by the server, or answered with text the server never served", () => {
+    const twice = new World();
+    twice.mcp("f1-0");
+    twice.mcpServed = 2;
+    expect(found(twice.check())).toEqual([
+      "duplicated: the MCP server served 2 calls for 1 messages (1 allowed by resets)",
+    ]);
+    const never = new World();
+    never.mcp("f1-0");
+    never.mcpServed = 0;
+    expect(found(never.check())).toEqual(["wrong: 1 calls answered with the MCP server's text, 0 served"]);
   });
 
   test("a far run answered with no far session behind it", () => {
@@ -214,6 +236,30 @@ describe("far-side checker: an MCP call answered with an error", () => {
       'wrong: MCP call of f1-2 answered "Error: late"',
     ]);
     expect(w.check().answers.refused).toEqual({ "MCP call error: net-down at mcp-call": 1 });
+  });
+});
+
+describe("far-side checker: an MCP call run again after a restart", () => {
+  /** One MCP message served twice, with `plant` placing resets around its call. */
+  function servedTwice(plant: (w: World, start: number) => void): string[] {
+    const w = new World();
+    const op = w.mcp("f1-0", { ms: 100 });
+    w.mcp("f1-1");
+    w.mcpServed = 3;
+    plant(w, op.start);
+    return found(w.check());
+  }
+  const duplicated = "duplicated: the MCP server served 3 calls for 2 messages (2 allowed by resets)";
+
+  test("is explained by a reset that took effect during its turn", () => {
+    expect(servedTwice((w, start) => w.abort(start + 50))).toEqual([]);
+    expect(servedTwice((w, start) => w.evict(start + 50, "evicted"))).toEqual([]);
+  });
+
+  test("is not explained by a reset that did not take effect, or took effect after its turn", () => {
+    expect(servedTwice((w, start) => w.evict(start + 50, "not-running"))).toEqual([duplicated]);
+    expect(servedTwice((w, start) => w.abort(start + 50, false))).toEqual([duplicated]);
+    expect(servedTwice((w) => w.abort(w.now + 10))).toEqual([duplicated]);
   });
 });
 

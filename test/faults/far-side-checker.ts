@@ -1,8 +1,17 @@
 import { MAX_TOOL_RUNS } from "../../src/agent/step-limits";
-import { type AnswerTally, emptyTally } from "./answers";
-import type { Violation } from "./checker";
-import type { FarFault, FarPoint, FarStep } from "./far-side-plan";
+import type { FarFault } from "./far-side-plan";
 import { PATHS } from "./far-side-plan";
+import {
+  FAR_KINDS,
+  type FarCheck,
+  type FarEvent,
+  type FarSnapshot,
+  Ledger,
+  RESTART_REFUSAL,
+  stepOf,
+  textOf,
+  type Window,
+} from "./far-side-ledger";
 import type { Op } from "./harness";
 
 /**
@@ -30,172 +39,7 @@ import type { Op } from "./harness";
  * refused or cut off by a named cause, or a violation.
  */
 
-export interface FarEvent {
-  seq: number;
-  type: string;
-  /** `Date.now()` when it was written (the events' own `at`). */
-  at: number;
-  /** The event's data, read field by field as stored. */
-  data: Record<string, any>;
-}
-
-export interface FarRun {
-  runId: string;
-  state: string;
-  /** The run's result as stored (JSON), once settled. */
-  result: string | null;
-}
-
-export interface FarSnapshot {
-  /** The root session's events, in order. */
-  log: FarEvent[];
-  runs: FarRun[];
-  /** How many sessions the far side made whose prompt carries each start's tag (remote, A2A). */
-  farSessions: Record<string, number>;
-  /** What the root still owes (outbox rows, pending messages, unfinished transports). */
-  owed: string[];
-}
-
-/** Far operations counted by how they came out (the report's own figures). */
-export interface FarFigures {
-  /** Far operations sent (starts, MCP and tool messages, face calls). */
-  operations: number;
-  /** ... acknowledged by the session. */
-  acknowledged: number;
-  /** Operations not acknowledged (a face call cut off) and the injected cause of each. */
-  cutOff: Record<string, number>;
-}
-
-export interface FarCheck {
-  violations: Violation[];
-  answers: AnswerTally;
-  far: FarFigures;
-}
-
-/** The kinds of the history's far operations (the rest, create, abort and evict, act on the session). */
-export const FAR_KINDS = ["far-start", "far-mcp", "far-tool", "far-face"] as const;
-
-/** A reset that took effect: when, on both clocks (`at` as the history, `clock` as the events). */
-interface Reset {
-  kind: string;
-  at: number;
-  clock: number;
-}
-
-/** From when to when an operation could be affected: `from` on the history's clock, the end on either. */
-interface Window {
-  from: number;
-  untilAt?: number;
-  untilClock?: number;
-}
-
-const RESTART_REFUSAL = /cut short by a restart of the session/;
-
-function textOf(content: unknown): string {
-  if (!Array.isArray(content)) return typeof content === "string" ? content : "";
-  return content.map((b: { text?: string }) => b.text ?? "").join("");
-}
-
-/** A pattern for a tag that does not also match the tags it is a prefix of (f1-1 and f1-10). */
-function tagPattern(words: string): RegExp {
-  return new RegExp(`${words.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![0-9])`);
-}
-
-function within(window: Window, moment: { at: number; clock: number }): boolean {
-  if (moment.at < window.from) return false;
-  if (window.untilAt !== undefined && moment.at > window.untilAt) return false;
-  if (window.untilClock !== undefined && moment.clock > window.untilClock) return false;
-  return true;
-}
-
-/** The resets of the history that took effect (an abort that ran, an eviction that evicted). */
-export function resetsOf(history: readonly Op[]): Reset[] {
-  const out: Reset[] = [];
-  for (const op of history) {
-    if (op.kind !== "abort" && op.kind !== "evict") continue;
-    const r = op.result ?? {};
-    const effective = op.kind === "abort" ? r.outcome === "aborted" : r.evicted === true;
-    if (effective && typeof r.effectAt === "number" && typeof r.effectClock === "number")
-      out.push({ kind: op.kind, at: r.effectAt, clock: r.effectClock });
-  }
-  return out;
-}
-
-/** The campaign's step of a far operation (`op.input` is the step, as sent). */
-function stepOf<K extends FarStep["op"]>(op: Op): Extract<FarStep, { op: K }> {
-  return op.input as unknown as Extract<FarStep, { op: K }>;
-}
-
-/** What names an operation in a faulted request: its prompt or arguments, its run's ids. */
-function namesOf(op: Op, log: readonly FarEvent[]): RegExp[] {
-  const tag = String(op.input?.tag);
-  if (op.kind === "far-mcp") return [tagPattern(`mcp ${tag}`)];
-  if (op.kind === "far-tool") return [tagPattern(`"tag":"${tag}"`)];
-  if (op.kind === "far-face") return [tagPattern(`face ${tag}`)];
-  const runId = String(op.result?.runId ?? "-");
-  const remote = log
-    .filter((e) => e.type === "subagent/remote" && e.data.runId === runId)
-    .map((e) => tagPattern(String(e.data.remoteId)));
-  return [tagPattern(`far ${tag}`), tagPattern(runId), ...remote];
-}
-
-class Ledger {
-  readonly violations: Violation[] = [];
-  readonly answers = emptyTally();
-  readonly far: FarFigures = { operations: 0, acknowledged: 0, cutOff: {} };
-  readonly resets: Reset[];
-  readonly #names: { op: Op; names: RegExp[] }[];
-
-  constructor(
-    readonly history: readonly Op[],
-    readonly faults: readonly FarFault[],
-    readonly snap: FarSnapshot,
-  ) {
-    this.resets = resetsOf(history);
-    this.#names = history
-      .filter((o) => (FAR_KINDS as readonly string[]).includes(o.kind))
-      .map((op) => ({ op, names: namesOf(op, snap.log) }));
-  }
-
-  flag(category: Violation["category"], message: string): void {
-    this.violations.push({ category, session: "r0", message });
-  }
-
-  refuse(reason: string): void {
-    this.answers.refused[reason] = (this.answers.refused[reason] ?? 0) + 1;
-  }
-
-  cutOff(reason: string): void {
-    this.far.cutOff[reason] = (this.far.cutOff[reason] ?? 0) + 1;
-    this.refuse(reason);
-  }
-
-  /**
-   * The first fault that could have caused `op`'s outcome: not a delay, on one of `paths`,
-   * within `window`, on a request naming `op` or naming no operation. `undefined` when none.
-   */
-  faultCause(op: Op, paths: readonly FarPoint[], window: Window): string | undefined {
-    const fault = this.faults.find(
-      (f) => f.kind !== "delay" && paths.includes(f.point) && within(window, f) && this.#concerns(f, op),
-    );
-    return fault && `net-${fault.kind} at ${fault.point}`;
-  }
-
-  /** The resets that took effect within `window`, as a cause ("abort, evict"), or undefined. */
-  resetCause(window: Window, atLeast = 1): string | undefined {
-    const hits = this.resets.filter((r) => within(window, r));
-    return hits.length >= atLeast ? [...new Set(hits.map((r) => r.kind))].sort().join(", ") : undefined;
-  }
-
-  #concerns(fault: FarFault, op: Op): boolean {
-    const named = this.#names.filter(({ names }) => names.some((n) => n.test(fault.detail)));
-    return named.length === 0 || named.some((n) => n.op === op);
-  }
-
-  events(type: string, where: (e: FarEvent) => boolean = () => true): FarEvent[] {
-    return this.snap.log.filter((e) => e.type === type && where(e));
-  }
-}
+export type { FarCheck, FarEvent, FarFigures, FarRun, FarSnapshot } from "./far-side-ledger";
 
 /** A start through a far provider: settled once, with its far side's answer or a fault's error. */
 function checkStart(op: Op, l: Ledger): void {
@@ -215,8 +59,11 @@ function checkStart(op: Op, l: Ledger): void {
     : undefined;
   const text = textOf(result?.output);
   const far = l.snap.farSessions[step.tag] ?? 0;
+  const prompts = l.snap.farPrompts[step.tag] ?? 0;
   if (step.provider !== "acp" && far > 1)
     l.flag("duplicated", `run ${step.tag} made ${far} sessions on the far side`);
+  if (step.provider !== "acp" && prompts > 1)
+    l.flag("duplicated", `run ${step.tag}'s prompt reached the far side ${prompts} times`);
   const said = `run ${step.tag} (${step.provider}) ended ${result?.stopReason} with ${JSON.stringify(text).slice(0, 80)}`;
   if (result?.stopReason === "completed" && text === step.answer) {
     if (step.provider !== "acp" && far === 0) l.flag("wrong", `${said} but no far session took its prompt`);
@@ -358,6 +205,38 @@ function checkFace(op: Op, l: Ledger): void {
     l.flag("wrong", `face call ${tag} answered ${JSON.stringify(text).slice(0, 120)} (${ends.length} ends)`);
 }
 
+/**
+ * The MCP server's side of the calls: each acknowledged message's one call reached it at most
+ * once, and once more for each reset that took effect during its turn (a call cut short by a
+ * restart runs again, at most MAX_TOOL_RUNS times); a fault may stop a call on the way or lose
+ * its answer after it ran. Every call answered with the server's text reached it.
+ */
+function checkServed(history: readonly Op[], l: Ledger): void {
+  let allowed = 0;
+  let sent = 0;
+  for (const op of history) {
+    if (op.kind !== "far-mcp" || op.outcome !== "ok") continue;
+    const tag = String(op.input?.tag);
+    const final = l.events("assistant/message", (e) =>
+      JSON.stringify(e.data.content).includes(`shouted ${tag}"`),
+    );
+    const window: Window = { from: op.start, ...(final.length === 1 ? { untilClock: final[0]!.at } : {}) };
+    sent++;
+    allowed += 1 + Math.min(l.resetsWithin(window).length, MAX_TOOL_RUNS - 1);
+  }
+  const served = l.snap.mcpServed;
+  const answered = l
+    .events("tool/result", (e) => e.data.name === "mcp__tools__shout" && e.data.isError !== true)
+    .filter((e) => /^MCP F\d+-\d+$/.test(textOf(e.data.content))).length;
+  if (served > allowed)
+    l.flag(
+      "duplicated",
+      `the MCP server served ${served} calls for ${sent} messages (${allowed} allowed by resets)`,
+    );
+  if (served < answered)
+    l.flag("wrong", `${answered} calls answered with the MCP server's text, ${served} served`);
+}
+
 export interface FarCheckOptions {
   /** The user tool's timeout (its timed-out answer names it). */
   toolTimeoutMs: number;
@@ -392,6 +271,7 @@ export function checkFarSide(
     else if (op.kind === "far-mcp") checkMcp(op, l);
     else checkTool(op, l, options.toolTimeoutMs);
   }
+  checkServed(history, l);
   for (const what of snap.owed) l.flag("stuck", `${what} is still owed`);
   return { violations: l.violations, answers: l.answers, far: l.far };
 }

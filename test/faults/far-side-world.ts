@@ -22,6 +22,8 @@ export interface StartOptions {
   ends?: number;
   /** How many far sessions took its prompt (default 1 for remote and A2A, 0 for ACP). */
   farSessions?: number;
+  /** How many messages with its prompt they received (default as many as sessions). */
+  farPrompts?: number;
   /** How long the run takes (default 100 ms). */
   ms?: number;
 }
@@ -42,6 +44,9 @@ export class World {
   readonly log: FarEvent[] = [];
   readonly runs: FarRun[] = [];
   readonly farSessions: Record<string, number> = {};
+  readonly farPrompts: Record<string, number> = {};
+  /** `shout` calls the MCP server served: each answered MCP call counts one. */
+  mcpServed = 0;
   readonly owed: string[] = [];
   now = 1_000;
   #ids = 0;
@@ -101,6 +106,7 @@ export class World {
     });
     const far = o.farSessions ?? (provider === "acp" ? 0 : 1);
     if (far > 0) this.farSessions[tag] = far;
+    if ((o.farPrompts ?? far) > 0) this.farPrompts[tag] = o.farPrompts ?? far;
     return op;
   }
 
@@ -132,6 +138,7 @@ export class World {
   }
 
   mcp(tag: string, o: CallOptions = {}): Op {
+    if (!o.isError) this.mcpServed++;
     const args = { text: `mcp ${tag}` };
     return this.#turn(
       "far-mcp",
@@ -211,7 +218,14 @@ export class World {
   }
 
   snapshot(): FarSnapshot {
-    return { log: this.log, runs: this.runs, farSessions: this.farSessions, owed: this.owed };
+    return {
+      log: this.log,
+      runs: this.runs,
+      farSessions: this.farSessions,
+      farPrompts: this.farPrompts,
+      mcpServed: this.mcpServed,
+      owed: this.owed,
+    };
   }
 
   check(): FarCheck {

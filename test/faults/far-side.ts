@@ -1,11 +1,12 @@
-import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject } from "cloudflare:test";
 import { Client as McpClient, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { installAcpAgent } from "../support/acp-agent";
 import { installRemoteNet, REMOTE_URL } from "../support/remote";
-import { type FarFigures, type FarSnapshot, checkFarSide } from "./far-side-checker";
+import { checkFarSide, type FarFigures } from "./far-side-checker";
 import { FaultyNet } from "./far-side-net";
+import { detailOf, readSnapshot, shoutsServed } from "./far-side-snapshot";
 import { FAR_POINTS, type FarStep, generateFarSide, PROVIDER_NAMES } from "./far-side-plan";
 import { ADMIN, allObjects, type Op, restoreClock, Runner, sleep, sqlOf } from "./harness";
 import type { SeedReport } from "./summary";
@@ -75,18 +76,23 @@ async function runFarSeed(seed: number, net: FaultyNet): Promise<FarSeedReport> 
     if (created.outcome !== "ok") throw new Error(`the root could not be created: ${created.status}`);
     const drive: Drive = { runner, root: String(created.result?.id), evictions: [] };
     runner.bind("r0", drive.root);
+    const shoutsBefore = await shoutsServed(net);
     net.arm(scenario.rules);
     const t1 = performance.now();
     for (const step of scenario.steps) await execute(drive, step);
     const t2 = performance.now();
     const quiesced = await drainAll(drive, objects);
     const t3 = performance.now();
-    const snap = await readSnapshot(drive.root, objects);
+    const snap = await readSnapshot(drive.root, objects, (await shoutsServed(net)) - shoutsBefore);
     const { violations, answers, far } = checkFarSide(runner.history, net.faults, snap, {
       toolTimeoutMs: FAR_TOOL_TIMEOUT_MS,
     });
     if (!quiesced) violations.push({ category: "stuck", session: "*", message: "the drain never quiesced" });
+    const replay = inject("farSideSeed") !== "";
     return {
+      ...(violations.length > 0 || replay
+        ? { detail: detailOf(scenario, net.faults, runner.history, snap) }
+        : {}),
       seed,
       ms: Math.round(performance.now() - t0),
       ops: runner.history.map((o) => ({ kind: o.kind, outcome: o.outcome })),
@@ -284,52 +290,6 @@ async function evictRoot(drive: Drive): Promise<void> {
     runner.evictBusy++;
     drive.evictions.push(attempt);
   }
-}
-
-/** The root's events, runs and debts, and the far sessions made for its runs (by their prompt's tag). */
-async function readSnapshot(root: string, objects: () => Promise<DurableObjectId[]>): Promise<FarSnapshot> {
-  const log = (
-    await sqlOf<{ seq: number; type: string; at: number; data: string }>(
-      root,
-      "SELECT seq, type, at, data FROM events ORDER BY seq",
-    )
-  ).map((r) => ({ seq: r.seq, type: r.type, at: r.at, data: JSON.parse(r.data) as Record<string, unknown> }));
-  const farSessions: Record<string, number> = {};
-  for (const object of await objects()) {
-    const users = await runInDurableObject(
-      env.SESSIONS.get(object),
-      (_i: unknown, state: DurableObjectState) => {
-        const sql = state.storage.sql;
-        const has = sql.exec("SELECT 1 FROM sqlite_master WHERE name = 'events'").toArray().length > 0;
-        return has
-          ? sql.exec<{ data: string }>("SELECT data FROM events WHERE type = 'user/message'").toArray()
-          : [];
-      },
-    );
-    const tags = new Set<string>();
-    for (const { data } of users) {
-      const match = /far (f\d+-\d+)/.exec(JSON.stringify(JSON.parse(data).content));
-      if (match) tags.add(match[1]!);
-    }
-    for (const tag of tags) farSessions[tag] = (farSessions[tag] ?? 0) + 1;
-  }
-  const runs = await sqlOf<{ run_id: string; state: string; result: string | null }>(
-    root,
-    "SELECT run_id, state, result FROM runs",
-  );
-  // nothing left owed: no pending message, no live outbox row, no unfinished transport
-  const owed = await sqlOf<{ what: string }>(
-    root,
-    `SELECT 'outbox ' || id AS what FROM outbox WHERE delivered_at IS NULL AND dead_at IS NULL
-     UNION ALL SELECT 'inbox ' || message_id FROM inbox WHERE state = 'pending'
-     UNION ALL SELECT 'remote run ' || run_id || ' in ' || phase FROM remote_runs WHERE phase != 'done'`,
-  );
-  return {
-    log,
-    runs: runs.map((r) => ({ runId: r.run_id, state: r.state, result: r.result })),
-    farSessions,
-    owed: owed.map((o) => o.what),
-  };
 }
 
 function seedList(): number[] {
