@@ -50,6 +50,15 @@ const refusedWhy = Object.entries(faults.refusedByReason)
   .map(([why, k]) => `${why} ${n(k)}`)
   .join("; ");
 
+// requests of this deployment's schedules refused or cut off, each by the cause the checker tied it
+// to (test/faults/refusals.ts): an unexplained one fails its seed as `wrong`
+const unanswered = faults.unansweredByCause ?? {};
+const unansweredTotal = Object.values(unanswered).reduce((sum, k) => sum + k, 0);
+const unansweredWhy = Object.entries(unanswered)
+  .sort(([, a], [, b]) => b - a)
+  .map(([why, k]) => `${why} ${n(k)}`)
+  .join("; ");
+
 // far-side schedules (test/faults/far-side.ts) are numbered from 1001
 const farSide = faults.seedList.filter((seed) => seed > 1000).length;
 const inProcess = faults.seeds - farSide;
@@ -61,7 +70,8 @@ const lines = [
   `| faults injected | ${n(faults.injected)}: ${kinds} |`,
   `| where they fired | ${Object.keys(faults.faultPointsFired).length} places: ${points} |`,
   `| operations | ${n(faults.ops)}: ${n(faults.ok)} acknowledged (${faults.okPercent} %), ${n(faults.fail)} refused, ${n(faults.ambiguous)} cut off without an answer; acknowledged per kind: ${opsKinds} |`,
-  `| answers compared with the ledger | ${n(faults.answersChecked)} acknowledged messages, follow-ups, runs (local, remote, A2A, ACP), MCP calls both ways and user tool calls: ${n(faults.answeredAsExpected)} said exactly what they were scripted to say, once; ${n(refusedTotal)} ended otherwise for a reason the schedule explains (${refusedWhy || "none"}); wrong ${n(faults.wrong)} |`,
+  `| requests refused or cut off, by cause | ${n(unansweredTotal)} in this deployment's schedules, each tied to a fault injected at that request or to the refusal the contract gives in the state the history put its session in (${unansweredWhy || "none"}) |`,
+  `| answers compared with the ledger | ${n(faults.answersChecked)} acknowledged messages, follow-ups, runs (local, remote, A2A, ACP; started over HTTP or by a model, in the foreground or the background), MCP calls both ways and user tool calls: ${n(faults.answeredAsExpected)} said exactly what they were scripted to say, once; ${n(refusedTotal)} ended otherwise for a cause in the history: an interrupt, dispose or drain acknowledged after the work was accepted and before it ended, or a fault that fired there with the error it injected (${refusedWhy || "none"}); wrong ${n(faults.wrong)} |`,
   `| checked after every alarm drained | ${violations} (every table of every session of the schedule, and the registry's directory) |`,
   "",
   `Written by \`npm run test:faults\` from \`test-results/faults.json\` at ${faults.commit}, ${faults.generatedAt.slice(0, 10)} (${faults.wallSeconds} s). Replay one schedule with \`FAULT_SEED=<n> npm run test:faults\` (an out-of-process one, numbered from 1001, with \`FAR_SIDE_SEED=<n>\`).`,

@@ -1,15 +1,16 @@
+import { drainedIn, type Evidence, explainEnd, type RunRef, type Span, timeOf } from "./explanations";
 import type { Op } from "./harness";
-import type { Scenario } from "./scenario";
 import type { LogEvent, Snapshot } from "./snapshot";
 
 /**
  * The campaign's independent ledger of answers: what each acknowledged operation must produce, as
  * the client side recorded it when it sent it (`op.input.answers`: the scripted text, or none for
  * a scripted failure), compared with what the sessions say after the drain. A message must be
- * answered exactly once with its text; a one-shot run's result must be what its child was
- * scripted to say. Anything else must be explained by something the schedule did (an interrupt,
- * a dispose, a fault it injects in that scope) and is counted as refused, by reason; otherwise
- * it is `wrong`.
+ * answered exactly once with its text; a run's result must be what its child was scripted to
+ * say. Anything else must be explained by its cause in the history (explanations.ts: an
+ * acknowledged interrupt after the message was accepted, a fault that fired in that turn with the
+ * error it carries, a drain that covers a discarded message) and is counted as refused, by
+ * reason; otherwise it is `wrong`.
  */
 
 export interface AnswerTally {
@@ -23,57 +24,18 @@ export interface AnswerTally {
 
 export type Flag = (category: "wrong" | "duplicated" | "lost", id: string, message: string) => void;
 
-const MODEL_POINTS = new Set(["before-model", "after-model"]);
-
 export function emptyTally(): AnswerTally {
   return { checked: 0, asExpected: 0, refused: {} };
 }
 
-function textOf(content: unknown): string {
+export function textOf(content: unknown): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return "";
   return content.map((b: { text?: string }) => b.text ?? "").join("");
 }
 
-function refuse(tally: AnswerTally, reason: string): void {
+export function refuse(tally: AnswerTally, reason: string): void {
   tally.refused[reason] = (tally.refused[reason] ?? 0) + 1;
-}
-
-/** Why an end other than the scripted one may have happened in `scope`, or undefined. */
-function explanation(
-  scope: string,
-  reason: string,
-  error: string,
-  scenario: Scenario,
-  ops: readonly Op[],
-): string | undefined {
-  const rules = scenario.rules;
-  const on = (...kinds: string[]) => ops.some((o) => o.target === scope && kinds.includes(o.kind));
-  if (reason === "aborted") {
-    if (on("interrupt", "interrupt-child", "dispose", "drain")) return "interrupted by the schedule";
-    // a continuable child's parent drains its children, or its model interrupts this one
-    const child = scenario.children.find((c) => c.ref === scope);
-    const byParent = ops.some(
-      (o) =>
-        o.target === child?.root &&
-        (o.kind === "drain" ||
-          ((o.kind === "send" || o.kind === "together") &&
-            String(o.input?.content ?? "").includes("interrupt_agent") &&
-            String(o.input?.content ?? "").includes(child.id))),
-    );
-    if (byParent) return "interrupted by its parent";
-    return undefined;
-  }
-  if (rules.some((r) => r.scope === scope && MODEL_POINTS.has(r.point)))
-    return "a model fault the schedule injects there";
-  // every attempt of a step cut short (by faults in its steps or by resets) spends the step's
-  // durable attempt budget: the bounded end of a crash loop
-  const spent = /the model step failed \d+ times/.test(error);
-  // (a delay or a lost alarm only postpones work: neither spends an attempt)
-  const spending = rules.some((r) => r.scope === scope && r.kind !== "delay" && r.kind !== "lost-alarm");
-  if (spent && (spending || on("abort", "storm", "race", "evict")))
-    return "faults during every attempt of a step";
-  return undefined;
 }
 
 interface Turn {
@@ -81,6 +43,9 @@ interface Turn {
   reason: string;
   error: string;
   texts: string[];
+  /** When it started and ended, on the sessions' clock. */
+  start: number;
+  end: number;
 }
 
 function turnsOf(events: readonly LogEvent[]): Map<number, Turn> {
@@ -88,7 +53,7 @@ function turnsOf(events: readonly LogEvent[]): Map<number, Turn> {
   let open: Turn | undefined;
   for (const e of events) {
     if (e.type === "turn/start") {
-      open = { turn: e.data.turn, reason: "open", error: "", texts: [] };
+      open = { turn: e.data.turn, reason: "open", error: "", texts: [], start: e.at, end: e.at };
       turns.set(open.turn, open);
     } else if (e.type === "assistant/message" && open) {
       const text = textOf(e.data.content);
@@ -98,6 +63,7 @@ function turnsOf(events: readonly LogEvent[]): Map<number, Turn> {
       if (turn) {
         turn.reason = e.data.reason;
         turn.error = String(e.data.error ?? e.data.cause ?? "");
+        turn.end = e.at;
       }
       open = undefined;
     }
@@ -108,15 +74,13 @@ function turnsOf(events: readonly LogEvent[]): Map<number, Turn> {
 /**
  * The acknowledged messages of a top-level session: each one's turn (the newest message a turn
  * took is the one the scripted model answers) must say the message's scripted text exactly once
- * in the session's log, or end as the schedule explains.
+ * in the session's log, or end as its cause in the history explains.
  */
 export function checkMessageAnswers(
+  ev: Evidence,
   id: string,
-  ref: string,
   session: Snapshot,
   sends: readonly Op[],
-  scenario: Scenario,
-  history: readonly Op[],
   tally: AnswerTally,
   flag: Flag,
 ): void {
@@ -134,21 +98,19 @@ export function checkMessageAnswers(
     const row = session.inbox.find((r) => r.idempotencyKey === key);
     return row ? [{ key, row }] : []; // a missing row is `lost` already
   });
-  checkAnswered(id, ref, session, acknowledged, answersOf, scenario, history, tally, flag);
+  checkAnswered(ev, id, session, acknowledged, answersOf, tally, flag);
 }
 
 /**
  * The acknowledged messages of a continuable child (its first message and each follow-up): each
- * one's turn says the message's scripted text exactly once in the child's log, or ends as the
- * schedule explains (an interrupt or drain by its parent counts too).
+ * one's turn says the message's scripted text exactly once in the child's log, or ends as its
+ * cause in the history explains.
  */
 export function checkChildAnswers(
+  ev: Evidence,
   id: string,
-  ref: string,
   session: Snapshot,
   ops: readonly Op[],
-  scenario: Scenario,
-  history: readonly Op[],
   tally: AnswerTally,
   flag: Flag,
 ): void {
@@ -160,43 +122,29 @@ export function checkChildAnswers(
     const row = session.inbox.find((r) => r.messageId === messageId);
     return row ? [{ key: messageId, row }] : []; // a missing row is `lost` already
   });
-  checkAnswered(
-    id,
-    ref,
-    session,
-    acknowledged,
-    (messageId) => byMessage.get(messageId),
-    scenario,
-    history,
-    tally,
-    flag,
-  );
+  checkAnswered(ev, id, session, acknowledged, (messageId) => byMessage.get(messageId), tally, flag);
 }
 
-function checkAnswered(
+export function checkAnswered(
+  ev: Evidence,
   id: string,
-  ref: string,
   session: Snapshot,
   acknowledged: readonly { key: string; row: { messageId: string; state: string } }[],
   answersOf: (messageId: string) => string[] | undefined,
-  scenario: Scenario,
-  history: readonly Op[],
   tally: AnswerTally,
   flag: Flag,
 ): void {
   const claims = session.events.filter((e) => e.type === "agent/inbox/claimed");
-  const discarded = session.events.filter((e) => e.type === "agent/inbox/discarded");
   const turns = turnsOf(session.events);
   const allTexts = session.events
     .filter((e) => e.type === "assistant/message")
     .map((e) => textOf(e.data.content));
   for (const { key, row } of acknowledged) {
+    const accepted = timeOf(session.events, "agent/inbox/inserted", (d) => d.messageId === row.messageId);
     const claim = claims.find((c) => c.data.messageId === row.messageId);
     if (!claim) {
       tally.checked++;
-      const gone = discarded.find((d) => d.data.messageId === row.messageId);
-      if (gone) refuse(tally, `discarded: ${gone.data.reason}`);
-      else flag("lost", id, `acknowledged message ${key} was never answered (${row.state})`);
+      checkDiscarded(ev, id, session, key, row, accepted, tally, flag);
       continue;
     }
     const turn = turns.get(claim.data.turn);
@@ -220,39 +168,85 @@ function checkAnswered(
       } else tally.asExpected++;
       continue;
     }
-    if (expected.length === 0 && turn.reason === "error" && /model failed/.test(turn.error)) {
-      tally.asExpected++; // the scripted failure
+    // the scripted failure (a message's, or the prompt of a child a model started)
+    if (
+      expected.length === 0 &&
+      turn.reason === "error" &&
+      /(model|child) failed s\d+-\d+/.test(turn.error)
+    ) {
+      tally.asExpected++;
       continue;
     }
-    const why = explanation(ref, turn.reason, turn.error, scenario, history);
+    // a stop must come after the message was accepted; a fault must fire in the turn itself
+    const span: Span = {
+      start: turn.reason === "aborted" ? (accepted ?? turn.start) : turn.start,
+      end: turn.end,
+    };
+    const why = explainEnd(ev, id, turn.reason, turn.error, span);
     if (why) refuse(tally, `${turn.reason}: ${why}`);
     else
       flag("wrong", id, `message ${key}: turn ${turn.turn} ended ${turn.reason} (${turn.error}) unexplained`);
   }
 }
 
-/** An acknowledged one-shot run's result: what its child was scripted to say, or explained. */
-export function checkRunAnswer(
-  parentId: string,
-  childRef: string,
-  result: { output?: unknown; stopReason?: string; diagnostic?: string } | null,
-  answers: readonly string[],
-  scenario: Scenario,
-  history: readonly Op[],
+/** An acknowledged message never claimed: discarded by a drain that covers it, or lost. */
+function checkDiscarded(
+  ev: Evidence,
+  id: string,
+  session: Snapshot,
+  key: string,
+  row: { messageId: string; state: string },
+  accepted: number | undefined,
   tally: AnswerTally,
   flag: Flag,
 ): void {
+  const gone = session.events.find(
+    (e) => e.type === "agent/inbox/discarded" && e.data.messageId === row.messageId,
+  );
+  if (!gone) {
+    flag("lost", id, `acknowledged message ${key} was never answered (${row.state})`);
+    return;
+  }
+  const drain =
+    gone.data.reason === "drained by parent"
+      ? drainedIn(ev, id, { start: accepted ?? gone.at, end: gone.at })
+      : undefined;
+  if (drain)
+    refuse(
+      tally,
+      `discarded: ${drain.outcome === "ok" ? "an acknowledged drain" : "a drain cut off before its answer"}`,
+    );
+  else flag("wrong", id, `message ${key} discarded (${gone.data.reason}) with no drain covering it`);
+}
+
+export interface RunResult {
+  output?: unknown;
+  stopReason?: string;
+  diagnostic?: string;
+}
+
+/** A run's result: what its child was scripted to say, or explained by its cause. */
+export function checkRunAnswer(
+  ev: Evidence,
+  run: RunRef & { childId: string; result: RunResult | null },
+  answers: readonly string[],
+  span: Span,
+  tally: AnswerTally,
+  flag: Flag,
+): void {
+  const { parentId, childId, result } = run;
   if (!result) return; // an unsettled run is `stuck` already
   tally.checked++;
   const text = textOf(result.output);
   const reason = result.stopReason ?? "?";
+  const label = [...ev.ids].find(([, v]) => v === childId)?.[0] ?? childId.slice(0, 8);
   if (reason === "completed") {
     if (answers.length > 0 && answers.includes(text)) tally.asExpected++;
     else
       flag(
         "wrong",
         parentId,
-        `run of ${childRef} completed with ${JSON.stringify(text)}, expected ${JSON.stringify(answers)}`,
+        `run of ${label} completed with ${JSON.stringify(text)}, expected ${JSON.stringify(answers)}`,
       );
     return;
   }
@@ -261,7 +255,7 @@ export function checkRunAnswer(
     tally.asExpected++;
     return;
   }
-  const why = explanation(childRef, reason, error, scenario, history);
+  const why = explainEnd(ev, childId, reason, error, span, run);
   if (why) refuse(tally, `${reason}: ${why}`);
-  else flag("wrong", parentId, `run of ${childRef} ended ${reason} (${error}) unexplained`);
+  else flag("wrong", parentId, `run of ${label} ended ${reason} (${error}) unexplained`);
 }

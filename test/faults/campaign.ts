@@ -2,17 +2,10 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, inject, test } from "vitest";
 import { check } from "./checker";
-import { allObjects, restoreClock, Runner, sleep, sqlOf, type Op } from "./harness";
+import { allObjects, restoreClock, Runner, type Op } from "./harness";
+import { execute, flush } from "./steps";
 import { REGISTRY_FAULT_SCOPE } from "../../src/core/faults";
-import {
-  type ChildSpec,
-  EXTRA_POINTS,
-  generate,
-  POINTS,
-  REGISTRY_REF,
-  type Scenario,
-  type Step,
-} from "./scenario";
+import { EXTRA_POINTS, generate, POINTS, REGISTRY_REF, type Scenario } from "./scenario";
 import { snapshot, type Snapshot } from "./snapshot";
 import { REGRESSION_SEEDS } from "./regressions";
 import type { SeedReport } from "./summary";
@@ -108,7 +101,15 @@ async function runSeed(seed: number): Promise<{ report: SeedReport; detail: stri
     for (const s of snapshots) sessions.set(s.header?.id ?? names.get(s.objectId) ?? s.objectId, s);
     const roots = scenario.roots.flatMap((r) => (runner.ids.has(r.ref) ? [runner.ids.get(r.ref)!] : []));
     const directory = await directoryOf(roots);
-    const checked = check({ scenario, history: runner.history, ids: runner.ids, sessions, directory });
+    const checked = check({
+      scenario,
+      history: runner.history,
+      ids: runner.ids,
+      sessions,
+      directory,
+      fired: runner.fired,
+      resets: runner.resets,
+    });
     // alarms that keep re-arming (or logs that keep growing) past the drain's bound never settle
     if (!quiesced)
       checked.violations.push({ category: "stuck", session: "*", message: "the drain never quiesced" });
@@ -120,6 +121,7 @@ async function runSeed(seed: number): Promise<{ report: SeedReport; detail: stri
       pointHits: runner.hits.points as Record<string, number>,
       violations: checked.violations,
       answers: checked.answers,
+      unanswered: checked.unanswered,
       notes: [...checked.notes, ...runner.notes],
       quiesced,
       sessions: [...sessions.values()].filter((s) => s.header).length,
@@ -132,234 +134,12 @@ async function runSeed(seed: number): Promise<{ report: SeedReport; detail: stri
       checked.violations.length > 0 || verbose()
         ? describeSeed(scenario, runner.history, runner, sessions)
         : "";
-    if (checked.violations.length > 0) report.detail = detail;
+    // a replay keeps its seed's detail (test-results/faults/seed-<n>.txt) even when it passed
+    if (checked.violations.length > 0 || verbose()) report.detail = detail;
     return { report, detail };
   } finally {
     runner.removePlans();
     restoreClock();
-  }
-}
-
-/** Runs one step of the schedule; steps whose target does not exist (a failed create) are skipped. */
-async function execute(runner: Runner, scenario: Scenario, step: Step): Promise<void> {
-  const idOf = (ref: string): string | undefined => runner.ids.get(ref);
-  const child = (ref: string): ChildSpec => scenario.children.find((c) => c.ref === ref)!;
-  switch (step.op) {
-    case "send": {
-      const root = idOf(step.root);
-      if (!root) return;
-      const input = { key: step.key, content: step.content, tag: step.tag, answers: step.answers };
-      const body = { content: step.content, idempotencyKey: step.key };
-      const op = await runner.call("send", step.root, "POST", `/v1/sessions/${root}/messages`, body, input);
-      // a client retries an ambiguous send with the same key
-      if (op.outcome === "ambiguous")
-        await runner.call("retry", step.root, "POST", `/v1/sessions/${root}/messages`, body, input);
-      return;
-    }
-    case "resend":
-    case "conflict": {
-      const root = idOf(step.root);
-      const original = findSend(scenario.steps, step.of);
-      if (!root || !original) return;
-      const content = step.op === "resend" ? original.content : `${original.content} (changed)`;
-      await runner.call(
-        step.op,
-        step.root,
-        "POST",
-        `/v1/sessions/${root}/messages`,
-        { content, idempotencyKey: original.key },
-        // what was sent under the key (a conflict's changed body: it lands when the original never did)
-        { key: original.key, content, tag: original.tag },
-      );
-      return;
-    }
-    case "start-one-shot":
-    case "start-continuable": {
-      const spec = child(step.child);
-      const root = idOf(spec.root);
-      if (!root) return;
-      await runner.call(
-        step.op,
-        step.child,
-        "POST",
-        `/v1/sessions/${root}/subagents`,
-        {
-          provider: "spawn",
-          prompt: step.prompt,
-          mode: spec.mode,
-          childId: spec.id,
-          label: `http ${step.tag}`,
-        },
-        { tag: step.tag, answers: step.answers },
-      );
-      return;
-    }
-    case "followup": {
-      const spec = child(step.child);
-      const root = idOf(spec.root);
-      if (!root) return;
-      await runner.call(
-        "followup",
-        step.child,
-        "POST",
-        `/v1/sessions/${root}/subagents/${spec.id}/messages`,
-        { content: step.content },
-        { tag: step.tag, answers: step.answers },
-      );
-      return;
-    }
-    case "interrupt": {
-      const root = idOf(step.root);
-      if (root) await runner.call("interrupt", step.root, "POST", `/v1/sessions/${root}/interrupt`);
-      return;
-    }
-    case "interrupt-child": {
-      const spec = child(step.child);
-      const root = idOf(spec.root);
-      if (root)
-        await runner.call(
-          "interrupt-child",
-          step.child,
-          "POST",
-          `/v1/sessions/${root}/subagents/${spec.id}/interrupt`,
-        );
-      return;
-    }
-    case "dispose": {
-      const spec = child(step.child);
-      const root = idOf(spec.root);
-      const started = runner.history.find(
-        (o) => o.kind === "start-one-shot" && o.target === step.child && o.outcome === "ok",
-      );
-      if (root && started)
-        await runner.call(
-          "dispose",
-          step.child,
-          "DELETE",
-          `/v1/sessions/${root}/runs/${started.result?.runId}`,
-        );
-      return;
-    }
-    case "evict": {
-      const id = idOf(step.target);
-      if (!id) return;
-      const start = performance.now();
-      const outcome = await runner.evict(id);
-      runner.record("evict", step.target, start, outcome === "evicted" ? "ok" : "fail", { outcome });
-      if (outcome === "evicted")
-        runner.fired.push({ kind: "evict", point: "between-ops", scope: step.target });
-      return;
-    }
-    case "abort": {
-      const id = idOf(step.target);
-      if (!id) return;
-      if (step.delayMs !== undefined) await sleep(step.delayMs);
-      const start = performance.now();
-      const outcome = await runner.abort(id);
-      runner.record("abort", step.target, start, outcome === "aborted" ? "ok" : "fail", { outcome });
-      if (outcome === "aborted")
-        runner.fired.push({ kind: "abort", point: "mid-flight", scope: step.target });
-      return;
-    }
-    case "alarm": {
-      const id = idOf(step.target);
-      if (!id) return;
-      const start = performance.now();
-      const outcome = await runner.alarmAgain(id);
-      runner.record("alarm", step.target, start, outcome === "ran" ? "ok" : "fail", { outcome });
-      return;
-    }
-    case "drain": {
-      const root = idOf(step.root);
-      if (!root) return;
-      const childIds = step.children?.map((ref) => child(ref).id);
-      await runner.call(
-        "drain",
-        step.root,
-        "POST",
-        `/v1/sessions/${root}/subagents/drain`,
-        childIds ? { childIds } : {},
-      );
-      return;
-    }
-    case "storm": {
-      const ids = step.targets.map((t) => idOf(t)).filter((id): id is string => id !== undefined);
-      if (ids.length === 0) return;
-      const start = performance.now();
-      let resets = 0;
-      for (let i = 0; i < step.count; i++) {
-        for (const id of ids) {
-          const done = step.hard && i % 2 === 1 ? await runner.abort(id) : await runner.evict(id);
-          if (done === "evicted" || done === "aborted") resets++;
-        }
-        await sleep(step.gapMs);
-      }
-      runner.record("storm", step.targets.join("+"), start, resets > 0 ? "ok" : "fail", { resets });
-      if (resets > 0)
-        runner.fired.push({ kind: "reset-storm", point: "between-ops", scope: step.targets.join("+") });
-      return;
-    }
-    case "pause":
-      await sleep(step.ms);
-      return;
-    case "together":
-      await Promise.all(step.steps.map((s) => execute(runner, scenario, s)));
-      return;
-  }
-}
-
-function findSend(steps: readonly Step[], tag: string): Extract<Step, { op: "send" }> | undefined {
-  for (const step of steps) {
-    if (step.op === "send" && step.tag === tag) return step;
-    if (step.op === "together") {
-      const inner = findSend(step.steps, tag);
-      if (inner) return inner;
-    }
-  }
-  return undefined;
-}
-
-/**
- * Interrupts park unclaimed work until the next waking delivery (contract 4.8): wake every root
- * with one more message and every parked continuable child with a follow-up, as a client would.
- */
-async function flush(runner: Runner, scenario: Scenario): Promise<void> {
-  for (const root of scenario.roots) {
-    const id = runner.ids.get(root.ref);
-    if (!id) continue;
-    const content = `flush s${scenario.seed}-${root.ref}`;
-    const key = `flush-${scenario.seed}-${root.ref}`;
-    await runner.call(
-      "flush",
-      root.ref,
-      "POST",
-      `/v1/sessions/${id}/messages`,
-      { content, idempotencyKey: key },
-      { key, content, answers: [`echo: ${content}`] },
-    );
-  }
-  for (const [ref, id] of [...runner.ids]) {
-    if (/^r\d+$/.test(ref)) continue;
-    const parked = await sqlOf<{ body: string }>(id, "SELECT body FROM loop").catch(() => []);
-    const pending = await sqlOf<{ n: number }>(
-      id,
-      "SELECT count(*) AS n FROM inbox WHERE state = 'pending' AND waking = 1",
-    ).catch(() => [{ n: 0 }]);
-    const loop = parked[0] ? (JSON.parse(parked[0].body) as { parked?: boolean }) : undefined;
-    if (!loop?.parked || Number(pending[0]?.n ?? 0) === 0) continue;
-    const header = await sqlOf<{ body: string }>(id, "SELECT body FROM header").catch(() => []);
-    const parent = header[0]
-      ? (JSON.parse(header[0].body) as { parentSession: string | null }).parentSession
-      : null;
-    if (!parent) continue;
-    await runner.call(
-      "followup",
-      ref,
-      "POST",
-      `/v1/sessions/${parent}/subagents/${id}/messages`,
-      { content: `flush ${ref}` },
-      { answers: [`echo: flush ${ref}`] },
-    );
   }
 }
 
@@ -372,11 +152,12 @@ function describeSeed(
 ): string {
   const lines: string[] = [`seed ${scenario.seed}`, `rules: ${JSON.stringify(scenario.rules)}`];
   lines.push(`fired: ${JSON.stringify(runner.fired)}`);
+  lines.push(`resets by the reaper: ${JSON.stringify(runner.resets)}`);
   lines.push("history:");
   for (const op of history) {
     lines.push(
       `  #${op.id} ${op.kind} ${op.target} ${op.outcome} ${op.status ?? ""} ${op.code ?? ""} ` +
-        `[${op.start.toFixed(0)}..${op.end.toFixed(0)}] ${JSON.stringify(op.result ?? {})}`,
+        `[${op.wall?.start ?? "?"}..${op.wall?.end ?? "?"}] ${JSON.stringify(op.result ?? {})}`,
     );
   }
   for (const [id, s] of sessions) {
@@ -386,7 +167,7 @@ function describeSeed(
     );
     for (const e of s.events) {
       const data = JSON.stringify(e.data);
-      lines.push(`  ${e.seq} ${e.type} ${data.length > 160 ? `${data.slice(0, 160)}...` : data}`);
+      lines.push(`  ${e.seq} @${e.at} ${e.type} ${data.length > 160 ? `${data.slice(0, 160)}...` : data}`);
     }
     for (const r of s.outbox)
       lines.push(

@@ -1,14 +1,20 @@
-import {
-  evictDurableObject,
-  listDurableObjectIds,
-  runDurableObjectAlarm,
-  runInDurableObject,
-} from "cloudflare:test";
-import { env, exports } from "cloudflare:workers";
-import { vi } from "vitest";
-import { type FaultPointName, installFaults, REGISTRY_FAULT_SCOPE } from "../../src/core/faults";
-import type { FaultKind, FaultRule, RuleKind } from "./scenario";
-import { rowsOf } from "../support/objects";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { type FaultPointName, installFaults } from "../../src/core/faults";
+import { drainObjects } from "./drain";
+import { ADMIN, bounded, injected, sleep, sqlOf, stubOf, workerFetch } from "./objects";
+import type { FaultKind, FaultRule } from "./scenario";
+
+export {
+  ADMIN,
+  advanceClock,
+  allObjects,
+  bounded,
+  restoreClock,
+  sleep,
+  sqlOf,
+  stubOf,
+} from "./objects";
 
 /**
  * The campaign's machinery inside workerd: HTTP calls recorded as a history, fault rules turned
@@ -26,13 +32,10 @@ import { rowsOf } from "../support/objects";
  *   retry it, so the drain calls `alarm()` again with a retry count, as the platform does.
  */
 
-export const ADMIN = "test-admin-token";
-
 /**
  * Rounds of the drain (five mocked minutes each) with alarms firing and nothing moving after which
  * it counts as quiet: long enough for a parent's watchdog at its longest interval to look twice.
  */
-const ARMED_STABLE_ROUNDS = 12;
 
 /** Fault points inside a call that catches errors (the model call): a crash there is a reset. */
 const RESETTING_POINTS = new Set<FaultPointName>(["before-model", "after-model"]);
@@ -54,55 +57,27 @@ export interface Op {
   result?: Record<string, unknown>;
   /** What the operation sent that the checker needs (tag, key, content, expected answers). */
   input?: Record<string, unknown>;
+  /**
+   * When it was sent and answered on the sessions' own clock (`Date.now()`, which their logs'
+   * `at` use, mocked during the drain): what orders it against a turn's start and end.
+   */
+  wall?: { start: number; end: number };
 }
 
 export interface Fired {
   kind: FaultKind;
   point: string;
   scope: string;
+  /** When it fired, on the sessions' clock (see `Op.wall`). */
+  at?: number;
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-/** Resolves `promise`, or `undefined` after `ms` (the promise keeps running; its failure is swallowed). */
-export async function bounded<T>(promise: Promise<T>, ms: number): Promise<{ value: T } | undefined> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ms);
-  });
-  promise.catch(() => {});
-  try {
-    return await Promise.race([promise.then((value) => ({ value })), timeout]);
-  } finally {
-    if (timer !== undefined) clearTimeout(timer);
-  }
-}
-
-/** A session's object, or the registry's for its fault scope. */
-export function stubOf(id: string): DurableObjectStub {
-  if (id === REGISTRY_FAULT_SCOPE) return env.REGISTRY.get(env.REGISTRY.idFromName("registry"));
-  return env.SESSIONS.get(env.SESSIONS.idFromName(id));
-}
-
-function workerFetch(request: Request): Promise<Response> {
-  const main = exports as unknown as { default: { fetch(request: Request): Promise<Response> } };
-  return main.default.fetch(request);
-}
-
-/** The mocked clock of the drain: only ever moves forward, and returns to real time after a seed. */
-let clockOffset = 0;
-export function advanceClock(ms: number): void {
-  clockOffset += ms;
-  vi.setSystemTime(new Date(realNow() + clockOffset));
-}
-export function restoreClock(): void {
-  clockOffset = 0;
-  vi.useRealTimers();
-}
-function realNow(): number {
-  return performance.timeOrigin + performance.now();
+/** An instance reset (`ctx.abort()`) the reaper made after an `abort` rule condemned it. */
+export interface Reset {
+  scope: string;
+  /** On the sessions' clock (see `Op.wall`): from the abort's start to its end. */
+  start: number;
+  end: number;
 }
 
 export interface Hits {
@@ -113,6 +88,8 @@ export interface Hits {
 export class Runner {
   readonly history: Op[] = [];
   readonly fired: Fired[] = [];
+  /** The resets the reaper made (an `abort` rule's firing is in `fired`; its reset comes a little later). */
+  readonly resets: Reset[] = [];
   readonly hits: Hits = { points: {} };
   /** Session reference -> session id. */
   readonly ids = new Map<string, string>();
@@ -160,7 +137,7 @@ export class Runner {
         const done = this.#ruleState.get(rule) ?? 0;
         if (done >= rule.times) continue;
         this.#ruleState.set(rule, done + 1);
-        this.fired.push({ kind: rule.kind, point, scope: ref });
+        this.fired.push({ kind: rule.kind, point, scope: ref, at: Date.now() });
         // a delay, created inside the object, lets later sends and deliveries overtake this one
         if (rule.kind === "delay") return new Promise<void>((resolve) => setTimeout(resolve, rule.ms ?? 20));
         // a crash is the object going down at that point (the platform's semantics): inside the
@@ -220,7 +197,9 @@ export class Runner {
   async reap(): Promise<void> {
     for (const id of [...this.#condemned]) {
       this.#condemned.delete(id);
+      const start = Date.now();
       await this.abort(id);
+      this.resets.push({ scope: this.refOf(id), start, end: Date.now() });
     }
   }
 
@@ -264,6 +243,7 @@ export class Runner {
     input?: Record<string, unknown>,
   ): Promise<Op> {
     const op: Op = { id: ++this.#opId, kind, target, start: performance.now(), end: 0, outcome: "ambiguous" };
+    const wallStart = Date.now();
     if (input) op.input = input;
     this.history.push(op);
     const headers: Record<string, string> = { authorization: `Bearer ${ADMIN}` };
@@ -281,6 +261,7 @@ export class Runner {
       20_000,
     );
     op.end = performance.now();
+    op.wall = { start: wallStart, end: Date.now() };
     if (!answer) {
       op.code = "TIMEOUT";
       return op;
@@ -314,6 +295,8 @@ export class Runner {
     result?: Record<string, unknown>,
   ): Op {
     const op: Op = { id: ++this.#opId, kind, target, start, end: performance.now(), outcome };
+    // `start` was taken with performance.now(): the sessions' clock then is as far behind as it is
+    op.wall = { start: Date.now() - (op.end - start), end: Date.now() };
     if (result) op.result = result;
     this.history.push(op);
     return op;
@@ -341,65 +324,20 @@ export class Runner {
     }
   }
 
-  /**
-   * Fires every owed alarm of every listed object until no alarm is armed and nothing moved for a
-   * few rounds, or alarms fired for `ARMED_STABLE_ROUNDS` rounds and nothing moved (bounded). A
-   * failed alarm is retried the way the platform would (alarm() again with a retry count),
-   * condemned instances are evicted, and the roots are looked at as a polling client would.
-   * Backoffs elapse on a mocked clock, `stepMs` per round.
-   */
-  async drain(
+  /** Fires every owed alarm until nothing moves (drain.ts). */
+  drain(
     objects: () => Promise<DurableObjectId[]>,
     roots: () => readonly string[] = () => [],
-    { rounds = 400, stepMs = 5 * 60_000 }: { rounds?: number; stepMs?: number } = {},
+    options: { rounds?: number; stepMs?: number } = {},
   ): Promise<boolean> {
-    let stable = 0;
-    let last = "";
-    for (let round = 0; round < rounds; round++) {
-      await this.reap();
-      const ids = await objects();
-      const states = await Promise.all(ids.map((id) => probe(id)));
-      const armed = ids.filter((_, i) => states[i]?.alarm !== null);
-      const signature = states.map((s) => s?.signature ?? "?").join("|");
-      if (signature === last) stable++;
-      else {
-        stable = 0;
-        last = signature;
-      }
-      if (armed.length === 0 || stable > 0) {
-        // a client waiting for its answers looks at its sessions now and then: a root's lost
-        // alarm is repaired by that touch (a child's by its parent's watchdog)
-        advanceClock(15_000);
-        await Promise.all(roots().map((id) => this.look(id)));
-      }
-      if (armed.length === 0) {
-        if (stable >= 2) return true;
-        await sleep(10);
-        continue;
-      }
-      // alarms fired round after round and nothing moved: what is left are periodic wake-ups (a
-      // parent's watchdog over a child that waits for input), each fired several times already
-      if (stable >= ARMED_STABLE_ROUNDS) return true;
-      // alarms of different objects fire independently
-      await Promise.all(armed.map((id) => this.#fireAlarm(id)));
-      advanceClock(stepMs);
-      if (round === rounds - 1) {
-        const names = new Map(
-          [...this.ids].map(([ref, id]) => [env.SESSIONS.idFromName(id).toString(), ref]),
-        );
-        this.notes.push(
-          `still armed after the drain: ${armed.map((id) => names.get(id.toString()) ?? id.toString()).join(", ")}`,
-        );
-      }
-    }
-    return false;
+    return drainObjects(this, objects, roots, options);
   }
 
   /**
    * A `lost-alarm` rule of this object that is due: its alarm is then not delivered but deleted,
    * as if the platform had lost it (owed work stays owed, with no wake-up).
    */
-  #losesAlarm(id: DurableObjectId): FaultRule | undefined {
+  losesAlarm(id: DurableObjectId): FaultRule | undefined {
     for (const rule of this.rules) {
       if (rule.kind !== "lost-alarm") continue;
       const sessionId = this.ids.get(rule.scope);
@@ -415,110 +353,7 @@ export class Runner {
     return undefined;
   }
 
-  /** Stubs are taken fresh for every call: an aborted instance breaks the stubs that reached it. */
-  async #fireAlarm(id: DurableObjectId): Promise<void> {
-    const lost = this.#losesAlarm(id);
-    if (lost) {
-      this.fired.push({ kind: "lost-alarm", point: "alarm-delivery", scope: lost.scope });
-      await bounded(
-        runInDurableObject(env.SESSIONS.get(id), (_i: unknown, state: DurableObjectState) =>
-          state.storage.deleteAlarm(),
-        ),
-        5_000,
-      );
-      return;
-    }
-    let error: unknown;
-    try {
-      const ran = await bounded(runDurableObjectAlarm(env.SESSIONS.get(id)), 10_000);
-      if (ran) return;
-      error = new Error("alarm did not finish in 10 s");
-    } catch (e) {
-      error = e;
-    }
-    // the platform retries a failed alarm with backoff, handing the handler its retry count
-    this.alarmErrors++;
-    for (let retryCount = 1; retryCount <= 6; retryCount++) {
-      await this.reap();
-      const retried = await bounded(
-        runInDurableObject(env.SESSIONS.get(id), async (instance: unknown) => {
-          const object = instance as { alarm(info: AlarmInvocationInfo): Promise<void> };
-          await object.alarm({ isRetry: true, retryCount, scheduledTime: Date.now() });
-          return true;
-        }).catch((e: unknown) => {
-          error = e;
-          return false;
-        }),
-        10_000,
-      );
-      if (retried?.value) return;
-      this.alarmErrors++;
-    }
-    this.notes.push(`alarm kept failing after 6 retries: ${String(error).slice(0, 120)}`);
-  }
-
-  /** `GET /v1/sessions/:id`, as a polling client does (not recorded: it changes nothing). */
-  async look(id: string): Promise<void> {
-    const request = new Request(`http://example.com/v1/sessions/${id}`, {
-      headers: { authorization: `Bearer ${ADMIN}` },
-    });
-    await bounded(
-      workerFetch(request).then((response) => response.text()),
-      5_000,
-    );
-  }
-
   async settle(): Promise<void> {
     await Promise.all(this.#pending.map((p) => bounded(p, 1_000)));
   }
-}
-
-function injected(kind: RuleKind, point: FaultPointName, seed: number): Error {
-  const error = new Error(`injected ${kind} at ${point} (fault campaign seed ${seed})`);
-  if (kind === "overloaded") (error as Error & { overloaded: boolean }).overloaded = true;
-  return error;
-}
-
-export function sqlOf<T extends Record<string, SqlStorageValue>>(
-  id: string,
-  query: string,
-  ...bindings: SqlStorageValue[]
-): Promise<T[]> {
-  return runInDurableObject(stubOf(id), (_instance: unknown, state: DurableObjectState) =>
-    rowsOf<T>(state.storage.sql, query, ...bindings),
-  );
-}
-
-/** Every session object of the namespace (this test file's storage). */
-export async function allObjects(): Promise<DurableObjectId[]> {
-  return listDurableObjectIds(env.SESSIONS);
-}
-
-/**
- * An object's armed alarm (`null` when none; `undefined` when it did not answer) and a fingerprint
- * of how far it got: log length, pending inbox, undelivered outbox, delivery attempts.
- */
-async function probe(id: DurableObjectId): Promise<{ alarm: number | null | undefined; signature: string }> {
-  const read = await bounded(
-    runInDurableObject(env.SESSIONS.get(id), async (_i: unknown, state: DurableObjectState) => {
-      const sql = state.storage.sql;
-      const has = (t: string): boolean =>
-        sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", t).toArray().length > 0;
-      const alarm = await state.storage.getAlarm();
-      if (!has("events")) return { alarm, signature: "-" };
-      const n = (q: string): number => Number(sql.exec<{ n: number }>(q).one().n);
-      const signature = [
-        n("SELECT count(*) AS n FROM events"),
-        n("SELECT count(*) AS n FROM inbox WHERE state = 'pending'"),
-        has("outbox")
-          ? n("SELECT count(*) AS n FROM outbox WHERE delivered_at IS NULL AND dead_at IS NULL")
-          : 0,
-        // a delivery being retried is movement too
-        has("outbox") ? n("SELECT coalesce(sum(attempts), 0) AS n FROM outbox") : 0,
-      ].join(".");
-      return { alarm, signature };
-    }),
-    5_000,
-  );
-  return read ? read.value : { alarm: undefined, signature: "?" };
 }

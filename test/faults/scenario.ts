@@ -1,5 +1,6 @@
 import type { FaultPointName } from "../../src/core/faults";
 import { Rng } from "./prng";
+import { continuablePrompt, followupContent, oneShotPrompt, rootMessage } from "./prompts";
 
 /**
  * The schedule generator: per seed, a small forest of sessions, the operations a client runs
@@ -91,12 +92,41 @@ export interface ChildSpec {
   id: string;
 }
 
+/**
+ * A child a scripted model starts, in the ledger: the `subagent` call that starts it (its
+ * `description` carries the tag, so it is unique), and what the child must answer.
+ */
+export interface ModelChild {
+  description: string;
+  /** `run_in_background`: a background task or a continuable child; otherwise a foreground run. */
+  background: boolean;
+  /** The child's scripted answer; absent for a scripted failure. */
+  answer?: string;
+  /** The children its own model starts. */
+  children: ModelChild[];
+}
+
 export type Step =
-  | { op: "send"; root: string; tag: string; content: string; key: string; answers: string[] }
+  | {
+      op: "send";
+      root: string;
+      tag: string;
+      content: string;
+      key: string;
+      answers: string[];
+      children: ModelChild[];
+    }
   | { op: "resend"; root: string; of: string }
   | { op: "conflict"; root: string; of: string }
   | { op: "start-one-shot"; child: string; tag: string; prompt: string; answers: string[] }
-  | { op: "start-continuable"; child: string; tag: string; prompt: string; answers: string[] }
+  | {
+      op: "start-continuable";
+      child: string;
+      tag: string;
+      prompt: string;
+      answers: string[];
+      children: ModelChild[];
+    }
   | { op: "followup"; child: string; tag: string; content: string; answers: string[] }
   | { op: "interrupt"; root: string }
   | { op: "interrupt-child"; child: string }
@@ -115,135 +145,6 @@ export interface Scenario {
   children: ChildSpec[];
   steps: Step[];
   rules: FaultRule[];
-}
-
-const script = (...steps: Record<string, unknown>[]): string => JSON.stringify({ script: steps });
-
-/** Prompts and messages; every text carries a unique tag, so each expected answer is unique. */
-function oneShotPrompt(rng: Rng, tag: string): { prompt: string; answers: string[] } {
-  if (rng.chance(0.4)) return { prompt: `task ${tag}`, answers: [`echo: task ${tag}`] };
-  if (rng.chance(0.1)) return { prompt: script({ fail: `child failed ${tag}` }), answers: [] };
-  return { prompt: script({ think: rng.int(0, 60) }, { say: `answer ${tag}` }), answers: [`answer ${tag}`] };
-}
-
-function continuablePrompt(rng: Rng, tag: string): { prompt: string; answers: string[] } {
-  if (rng.chance(0.3)) return { prompt: `job ${tag}`, answers: [`echo: job ${tag}`] };
-  if (rng.chance(0.25)) {
-    // a grandchild: the child delegates in turn (foreground one-shot, or in the background)
-    const background = rng.chance(0.5);
-    const nested = oneShotPrompt(rng, `${tag}n`);
-    return {
-      prompt: script(
-        {
-          call: [
-            {
-              tool: "subagent",
-              args: {
-                description: `nested ${tag}`,
-                prompt: nested.prompt,
-                ...(background ? { run_in_background: true } : {}),
-              },
-            },
-          ],
-        },
-        { say: `final ${tag}` },
-      ),
-      answers: [`final ${tag}`, ...nested.answers],
-    };
-  }
-  return {
-    prompt: script(
-      { call: [{ tool: "report", args: { output: `progress ${tag}` } }] },
-      { think: rng.int(0, 60) },
-      { say: `final ${tag}` },
-    ),
-    answers: [`final ${tag}`],
-  };
-}
-
-function rootMessage(
-  rng: Rng,
-  root: RootSpec,
-  tag: string,
-  continuables: readonly ChildSpec[],
-): { content: string; answers: string[] } {
-  const mine = continuables.filter((c) => c.root === root.ref);
-  const kind = rng.weighted([
-    ["echo", 4],
-    ["think", 2],
-    ["background", 3],
-    ["foreground", 2],
-    ["fail", 1],
-    ["relay", mine.length > 0 ? 2 : 0],
-    ["interrupt-agent", mine.length > 0 ? 1 : 0],
-  ] as const);
-  switch (kind) {
-    case "relay": {
-      const target = rng.pick(mine);
-      return {
-        content: script(
-          { call: [{ tool: "send_message", args: { subagent_id: target.id, message: `relay ${tag}` } }] },
-          { say: `relayed ${tag}` },
-        ),
-        answers: [`relayed ${tag}`, `echo: relay ${tag}`],
-      };
-    }
-    case "interrupt-agent": {
-      const target = rng.pick(mine);
-      return {
-        content: script(
-          { call: [{ tool: "interrupt_agent", args: { agent_id: target.id } }] },
-          { say: `stopped ${tag}` },
-        ),
-        answers: [`stopped ${tag}`],
-      };
-    }
-    case "echo":
-      return { content: `hello ${tag}`, answers: [`echo: hello ${tag}`] };
-    case "think":
-      return {
-        content: script({ think: rng.int(10, 120) }, { say: `slow ${tag}` }),
-        answers: [`slow ${tag}`],
-      };
-    case "fail":
-      return { content: script({ fail: `model failed ${tag}` }), answers: [] };
-    case "background": {
-      const child =
-        root.backgroundMode === "continuable" ? continuablePrompt(rng, tag) : oneShotPrompt(rng, tag);
-      return {
-        content: script(
-          {
-            call: [
-              {
-                tool: "subagent",
-                args: { description: `bg ${tag}`, run_in_background: true, prompt: child.prompt },
-              },
-            ],
-          },
-          { say: `started ${tag}` },
-        ),
-        answers: [`started ${tag}`, ...child.answers],
-      };
-    }
-    case "foreground": {
-      const child = oneShotPrompt(rng, tag);
-      return {
-        content: script(
-          { call: [{ tool: "subagent", args: { description: `fg ${tag}`, prompt: child.prompt } }] },
-          { say: `fg done ${tag}` },
-        ),
-        answers: [`fg done ${tag}`, ...child.answers],
-      };
-    }
-  }
-}
-
-function followupContent(rng: Rng, tag: string): { content: string; answers: string[] } {
-  if (rng.chance(0.5)) return { content: `fu ${tag}`, answers: [`echo: fu ${tag}`] };
-  return {
-    content: script({ think: rng.int(0, 40) }, { say: `fu answer ${tag}` }),
-    answers: [`fu answer ${tag}`],
-  };
 }
 
 /** Which kinds make sense at a point. */

@@ -18,6 +18,8 @@ export interface SeedReport {
   violations: Violation[];
   /** Acknowledged operations compared with the ledger of answers (answers.ts). */
   answers: AnswerTally;
+  /** Operations refused or cut off, by what they got and the cause that explains it (refusals.ts). */
+  unanswered?: Record<string, number>;
   notes: string[];
   quiesced: boolean;
   sessions: number;
@@ -51,6 +53,8 @@ export interface Summary {
   answersChecked: number;
   answeredAsExpected: number;
   refusedByReason: Record<string, number>;
+  /** Operations refused or cut off, by what they got and the injected cause that explains each. */
+  unansweredByCause: Record<string, number>;
   sessions: number;
   notQuiesced: number[];
   opsByKind: Record<string, Record<Outcome | "total", number>>;
@@ -139,6 +143,10 @@ export function summarize(reports: readonly SeedReport[], command: string): Summ
       for (const [reason, k] of Object.entries(r.answers.refused)) all[reason] = (all[reason] ?? 0) + k;
       return all;
     }, {}),
+    unansweredByCause: reports.reduce<Record<string, number>>((all, r) => {
+      for (const [cause, k] of Object.entries(r.unanswered ?? {})) all[cause] = (all[cause] ?? 0) + k;
+      return all;
+    }, {}),
     sessions: reports.reduce((n, r) => n + r.sessions, 0),
     notQuiesced: reports.filter((r) => !r.quiesced).map((r) => r.seed),
     opsByKind,
@@ -178,7 +186,8 @@ export function summaryLine(s: Summary): string {
     `faults: seeds=${s.seeds} ops=${s.ops} ok=${s.ok} (${s.okPercent}%) fail=${s.fail} ambiguous=${s.ambiguous} ` +
     `injected=${s.injected} [${kinds}] points=${Object.keys(s.faultPointsFired).length} ` +
     `survived=${s.survived} answers-checked=${s.answersChecked} as-expected=${s.answeredAsExpected} ` +
-    `refused=${Object.values(s.refusedByReason).reduce((n, k) => n + k, 0)} wrong=${s.wrong} ` +
+    `refused=${Object.values(s.refusedByReason).reduce((n, k) => n + k, 0)} ` +
+    `unanswered-explained=${Object.values(s.unansweredByCause).reduce((n, k) => n + k, 0)} wrong=${s.wrong} ` +
     `lost=${s.lost} duplicated=${s.duplicated} unexpected=${s.unexpected} ` +
     `orphaned=${s.orphaned} stuck=${s.stuck} seq-gaps=${s.seqGaps}`
   );
