@@ -196,7 +196,9 @@ export class ContinuableChild implements SessionPart {
       }
     }
     if (header.mode !== "continuable" || !this.activation()) return ok({ accepted: true });
-    this.#ctx.turns.interrupt(authority.kind === "user" ? "user" : "parent");
+    // both authorities reach the child through its lineage: its log names its parent as the cause
+    // (`user` is kept for an interrupt on the session's own route, by whoever holds its token)
+    this.#ctx.turns.interrupt("parent");
     return ok({ accepted: true });
   }
 

@@ -35,7 +35,7 @@ import { forest } from "../../../support/trees";
  */
 
 describe("interrupting a continuable child (semantics.md §6.4, §7.2)", () => {
-  it("a user interrupt ends the current turn aborted (cause user) once; two queued follow-ups stay parked with no model call; a later follow-up runs them first: [aborted, completed, completed, completed] in one epoch", async () => {
+  it("the parent's interrupt ends the current turn aborted (cause parent) once; two queued follow-ups stay parked with no model call; a later follow-up runs them first: [aborted, completed, completed, completed] in one epoch", async () => {
     const root = await createSession();
     const { childId, messageId } = await startChild(root.id, { prompt: LONG_TURN });
     await waitForEvents(childId, (l) => count(l, "turn/start") === 1);
@@ -48,7 +48,7 @@ describe("interrupting a continuable child (semantics.md §6.4, §7.2)", () => {
     await waitForEvents(childId, (l) => count(l, "turn/end") === 1);
     expect((await interruptChild(root.id, childId)).status).toBe(202);
     const parked = await quiet(childId, 400);
-    expect(turnEndCauses(parked)).toEqual([{ reason: "aborted", cause: "user" }]);
+    expect(turnEndCauses(parked)).toEqual([{ reason: "aborted", cause: "parent" }]);
     expect(count(parked, "turn/start")).toBe(1);
     expect(count(parked, "assistant/message")).toBe(0);
     expect(ofType(parked, "agent/inbox/claimed").map((e) => e.data.messageId)).toEqual([messageId]);
@@ -143,7 +143,7 @@ describe("interrupting a continuable child (semantics.md §6.4, §7.2)", () => {
     // the direct parent's interrupt stops the child only
     expect((await interruptChild(root.id, mid)).status).toBe(202);
     await waitForEvents(mid, (l) => count(l, "turn/end") === 1);
-    expect(turnEndCauses(await allEvents(mid))).toEqual([{ reason: "aborted", cause: "user" }]);
+    expect(turnEndCauses(await allEvents(mid))).toEqual([{ reason: "aborted", cause: "parent" }]);
     await sleep(300);
     expect(ofType(await allEvents(leaf), "turn/end")).toEqual([]);
     expect(await activationOf(leaf)).toHaveLength(1);

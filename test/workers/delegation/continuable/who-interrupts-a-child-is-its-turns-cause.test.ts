@@ -4,12 +4,13 @@ import { count, quiet, toolResults, turnEndCauses, waitForEvents } from "../../.
 import { LONG_TURN, script } from "../../../support/scripts";
 
 /**
- * The cause on a child's aborted turn says who stopped it (semantics.md §2.5, §7.2): `parent` when
- * its parent's agent did (the `interrupt_agent` tool), `user` when a caller of the HTTP or RPC
- * API did, through the parent's route or the child's own.
+ * The cause on a child's aborted turn says through whom it was stopped (semantics.md §2.5, §7.2):
+ * `parent` when it came down its lineage (its parent's agent with `interrupt_agent`, or a caller of
+ * the parent's `…/subagents/:childId/interrupt` route, HTTP or RPC), `user` when a caller used the
+ * child's own `POST /v1/sessions/:id/interrupt`.
  */
 
-it("who interrupts a child is its turn's cause: the parent's interrupt_agent records parent; the API's routes record user", async () => {
+it("who interrupts a child is its turn's cause: the parent's interrupt_agent and the parent's route record parent; the child's own route records user", async () => {
   const root = await createSession();
   const { childId: byTool } = await startChild(root.id, { prompt: LONG_TURN, label: "by-tool" });
   const { childId: byRoute } = await startChild(root.id, { prompt: LONG_TURN, label: "by-route" });
@@ -25,6 +26,6 @@ it("who interrupts a child is its turn's cause: the parent's interrupt_agent rec
   expect((await api("POST", `/v1/sessions/${byOwn}/interrupt`)).status).toBe(202);
 
   expect(turnEndCauses(await quiet(byTool))).toEqual([{ reason: "aborted", cause: "parent" }]);
-  expect(turnEndCauses(await quiet(byRoute))).toEqual([{ reason: "aborted", cause: "user" }]);
+  expect(turnEndCauses(await quiet(byRoute))).toEqual([{ reason: "aborted", cause: "parent" }]);
   expect(turnEndCauses(await quiet(byOwn))).toEqual([{ reason: "aborted", cause: "user" }]);
 });
