@@ -227,6 +227,59 @@ describe("an explanation needs its cause", () => {
   });
 });
 
+describe("a run ended otherwise", () => {
+  const ended = (damage: (input: CheckInput & { history: Op[] }) => void): Verdict => {
+    const input = copy(clean);
+    damage(input);
+    return verdict(input);
+  };
+  const abortRun = (s: Snapshot, childId: string) => {
+    const run = s.runs.find((r) => r.childId === childId)!;
+    run.result = { output: [], stopReason: "aborted" };
+    const end = s.events.find((e) => e.type === "subagent/end" && e.data.runId === run.runId)!;
+    return {
+      start: s.events.find((e) => e.type === "subagent/start" && e.data.runId === run.runId)!.at,
+      end,
+    };
+  };
+
+  test("an HTTP-started run aborted: a dispose acknowledged while it ran", () => {
+    const dispose = (outcome: Op["outcome"]) => (input: CheckInput & { history: Op[] }) => {
+      const span = abortRun(sessionOf(input, "r0"), idOf(input, "h0"));
+      input.history.push(op("dispose", "h0", outcome, { start: span.start, end: span.end.at }));
+    };
+    expect(ended(() => {}).categories).toEqual([]);
+    expect(ended((input) => abortRun(sessionOf(input, "r0"), idOf(input, "h0"))).categories).toEqual([
+      "wrong",
+    ]);
+    expect(ended(dispose("fail")).categories).toEqual(["wrong"]);
+    expect(ended(dispose("ok")).refused).toEqual({ "aborted: stopped by an acknowledged dispose": 1 });
+  });
+
+  test("a foreground run aborted: the parent turn that waited on it ended first", () => {
+    const fg = (input: CheckInput) =>
+      [...input.sessions.values()].find((s) => s.header?.label === "fg s0-5")!;
+    const waitedOn = (endedFirst: boolean) => (input: CheckInput & { history: Op[] }) => {
+      const r0 = sessionOf(input, "r0");
+      const span = abortRun(r0, fg(input).header!.id);
+      const turn = r0.runs.find((r) => r.childId === fg(input).header!.id)!.callKey!.split(":")[0];
+      const parentEnd = r0.events.find((e) => e.type === "turn/end" && e.data.turn === Number(turn))!;
+      parentEnd.at = endedFirst ? span.end.at - 1 : span.end.at + 1;
+      // the tool result is that run's: an error
+      const result = r0.events.find(
+        (e) => e.type === "tool/result" && JSON.stringify(e.data.content).includes("echo: task s0-5"),
+      )!;
+      result.data = { ...result.data, content: [{ type: "text", text: "Error: subagent run aborted" }] };
+    };
+    expect(ended(waitedOn(false)).categories).toEqual(["wrong"]);
+    expect(ended(waitedOn(true))).toEqual({
+      categories: [],
+      refused: { "aborted: stopped by the end of the parent turn that waited on it": 1 },
+      unanswered: {},
+    });
+  });
+});
+
 describe("children a scripted model starts are in the ledger", () => {
   const textIs = (text: string) => [{ type: "text", text }];
   const damaged = (damage: (input: CheckInput) => void): string[] => {
