@@ -182,7 +182,7 @@ const MIN_ADMIN_TOKEN_LENGTH = 16;
 let adminTokenCache: { raw: string | undefined; problem: Failure | undefined } | undefined;
 
 /**
- * Why the API refuses to run with this ADMIN_TOKEN (every API request answers it, 500): a token
+ * Why the API refuses to run with this ADMIN_TOKEN (every API request answers it, 500 MISCONFIGURED): a token
  * shorter than 16 characters is refused rather than accepted as a guessable one. Unset: no admin,
  * and no problem (session tokens still work). The token itself is never logged or answered.
  */
@@ -191,7 +191,7 @@ function adminTokenProblem(raw: string | undefined): Failure | undefined {
   let problem: Failure | undefined;
   if (raw !== undefined && raw !== "" && raw.length < MIN_ADMIN_TOKEN_LENGTH) {
     problem = fail(
-      "INTERNAL",
+      "MISCONFIGURED",
       `ADMIN_TOKEN is shorter than ${MIN_ADMIN_TOKEN_LENGTH} characters, so the API refuses every request: set a longer one (for example \`openssl rand -hex 32\`)`,
     );
     console.error(problem.message);

@@ -32,7 +32,7 @@ function get(path: string, token: string | null, vars: Record<string, unknown>):
 afterEach(() => vi.restoreAllMocks());
 
 describe("an ADMIN_TOKEN shorter than 16 characters is refused", () => {
-  it("answers every API request 500 with a message naming the setting, logs it once, and still serves the dashboard", async () => {
+  it("answers every API request 500 MISCONFIGURED with a message naming the setting, logs it once, and still serves the dashboard", async () => {
     const errors = vi.spyOn(console, "error").mockImplementation(() => {});
     const short = `short-${crypto.randomUUID().slice(0, 9)}`; // 15 characters
     expect(short).toHaveLength(15);
@@ -56,7 +56,7 @@ describe("an ADMIN_TOKEN shorter than 16 characters is refused", () => {
     ];
     for (const res of answers) {
       expect(res.status).toBe(500);
-      expect(res.body.error.code).toBe("INTERNAL");
+      expect(res.body.error.code).toBe("MISCONFIGURED");
       expect(res.body.error.message).toMatch(/ADMIN_TOKEN.*16 characters/);
       expect(res.body.error.message).not.toContain(short);
     }
