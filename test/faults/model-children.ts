@@ -92,17 +92,7 @@ function checkStarted(
   const continuable = /^started subagent ([0-9a-f-]{36})$/.exec(said ?? "");
   const started = continuable ? ev.sessions.get(continuable[1]!) : undefined;
   if (child.background && started) {
-    const first = [...started.inbox].sort((a, b) => a.position - b.position)[0];
-    if (first)
-      checkAnswered(
-        ev,
-        continuable![1]!,
-        started,
-        [{ key: child.description, row: first }],
-        () => answers,
-        tally,
-        flag,
-      );
+    checkContinuable(ev, continuable![1]!, started, child, tally, flag);
     return;
   }
   // no run and no child: the turn ended before the call answered (the parent's own ledger says
@@ -112,6 +102,40 @@ function checkStarted(
   const why = injectedFault(ev, refOf(ev, id), { start: turn.start, end: result.at }, said);
   if (why) refuse(tally, `start refused: ${why}`);
   else flag("wrong", id, `subagent call ${child.description} answered ${JSON.stringify(said.slice(0, 120))}`);
+}
+
+/**
+ * A continuable child a model started: its first message says the child's scripted answer, and
+ * each follow-up acknowledged to it (the campaign's wake-ups of parked children) its own.
+ */
+function checkContinuable(
+  ev: Evidence,
+  childId: string,
+  started: Snapshot,
+  child: ModelChild,
+  tally: AnswerTally,
+  flag: Flag,
+): void {
+  const first = [...started.inbox].sort((a, b) => a.position - b.position)[0];
+  if (!first) return;
+  const expected = new Map<string, string[]>([
+    [first.messageId, child.answer === undefined ? [] : [child.answer]],
+  ]);
+  const ref = refOf(ev, childId);
+  for (const op of ev.history)
+    if (
+      op.kind === "followup" &&
+      op.target === ref &&
+      op.outcome === "ok" &&
+      Array.isArray(op.input?.answers)
+    )
+      expected.set(String(op.result?.messageId), op.input.answers as string[]);
+  const acknowledged = [...expected.keys()].flatMap((messageId) => {
+    const row = started.inbox.find((r) => r.messageId === messageId);
+    if (!row) flag("lost", childId, `acknowledged follow-up ${messageId} absent`);
+    return row ? [{ key: messageId === first.messageId ? child.description : messageId, row }] : [];
+  });
+  checkAnswered(ev, childId, started, acknowledged, (messageId) => expected.get(messageId), tally, flag);
 }
 
 /** The run's span in its parent's log: from its `subagent/start` to its `subagent/end`. */
