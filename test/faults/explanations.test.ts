@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, test } from "vitest";
 import { type CheckInput, check } from "./checker";
 import { cleanForest, copy } from "./forest";
-import type { Fired, Op } from "./harness";
+import type { Fired, Op, Reset } from "./harness";
 import type { LogEvent, Snapshot } from "./snapshot";
 
 /**
@@ -329,21 +329,24 @@ describe("children a scripted model starts are in the ledger", () => {
     ).toEqual(["wrong"]);
   });
 
-  test("a start the tool refused needs the fault it names", () => {
-    const refused = (...causes: Fired[]): string[] => {
+  test("a start the tool refused needs the fault it names, or the reset whose error it carries", () => {
+    const refused = (text: string, causes: Fired[], resets: Reset[] = []): string[] => {
       const input = copy(clean);
       const { parent, run } = runOf(input, "fg s0-5");
       parent.runs = parent.runs.filter((r) => r !== run);
       const result = resultSaying(parent, "echo: task s0-5");
-      result.data = {
-        ...result.data,
-        content: textIs("Error: injected crash at in-registry (fault campaign seed 0)"),
-      };
-      return verdict({ ...input, fired: causes }).categories;
+      result.data = { ...result.data, content: textIs(text) };
+      return verdict({ ...input, fired: causes, resets }).categories;
     };
     const r0 = sessionOf(clean, "r0");
     const at = turnOf(r0, "k3").start;
-    expect(refused()).toEqual(["wrong"]);
-    expect(refused(fired("registry", at, "crash", "in-registry"))).toEqual([]);
+    const crashed = "Error: injected crash at in-registry (fault campaign seed 0)";
+    expect(refused(crashed, [])).toEqual(["wrong"]);
+    expect(refused(crashed, [fired("registry", at, "crash", "in-registry")])).toEqual([]);
+    // the registry's reset cut the start short: the reset must be in the history, during the call
+    const reset = "Error: fault campaign: abort";
+    expect(refused(reset, [])).toEqual(["wrong"]);
+    expect(refused(reset, [], [{ scope: "registry", start: at - 20, end: at - 10 }])).toEqual(["wrong"]);
+    expect(refused(reset, [], [{ scope: "registry", start: at, end: at + 1 }])).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import type { Fired, Op, Reset } from "./harness";
-import { REGISTRY_REF, type Scenario } from "./scenario";
+import { ABORT_REASON, REGISTRY_REF, type Scenario } from "./scenario";
 import type { LogEvent, Snapshot } from "./snapshot";
 
 /**
@@ -79,6 +79,18 @@ export function injectedFault(ev: Evidence, scope: string, span: Span, error: st
   if (!cause) return undefined;
   ev.used.add(cause);
   return `${cause.kind} injected at ${cause.point}`;
+}
+
+/**
+ * An error that is a reset's own (`ctx.abort()`'s reason, which calls in flight to the instance
+ * fail with), of `scope` or the registry, while a reset of it overlapped `span`.
+ */
+export function cutByReset(ev: Evidence, scope: string, span: Span, error: string): string | undefined {
+  if (!error.includes(ABORT_REASON)) return undefined;
+  const reset = [scope, REGISTRY_REF].find((s) => resetsOf(ev, s, span) > 0);
+  return reset === undefined
+    ? undefined
+    : `a reset of ${reset === REGISTRY_REF ? "the registry" : "it"} during it`;
 }
 
 /** Resets of `scope` made by the schedule (evictions, aborts, storms) that overlap `span`, counted. */
@@ -240,7 +252,11 @@ export function explainEnd(
     return by === undefined ? undefined : `stopped by ${by}`;
   }
   if (reason !== "error") return undefined;
-  return injectedFault(ev, scope, span, error) ?? spentBudget(ev, scope, span, error);
+  return (
+    injectedFault(ev, scope, span, error) ??
+    cutByReset(ev, scope, span, error) ??
+    spentBudget(ev, scope, span, error)
+  );
 }
 
 /** The time of a session's first event of `type` whose data matches. */

@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { type FaultPointName, installFaults } from "../../src/core/faults";
 import { drainObjects } from "./drain";
 import { ADMIN, bounded, injected, sleep, sqlOf, stubOf, workerFetch } from "./objects";
-import type { FaultKind, FaultRule } from "./scenario";
+import { ABORT_REASON, type FaultKind, type FaultRule } from "./scenario";
 
 export {
   ADMIN,
@@ -207,7 +207,7 @@ export class Runner {
   async abort(id: string): Promise<"aborted" | "timeout"> {
     const done = await bounded(
       runInDurableObject(stubOf(id), (_instance: unknown, state: DurableObjectState) => {
-        state.abort("fault campaign: abort");
+        state.abort(ABORT_REASON);
       }).then(
         () => "aborted" as const,
         () => "aborted" as const,

@@ -1,5 +1,5 @@
 import { type AnswerTally, checkAnswered, checkRunAnswer, type Flag, refuse, textOf } from "./answers";
-import { type Evidence, injectedFault, refOf, type Span, timeOf } from "./explanations";
+import { cutByReset, type Evidence, injectedFault, refOf, type Span, timeOf } from "./explanations";
 import type { ModelChild } from "./scenario";
 import type { LogEvent, RunRowDump, Snapshot } from "./snapshot";
 
@@ -99,7 +99,8 @@ function checkStarted(
   // why), or the tool refused the start, which needs its injected cause
   if (result === undefined || said === undefined) return;
   tally.checked++;
-  const why = injectedFault(ev, refOf(ev, id), { start: turn.start, end: result.at }, said);
+  const span = { start: turn.start, end: result.at };
+  const why = injectedFault(ev, refOf(ev, id), span, said) ?? cutByReset(ev, refOf(ev, id), span, said);
   if (why) refuse(tally, `start refused: ${why}`);
   else flag("wrong", id, `subagent call ${child.description} answered ${JSON.stringify(said.slice(0, 120))}`);
 }

@@ -30,6 +30,9 @@ export const EXTRA_POINTS: readonly string[] = ["in-transaction", "alarm-deliver
 /** The provider registry's scope in rules (one object per deployment). */
 export const REGISTRY_REF = "registry";
 
+/** What a reset's `ctx.abort()` says: the error calls in flight to the instance fail with. */
+export const ABORT_REASON = "fault campaign: abort";
+
 /** How a rule acts when it fires at its point. */
 export type RuleKind =
   /**
