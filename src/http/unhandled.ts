@@ -1,9 +1,11 @@
 import { type Failure, fail } from "../contract/errors";
+import { isOverloaded } from "../core/overloaded";
 
 /**
  * The answer to an error no route handled. A deployment mistake its operator can fix is named
- * (`500 MISCONFIGURED`, with what to change); anything else is `500 INTERNAL "internal error"`,
- * whose details stay in the Worker's log.
+ * (`500 MISCONFIGURED`, with what to change); an object the platform reports overloaded (too much
+ * work queued) is `503 OVERLOADED`, for the caller to retry after a pause; anything else is
+ * `500 INTERNAL "internal error"`, whose details stay in the Worker's log.
  */
 
 /**
@@ -21,5 +23,8 @@ export const MISSING_SQLITE_MIGRATION =
 export function unhandledFailure(error: unknown): Failure {
   const message = error instanceof Error ? error.message : String(error);
   if (NO_SQLITE_STORAGE.test(message)) return fail("MISCONFIGURED", MISSING_SQLITE_MIGRATION);
+  if (isOverloaded(error)) {
+    return fail("OVERLOADED", "a Durable Object of this deployment is overloaded: retry after a pause");
+  }
   return fail("INTERNAL", "internal error");
 }
