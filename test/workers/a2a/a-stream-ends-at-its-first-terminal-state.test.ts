@@ -1,13 +1,7 @@
-import { type Message, type Part, Role, TaskState } from "@a2a-js/sdk";
-import {
-  type Client,
-  ClientFactory,
-  ClientFactoryOptions,
-  DefaultAgentCardResolver,
-  JsonRpcTransportFactory,
-} from "@a2a-js/sdk/client";
+import { type Message, TaskState } from "@a2a-js/sdk";
+import type { Client } from "@a2a-js/sdk/client";
 import { expect, it } from "vitest";
-import { ADMIN, workerFetch } from "../../support/api";
+import { connect, send, texts, userMessage } from "../../support/a2a-client";
 import { script } from "../../support/scripts";
 
 /**
@@ -16,47 +10,6 @@ import { script } from "../../support/scripts";
  * stream's first read) is the stream's one event, its answer in it; a live stream sends exactly one
  * terminal status, last.
  */
-
-async function connect(): Promise<Client> {
-  const fetchImpl: typeof fetch = (input, init) => {
-    const request = new Request(input, init);
-    request.headers.set("authorization", `Bearer ${ADMIN}`);
-    return workerFetch(request);
-  };
-  const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl })],
-      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
-    }),
-  );
-  return factory.createFromUrl("http://example.com");
-}
-
-function userMessage(text: string): Message {
-  return {
-    messageId: `m-${Date.now()}-${Math.random().toString(36).slice(2)}`,
-    contextId: "",
-    taskId: "",
-    role: Role.ROLE_USER,
-    parts: [{ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "" }],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-  };
-}
-
-function send(message: Message, returnImmediately = false) {
-  return {
-    tenant: "",
-    message,
-    configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately },
-    metadata: undefined,
-  };
-}
-
-function texts(parts: readonly Part[] | undefined): string {
-  return (parts ?? []).map((p) => (p.content?.$case === "text" ? p.content.value : "")).join("");
-}
 
 const TERMINAL = [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED];
 

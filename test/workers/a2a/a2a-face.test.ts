@@ -1,12 +1,6 @@
-import { type Message, type Part, Role, type Task, TaskState } from "@a2a-js/sdk";
-import {
-  type Client,
-  ClientFactory,
-  ClientFactoryOptions,
-  DefaultAgentCardResolver,
-  JsonRpcTransportFactory,
-} from "@a2a-js/sdk/client";
+import { Role, TaskState } from "@a2a-js/sdk";
 import { describe, expect, it } from "vitest";
+import { asTask, connect, send, texts, userMessage } from "../../support/a2a-client";
 import { ADMIN, api, createSession, TENANT_ADMIN, workerFetch } from "../../support/api";
 import { LONG_TURN, script } from "../../support/scripts";
 
@@ -15,49 +9,6 @@ import { LONG_TURN, script } from "../../support/scripts";
  * official A2A SDK's own client (`@a2a-js/sdk/client`), and by raw JSON-RPC for the 0.3 method
  * names and for refusals.
  */
-
-function fetchAs(token: string | null): typeof fetch {
-  return (input, init) => {
-    const request = new Request(input, init);
-    if (token !== null) request.headers.set("authorization", `Bearer ${token}`);
-    return workerFetch(request);
-  };
-}
-
-async function connect(token: string = ADMIN): Promise<Client> {
-  const fetchImpl = fetchAs(token);
-  const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl })],
-      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
-    }),
-  );
-  return factory.createFromUrl("http://example.com");
-}
-
-let counter = 0;
-function userMessage(text: string, taskId = ""): Message {
-  counter += 1;
-  return {
-    messageId: `m-${Date.now()}-${counter}-${Math.random().toString(36).slice(2)}`,
-    contextId: "",
-    taskId,
-    role: Role.ROLE_USER,
-    parts: [{ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "" }],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-  };
-}
-
-function send(message: Message, returnImmediately = false) {
-  return {
-    tenant: "",
-    message,
-    configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately },
-    metadata: undefined,
-  };
-}
 
 /** A ListTasks request for every task of the caller, on one page. */
 const EVERY_TASK = {
@@ -70,15 +21,6 @@ const EVERY_TASK = {
   statusTimestampAfter: undefined,
   includeArtifacts: undefined,
 };
-
-function texts(parts: readonly Part[] | undefined): string {
-  return (parts ?? []).map((p) => (p.content?.$case === "text" ? p.content.value : "")).join("");
-}
-
-function asTask(result: Message | Task): Task {
-  if (!("status" in result)) throw new Error(`expected a task, got a message: ${JSON.stringify(result)}`);
-  return result;
-}
 
 /** One raw JSON-RPC POST to the endpoint. */
 async function rpc(body: unknown, token: string | null = ADMIN, headers: Record<string, string> = {}) {
