@@ -190,11 +190,35 @@ describe("A2A between two wrangler dev deployments", { timeout: 900_000 }, () =>
       ["hi from an A2A client", "echo: hi from an A2A client"],
     );
 
-    const kinds = [];
-    for await (const event of client.sendMessageStream(sendRequest(message("streamed"), false)))
-      kinds.push(event.payload?.$case);
-    assert.equal(kinds[0], "task");
-    assert.deepEqual(kinds.slice(-2), ["artifactUpdate", "statusUpdate"]);
+    // a stream opens with the task and ends at its first terminal state, which carries the answer
+    // (in an artifact update before it, or in the task itself when the turn was over before the
+    // stream's first read)
+    const streamed = JSON.stringify({ script: [{ think: 300 }, { say: "streamed" }] });
+    const events = [];
+    for await (const event of client.sendMessageStream(sendRequest(message(streamed), false)))
+      events.push(event.payload);
+    assert.equal(events[0]?.$case, "task");
+    const FINAL = [
+      TaskState.TASK_STATE_COMPLETED,
+      TaskState.TASK_STATE_FAILED,
+      TaskState.TASK_STATE_CANCELED,
+    ];
+    const finalAt = events.map(
+      (p) => (p.$case === "task" || p.$case === "statusUpdate") && FINAL.includes(p.value.status?.state),
+    );
+    assert.deepEqual(
+      finalAt.flatMap((final, i) => (final ? [i] : [])),
+      [events.length - 1],
+      "exactly one terminal state, the stream's last event",
+    );
+    const answers = events.flatMap((p) =>
+      p.$case === "artifactUpdate"
+        ? [textsOf(p.value.artifact.parts)]
+        : p.$case === "task"
+          ? p.value.artifacts.map((a) => textsOf(a.parts))
+          : [],
+    );
+    assert.deepEqual(answers, ["streamed"]);
 
     const long = await client.sendMessage(
       sendRequest(message(JSON.stringify({ script: [{ think: 60000 }] })), true),
