@@ -1,5 +1,6 @@
-import { z } from "zod";
+import type { z } from "zod";
 import type { ContentBlock } from "../contract/content";
+import { parametersOf } from "./tools";
 
 /**
  * The public shape of an embedding Worker's tool (`defineTool`), apart from how the runtime runs
@@ -53,8 +54,8 @@ export const DEFAULT_TOOL_TIMEOUT_MS = 5 * 60_000;
 
 /**
  * Why `input` cannot be a tool's input (undefined when it can). Model APIs and MCP take a tool's
- * arguments only as an object, so the JSON schema the model is shown (derived as the runtime
- * derives it: the input side, unrepresentable parts as any value) must have `type: "object"`.
+ * arguments only as an object, so the JSON schema the model is shown (`parametersOf`, computed
+ * here once and kept for the model's tool list) must have `type: "object"`.
  * Checked when the Worker's module loads: a session's MCP face could not list such a tool, and a
  * model API would refuse every turn that offers it.
  */
@@ -70,10 +71,8 @@ export function toolInputProblem(input: unknown): string | undefined {
   if (!("_zod" in (input as object))) return `${wanted}; this one is not a zod 4 schema`;
   let json: Record<string, unknown>;
   try {
-    json = z.toJSONSchema(input as z.ZodType, { io: "input", unrepresentable: "any" }) as Record<
-      string,
-      unknown
-    >;
+    // the same derivation (and cache) the model's tool list uses: computed once per schema
+    json = parametersOf(input as z.ZodType);
   } catch (error) {
     return `${wanted}; this one has no JSON schema: ${error instanceof Error ? error.message : String(error)}`;
   }
