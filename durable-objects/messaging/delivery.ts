@@ -8,7 +8,7 @@ import type { SessionContext } from "../session/session-context";
 /**
  * Messages between session objects. Sending: the driver drains the outbox in order, one link
  * (target) at a time, backing off on failure. Receiving: each envelope is applied once, in its
- * link's order, in one transaction with its effects (`seen` ids, per-sender `links` counters).
+ * link's order, in one transaction with its effects and its receipt (store/receipts.ts).
  */
 
 /** Sends an envelope that leaves the deployment (a callback); throws when the attempt failed. */
@@ -55,8 +55,8 @@ export class Delivery implements SessionPart {
       return fail("NOT_FOUND", "no such session");
     }
     const outcome = ctx.stores.transact(() => {
-      const order = this.#linkOrder(envelope);
-      if (order !== "next" || !this.#firstSeen(envelope.id))
+      const order = ctx.stores.receipts.linkOrder(envelope);
+      if (order !== "next" || !ctx.stores.receipts.firstSeen(envelope.id))
         return { order, applied: false, interrupted: false };
       const handlers = this.#handlers;
       if (!handlers) throw new Error("delivery before the parts were assembled");
@@ -105,42 +105,5 @@ export class Delivery implements SessionPart {
       }
     }
     return delivered;
-  }
-
-  /**
-   * Per-link order at the receiver: apply envelope n only after n-1; older ones are duplicates.
-   * An envelope whose `after` says the positions in between will never come (the sender
-   * dead-lettered or withdrew them) is applied past that gap, so one dead letter never stalls
-   * the rest of its link (semantics.md §11.2).
-   */
-  #linkOrder(envelope: Envelope): "next" | "early" | "old" {
-    if (envelope.linkSeq === undefined) return "next"; // direct deliveries (reports) carry no link order
-    const sql = this.#ctx.stores.tables.sql("links");
-    const row = sql
-      .exec<{ next_seq: number }>("SELECT next_seq FROM links WHERE sender = ?", envelope.from)
-      .toArray()[0];
-    const next = row?.next_seq ?? 1;
-    if (envelope.linkSeq < next) return "old";
-    const pastGap = envelope.after !== undefined && envelope.after < next;
-    if (envelope.linkSeq > next && !pastGap) return "early";
-    sql.exec(
-      "INSERT INTO links (sender, next_seq) VALUES (?, ?) ON CONFLICT (sender) DO UPDATE SET next_seq = excluded.next_seq",
-      envelope.from,
-      envelope.linkSeq + 1,
-    );
-    return "next";
-  }
-
-  #firstSeen(envelopeId: string): boolean {
-    return (
-      this.#ctx.stores.tables
-        .sql("seen")
-        .exec(
-          "INSERT INTO seen (envelope_id, at) VALUES (?, ?) ON CONFLICT DO NOTHING RETURNING envelope_id",
-          envelopeId,
-          Date.now(),
-        )
-        .toArray().length > 0
-    );
   }
 }

@@ -8,6 +8,7 @@ import { UsageTotals } from "./usage-totals";
 import { Flags } from "./flags";
 import { Inbox } from "./inbox";
 import { Outbox } from "./outbox";
+import { Receipts } from "./receipts";
 import { faultPoint, faultsArmed } from "../../src/core/faults";
 import { AcpStore } from "./acp-store";
 import { RemoteStore } from "./remote-store";
@@ -31,6 +32,8 @@ export class SessionStores implements DriverStores {
   readonly runs: Runs;
   readonly children: Children;
   readonly outbox: Outbox;
+  /** The envelopes this session received, per sender link (`links`, `seen`). */
+  readonly receipts: Receipts;
   readonly epochs: Epochs;
   readonly flags: Flags;
   readonly usage: UsageTotals;
@@ -65,6 +68,7 @@ export class SessionStores implements DriverStores {
     this.runs = new Runs(this.tables.sql("runs"));
     this.children = new Children(this.tables.sql("children"));
     this.outbox = new Outbox(this.sql, this.log);
+    this.receipts = new Receipts(this.tables.sql("links"), this.tables.sql("seen"));
     this.epochs = new Epochs(this.tables.sql("epochs"));
     this.flags = new Flags(this.tables.sql("flags"));
     this.usage = new UsageTotals(this.flags);
