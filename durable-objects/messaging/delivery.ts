@@ -2,7 +2,8 @@ import { type CallbackEnvelope, ENVELOPE_VERSIONS, type Envelope } from "../../s
 import { fail, type Outcome, ok } from "../../src/contract/errors";
 import { faultPoint } from "../../src/core/faults";
 import { isOverloaded } from "../../src/core/overloaded";
-import { applyEnvelope, type EnvelopeHandlers, type SessionPart } from "../session/part";
+import type { SessionPart } from "../session/part";
+import type { SessionSignals } from "../session/signals";
 import type { SessionContext } from "../session/session-context";
 
 /**
@@ -17,19 +18,17 @@ export type ExternalSender = (envelope: CallbackEnvelope) => Promise<void>;
 export class Delivery implements SessionPart {
   readonly name = "delivery";
   readonly #ctx: SessionContext;
+  readonly #signals: SessionSignals;
   readonly #external: ExternalSender;
-  #handlers: EnvelopeHandlers | undefined;
 
-  /** `external` sends the envelopes that leave the deployment (callbacks) over HTTP. */
-  constructor(ctx: SessionContext, external: ExternalSender) {
+  /**
+   * `signals` applies each envelope with the handler of its kind; `external` sends the envelopes
+   * that leave the deployment (callbacks) over HTTP.
+   */
+  constructor(ctx: SessionContext, signals: SessionSignals, external: ExternalSender) {
     this.#ctx = ctx;
+    this.#signals = signals;
     this.#external = external;
-  }
-
-  /** The parts' envelope handlers, one per kind (installed once the parts exist, before any delivery). */
-  install(handlers: EnvelopeHandlers): void {
-    if (this.#handlers) throw new Error("envelope handlers are installed once");
-    this.#handlers = handlers;
   }
 
   /** Every pass: the outbox is drained between steps too (a cancel must not wait for the turn). */
@@ -58,9 +57,7 @@ export class Delivery implements SessionPart {
       const order = ctx.stores.receipts.linkOrder(envelope);
       if (order !== "next" || !ctx.stores.receipts.firstSeen(envelope.id))
         return { order, applied: false, interrupted: false };
-      const handlers = this.#handlers;
-      if (!handlers) throw new Error("delivery before the parts were assembled");
-      return { order, applied: true, interrupted: applyEnvelope(handlers, envelope, header) };
+      return { order, applied: true, interrupted: this.#signals.apply(envelope, header) };
     });
     if (outcome.order === "early")
       return fail("OUT_OF_ORDER", "an earlier envelope on this link has not arrived yet");

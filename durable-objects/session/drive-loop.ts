@@ -1,5 +1,7 @@
 import { faultPoint } from "../../src/core/faults";
+import type { AlarmClock } from "./alarm-clock";
 import type { SessionPart } from "./part";
+import type { SessionSignals } from "./signals";
 
 /** If the in-process driver dies with its instance, the alarm picks the work up after this long. */
 const SAFETY_NET_MS = 5_000;
@@ -20,30 +22,27 @@ const TOUCH_CHECK_MS = 10_000;
  * clock. At most one pass runs at a time; a kick during a pass makes it go round once more.
  */
 export class DriveLoop {
-  readonly #storage: DurableObjectStorage;
+  readonly #alarm: AlarmClock;
+  readonly #parts: readonly SessionPart[];
   readonly #scope: () => string;
-  #parts: readonly SessionPart[] = [];
   #running: Promise<void> | null = null;
   #wake = false;
   #touchCheckedAt = Number.NEGATIVE_INFINITY;
+
   /**
-   * The alarm as this instance last set, cleared or read it (undefined: not known). Only this
-   * loop moves the object's alarm, so the copy spares the storage a write that changes nothing
-   * and a read per start; when the alarm fires (`alarmFired`) it is not known again, and the
-   * lost-alarm repair (`armIfOwed`) always reads the real one.
+   * `parts` in the order their hooks run; the loop runs whenever `signals` says work is due.
+   * `scope` names the session for its fault points (its id once it has a header).
    */
-  #alarm: number | null | undefined;
-
-  /** `scope` names the session for its fault points (its id once it has a header). */
-  constructor(storage: DurableObjectStorage, scope: () => string) {
-    this.#storage = storage;
-    this.#scope = scope;
-  }
-
-  /** The parts, in the order their hooks run. Called once, when the object's parts are assembled. */
-  install(parts: readonly SessionPart[]): void {
-    if (this.#parts.length > 0) throw new Error("the drive loop's parts are installed once");
+  constructor(
+    alarm: AlarmClock,
+    parts: readonly SessionPart[],
+    signals: SessionSignals,
+    scope: () => string,
+  ) {
+    this.#alarm = alarm;
     this.#parts = parts;
+    this.#scope = scope;
+    signals.whenWorkDue(() => this.kickSoon());
   }
 
   /** Starts the loop without waiting. A failure is not lost work: the safety-net alarm retries. */
@@ -89,22 +88,15 @@ export class DriveLoop {
   async armIfOwed(): Promise<boolean> {
     const due = this.nextDue();
     if (due === undefined) return false;
-    const alarm = await this.#storage.getAlarm();
-    this.#alarm = alarm;
+    const alarm = await this.#alarm.read();
     if (alarm !== null && alarm > Date.now() - LOST_ALARM_MS && alarm <= due) return false;
-    await this.#arm(Math.max(due, Date.now() + 1));
+    await this.#alarm.arm(Math.max(due, Date.now() + 1));
     return true;
-  }
-
-  /** Arms the alarm for `at` unless it is armed earlier already. */
-  async wakeBy(at: number): Promise<void> {
-    this.#alarm ??= await this.#storage.getAlarm();
-    if (this.#alarm === null || this.#alarm > at) await this.#arm(at);
   }
 
   /** The platform is running the alarm (it is consumed, or comes back if the handler fails). */
   alarmFired(): void {
-    this.#alarm = undefined;
+    this.#alarm.fired();
   }
 
   /** A request touched the object: at most every TOUCH_CHECK_MS, `armIfOwed` runs beside it (no await). */
@@ -125,9 +117,9 @@ export class DriveLoop {
     // is never later than this pass's now)
     const due = this.nextDue();
     const now = Date.now();
-    const alarm = this.#alarm;
+    const alarm = this.#alarm.known();
     const covered = typeof alarm === "number" && alarm <= now + SAFETY_NET_MS && alarm > now - LOST_ALARM_MS;
-    if (due !== undefined && due <= now && !covered) await this.#arm(now + SAFETY_NET_MS);
+    if (due !== undefined && due <= now && !covered) await this.#alarm.arm(now + SAFETY_NET_MS);
     await faultPoint(this.#scope(), "before-drive");
     for (;;) {
       this.#wake = false;
@@ -154,17 +146,7 @@ export class DriveLoop {
   /** Re-arms the alarm to the earliest owed item, or clears it. Called last. */
   async #schedule(): Promise<void> {
     const due = this.nextDue();
-    if (due !== undefined) await this.#arm(Math.max(due, Date.now() + 1));
-    else if (this.#alarm !== null) {
-      this.#alarm = null;
-      await this.#storage.deleteAlarm();
-    }
-  }
-
-  /** Sets the alarm (a write only when it moves). */
-  async #arm(at: number): Promise<void> {
-    if (this.#alarm === at) return;
-    this.#alarm = at;
-    await this.#storage.setAlarm(at);
+    if (due !== undefined) await this.#alarm.arm(Math.max(due, Date.now() + 1));
+    else await this.#alarm.clear();
   }
 }

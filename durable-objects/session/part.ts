@@ -28,8 +28,9 @@ export type EnvelopeHandlers = {
  *    waits for quiet steps (unpublished starts, settlement);
  * 4. `idle()` likewise: waits for this instance's background work before the object may sleep;
  *
- * then the alarm is armed for the earliest `nextDue()`. Envelope kinds and turn-end hooks are
- * registered by the parts that own them; each kind has exactly one handler.
+ * then the alarm is armed for the earliest `nextDue()`. The envelope kinds a part applies and its
+ * turn-end hook are registered when it is added to the session's signals (signals.ts); each kind
+ * has exactly one handler.
  */
 export interface SessionPart {
   /** For messages and diagnostics: the concept this part holds. */
@@ -46,38 +47,4 @@ export interface SessionPart {
   readonly envelopes?: EnvelopeHandlers;
   /** Inside the transaction that appends `turn/end`. */
   onTurnEnd?(turn: number, reason: TurnEndReason, turnStartSeq: number): void;
-}
-
-/** Applies an envelope with the handler registered for its kind (inside the delivery transaction). */
-export function applyEnvelope(
-  handlers: EnvelopeHandlers,
-  envelope: Envelope,
-  header: SessionHeader | undefined,
-): boolean {
-  const handler = handlers[envelope.kind] as EnvelopeHandler | undefined;
-  if (!handler) throw new Error(`no part handles envelope kind ${envelope.kind}`);
-  return handler(envelope, header);
-}
-
-/**
- * The one handler of every envelope kind delivered to objects, from the parts that register them.
- * A kind registered twice, or a deliverable kind nobody handles, is a wiring bug: thrown at once.
- */
-export function envelopeHandlers(
-  parts: readonly SessionPart[],
-  deliverable: readonly Envelope["kind"][],
-): EnvelopeHandlers {
-  const handlers: Record<string, { part: string; handler: unknown }> = {};
-  for (const part of parts) {
-    for (const [kind, handler] of Object.entries(part.envelopes ?? {})) {
-      const taken = handlers[kind];
-      if (taken) throw new Error(`envelope kind ${kind} is handled by both ${taken.part} and ${part.name}`);
-      handlers[kind] = { part: part.name, handler };
-    }
-  }
-  for (const kind of deliverable)
-    if (!handlers[kind]) throw new Error(`no part handles envelope kind ${kind}`);
-  return Object.fromEntries(
-    Object.entries(handlers).map(([kind, h]) => [kind, h.handler]),
-  ) as EnvelopeHandlers;
 }

@@ -1,10 +1,10 @@
 import { quote } from "../../src/core/quote";
 import type { SessionHost } from "../../src/agent/host";
 import { fail, ok } from "../../src/contract/errors";
-import { publicEntry } from "../../src/core/listing";
+import { publicEntry } from "../../src/core/descendants";
 import type { ContinuableChild } from "../delegation/continuable/continuable-child";
 import type { ContinuableParent } from "../delegation/continuable/continuable-parent";
-import { childEntriesOf, descendantsOf } from "./listing";
+import { childEntriesOf, descendantsOf } from "./discovery";
 import type { OneShotRuns } from "../delegation/one-shot/one-shot-runs";
 import type { SessionContext } from "./session-context";
 

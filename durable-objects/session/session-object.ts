@@ -1,9 +1,6 @@
-import type { ProviderScope } from "../../src/contract/provider";
-import { scopeOf } from "../../src/providers/provider-access";
-import { compact } from "../../src/core/compact";
 import { DurableObject } from "cloudflare:workers";
 import type { ChildInit } from "../../src/contract/child-init";
-import { toBlocks, type WireContent } from "../../src/contract/content";
+import type { WireContent } from "../../src/contract/content";
 import type {
   ContinuableInit,
   ContinuableStart,
@@ -12,27 +9,28 @@ import type {
 } from "../../src/contract/continuable";
 import type { Envelope } from "../../src/contract/envelope";
 import { fail, ok, type Outcome } from "../../src/contract/errors";
-import { newMessageId } from "../../src/contract/ids";
-import { offersStreamProtocol, STREAM_PROTOCOL } from "../../src/contract/stream";
+import type { ChildEntry, DescendantListing } from "../../src/contract/listing";
+import type { ProviderScope } from "../../src/contract/provider";
+import { failure } from "../../src/contract/respond";
 import type { RunView, StartedRun, StartRequest } from "../../src/contract/run";
-import type { Caller, SessionHeader, SessionView } from "../../src/contract/session";
+import { CALLER_HEADER, type Caller, type SessionHeader, type SessionView } from "../../src/contract/session";
 import type { CreateSession, EventPage, OutboxEntry, SendInput } from "../../src/contract/session-api";
 import { checkAccess, type Need } from "../../src/core/access";
+import { publicEntry } from "../../src/core/descendants";
 import { faultPoint } from "../../src/core/faults";
-import { fingerprint } from "../../src/core/hash";
-import { placementOf } from "../../src/core/placement";
 import { quote } from "../../src/core/quote";
-import { messageQuota } from "../../src/core/quotas";
+import type { Deployment } from "../../src/platform/deployment";
 import { sessionStub } from "../../src/platform/stubs";
+import { scopeOf } from "../../src/providers/provider-access";
 import { reserveTreeSlot, takeTreeSlot } from "../delegation/child-spec";
-import { type ChildEntry, type DescendantListing, publicEntry } from "../../src/core/listing";
-import { failure } from "../../src/contract/respond";
-import { childEntriesOf, descendantListing, entryOf } from "./listing";
 import { applyCallback, type CallbackInput } from "../messaging/remote-callbacks";
 import { migrate, tablesIn } from "../store/schema";
+import { admitUserMessage } from "./admission";
+import { createSession } from "./creation";
+import { childEntriesOf, descendantListing } from "./discovery";
 import { assembleParts, type Parts } from "./session-parts";
-import { subscriberCap } from "./event-stream";
-import type { Deployment } from "../../src/platform/deployment";
+import { listingEntry, sessionView } from "./session-view";
+import { subscriberCap } from "./subscribers";
 
 /**
  * A page of `GET …/events` holds at most this much event data past its first event (`next` goes
@@ -48,10 +46,11 @@ const MAX_EVENTS_WAIT_MS = 60_000;
 
 /**
  * One session: header, append-only log, inbox, turn loop, runs, children and outbox, in its own
- * SQLite database. A thin shell: it authorizes RPC calls and hands them to the parts
- * (session-parts.ts assembles them); storage lives in the stores, decisions in `src/` and in the
- * parts, and the drive loop (drive-loop.ts) runs their work. Accepted work starts in-process at
- * once (no alarm round trip); the alarm is the safety net and the retry clock.
+ * SQLite database. A thin shell: it authorizes each RPC call and hands it to a part or a function
+ * over the session context (session-parts.ts assembles them); storage lives in the stores,
+ * decisions in `src/` and in the parts, and the drive loop (drive-loop.ts) runs their work.
+ * Accepted work starts in-process at once (no alarm round trip); the alarm is the safety net and
+ * the retry clock.
  */
 export class SessionObject extends DurableObject<Env> {
   #parts: Parts | undefined;
@@ -75,78 +74,27 @@ export class SessionObject extends DurableObject<Env> {
   // ---- RPC surface: the registry Worker (every call carries the authenticated caller) ----
 
   create(input: CreateSession): Outcome<{ view: SessionView; replayed: boolean }> {
-    const { stores } = this.#open();
-    const existing = stores.header.get();
-    if (existing) {
-      if (input.createKey === undefined || existing.createKey === undefined)
-        return fail("DUPLICATE_CHILD", `session ${input.id} already exists`);
-      return existing.createKey === input.createKey && existing.tenant === input.tenant
-        ? ok({ view: this.#view(existing), replayed: true })
-        : fail("IDEMPOTENCY_KEY_REUSED", "this idempotencyKey was already used with a different body");
-    }
-    const header: SessionHeader = {
-      id: input.id,
-      parentSession: null,
-      origin: null,
-      delegationDepth: input.delegationDepth ?? 0,
-      createdAt: Date.now(),
-      tokenHash: input.tokenHash,
-      lineage: [],
-      ...compact({ tenant: input.tenant }),
-      options: input.options,
-      ...compact({ label: input.label }),
-      ...placementOf(input),
-      ...compact({ callback: input.callback }),
-      ...compact({ createKey: input.createKey }),
-    };
-    stores.transact(() => stores.header.set(header));
-    return ok({ view: this.#view(header), replayed: false });
+    const { stores, ctx } = this.#open();
+    const created = createSession(stores, input);
+    return created.ok
+      ? ok({ view: sessionView(ctx, created.value.header), replayed: created.value.replayed })
+      : created;
   }
 
   describe(caller: Caller): Outcome<SessionView> {
-    const header = this.#authorize(caller, "read");
-    return header.ok ? ok(this.#view(header.value)) : header;
+    const session = this.#authorize(caller, "read");
+    return session.ok ? ok(sessionView(session.value.parts.ctx, session.value.header)) : session;
   }
 
   /** The providers this session may use (its tenant, its `providers` option), for its token's listings. */
   providerScope(caller: Caller): Outcome<ProviderScope> {
-    const header = this.#authorize(caller, "read");
-    return header.ok ? ok(scopeOf(header.value)) : header;
+    const session = this.#authorize(caller, "read");
+    return session.ok ? ok(scopeOf(session.value.header)) : session;
   }
 
   send(caller: Caller, input: SendInput): Outcome<{ messageId: string }> {
-    const header = this.#authorize(caller, "act");
-    if (!header.ok) return header;
-    const { stores, ctx } = this.#parts!;
-    const content = toBlocks(input.content);
-    // MAX_PENDING_MESSAGES and MAX_LOG_BYTES: a refused message stores nothing (src/core/quotas.ts)
-    const quota = messageQuota(stores.log.bytes(), ctx.limits);
-    const admitted = stores.transact(() => {
-      const result = stores.inbox.admit({
-        messageId: newMessageId(),
-        lane: "next-turn",
-        waking: true,
-        source: { kind: "user" },
-        content,
-        contentHash: fingerprint(JSON.stringify(content)),
-        ...compact({ idempotencyKey: input.idempotencyKey }),
-        capacity: quota.capacity,
-      });
-      const loop = stores.loop.get();
-      // a full inbox parked by an interrupt resumes (its turns free places); a full log does not
-      if (result.kind === "accepted" || (result.kind === "full" && quota.capacity > 0 && loop.parked))
-        stores.loop.set({ ...loop, parked: false });
-      return result;
-    });
-    if (admitted.kind === "full") {
-      if (quota.capacity > 0) this.#parts!.loop.kickSoon();
-      return quota.refusal;
-    }
-    if (admitted.kind === "conflict") {
-      return fail("IDEMPOTENCY_KEY_REUSED", "this idempotencyKey was already used with different content");
-    }
-    if (admitted.kind === "accepted") this.#parts!.loop.kickSoon();
-    return ok({ messageId: admitted.messageId });
+    const session = this.#authorize(caller, "act");
+    return session.ok ? admitUserMessage(session.value.parts.ctx, input) : session;
   }
 
   /**
@@ -158,54 +106,50 @@ export class SessionObject extends DurableObject<Env> {
     query: { after: number; limit: number },
     waitMs = 0,
   ): Promise<Outcome<EventPage>> {
-    const header = this.#authorize(caller, "read");
-    if (!header.ok) return header;
-    const { stores, stream } = this.#parts!;
-    await stream.waitAfter(query.after, Math.min(Math.max(0, waitMs), MAX_EVENTS_WAIT_MS));
-    const { log } = stores;
-    const events = log.page(query.after, query.limit, EVENTS_PAGE_BYTES);
-    const last = events[events.length - 1];
-    const more = last !== undefined && last.seq < log.nextSeq() - 1;
-    return ok({ events, next: more ? last.seq : null });
+    const session = this.#authorize(caller, "read");
+    if (!session.ok) return session;
+    const { stores, subscribers } = session.value.parts;
+    await subscribers.waitAfter(query.after, Math.min(Math.max(0, waitMs), MAX_EVENTS_WAIT_MS));
+    return ok(stores.log.pageAfter(query.after, query.limit, EVENTS_PAGE_BYTES));
   }
 
   interrupt(caller: Caller): Outcome<{ accepted: true }> {
-    const header = this.#authorize(caller, "act");
-    if (!header.ok) return header;
-    const { turns, loop } = this.#parts!;
-    turns.interrupt("user");
-    loop.kickSoon(); // foreground children of the aborted turn get their cancel
+    const session = this.#authorize(caller, "act");
+    if (!session.ok) return session;
+    const { ctx } = session.value.parts;
+    ctx.turns.interrupt("user");
+    ctx.kick(); // foreground children of the aborted turn get their cancel
     return ok({ accepted: true });
   }
 
   async startRun(caller: Caller, request: StartRequest): Promise<Outcome<StartedRun>> {
-    const header = this.#authorize(caller, "act");
-    if (!header.ok) return header;
-    const started = await this.#parts!.runs.start(request);
+    const session = this.#authorize(caller, "act");
+    if (!session.ok) return session;
+    const started = await session.value.parts.runs.start(request);
     return started.ok
       ? ok({ runId: started.value.runId, id: started.value.id, local: started.value.local })
       : started;
   }
 
   async runStatus(caller: Caller, runId: string, waitMs: number): Promise<Outcome<RunView>> {
-    const header = this.#authorize(caller, "read");
-    if (!header.ok) return header;
-    const { runs } = this.#parts!;
+    const session = this.#authorize(caller, "read");
+    if (!session.ok) return session;
+    const { runs } = session.value.parts;
     const run = await runs.waitFor(runId, waitMs);
     return run ? ok(runs.view(run)) : fail("NOT_FOUND", `no run ${quote(runId)}`);
   }
 
   disposeRun(caller: Caller, runId: string): Outcome<{ accepted: true }> {
-    const header = this.#authorize(caller, "act");
-    return header.ok ? this.#parts!.runs.dispose(runId) : header;
+    const session = this.#authorize(caller, "act");
+    return session.ok ? session.value.parts.runs.dispose(runId) : session;
   }
 
   async startContinuable(
     caller: Caller,
     spec: ContinuableStart,
   ): Promise<Outcome<{ childId: string; messageId: string }>> {
-    const header = this.#authorize(caller, "act");
-    return header.ok ? this.#parts!.children.start(spec) : header;
+    const session = this.#authorize(caller, "act");
+    return session.ok ? session.value.parts.children.start(spec) : session;
   }
 
   async followupChild(
@@ -213,40 +157,44 @@ export class SessionObject extends DurableObject<Env> {
     childId: string,
     content: WireContent,
   ): Promise<Outcome<{ messageId: string }>> {
-    const header = this.#authorize(caller, "act");
-    return header.ok ? this.#parts!.children.followup(childId, content, { kind: "user" }) : header;
+    const session = this.#authorize(caller, "act");
+    return session.ok ? session.value.parts.children.followup(childId, content, { kind: "user" }) : session;
   }
 
   async interruptChild(caller: Caller, childId: string): Promise<Outcome<{ accepted: true }>> {
-    const header = this.#authorize(caller, "act");
-    if (!header.ok) return header;
-    return this.#parts!.children.interrupt(childId, { kind: "user", parentSessionId: header.value.id });
+    const session = this.#authorize(caller, "act");
+    if (!session.ok) return session;
+    const { parts, header } = session.value;
+    return parts.children.interrupt(childId, { kind: "user", parentSessionId: header.id });
   }
 
   async drainChildren(caller: Caller, childIds?: string[]): Promise<Outcome<{ drained: string[] }>> {
-    const header = this.#authorize(caller, "act");
-    return header.ok ? this.#parts!.drains.drain(childIds) : header;
+    const session = this.#authorize(caller, "act");
+    return session.ok ? session.value.parts.drains.drain(childIds) : session;
   }
 
   async listChildren(caller: Caller): Promise<Outcome<{ entries: ChildEntry[] }>> {
-    const header = this.#authorize(caller, "read");
-    return header.ok ? ok({ entries: (await childEntriesOf(this.#parts!.ctx)).map(publicEntry) }) : header;
+    const session = this.#authorize(caller, "read");
+    return session.ok
+      ? ok({ entries: (await childEntriesOf(session.value.parts.ctx)).map(publicEntry) })
+      : session;
   }
 
   async listDescendants(caller: Caller): Promise<Outcome<DescendantListing>> {
-    const header = this.#authorize(caller, "read");
-    return header.ok ? ok(await descendantListing(this.#parts!.ctx)) : header;
+    const session = this.#authorize(caller, "read");
+    return session.ok ? ok(await descendantListing(session.value.parts.ctx)) : session;
   }
 
   outbox(caller: Caller): Outcome<{ entries: OutboxEntry[] }> {
-    const header = this.#authorize(caller, "read");
-    return header.ok ? ok({ entries: this.#parts!.stores.outbox.list() }) : header;
+    const session = this.#authorize(caller, "read");
+    return session.ok ? ok({ entries: session.value.parts.stores.outbox.list() }) : session;
   }
 
   /** A signed callback from another deployment with a remote run's result (remote-callbacks.ts). */
   async remoteCallback(runId: string, input: CallbackInput): Promise<Outcome<{ applied: true }>> {
-    if (!this.#parts) return fail("NOT_FOUND", "no such run"); // never created: nothing to apply to
-    return applyCallback(this.#parts.ctx, this.#parts.remote, runId, input);
+    const parts = this.#parts;
+    if (!parts) return fail("NOT_FOUND", "no such run"); // never created: nothing to apply to
+    return applyCallback(parts.ctx, parts.remote, runId, input);
   }
 
   // ---- RPC surface: other session objects (never reachable over HTTP) ----
@@ -263,8 +211,9 @@ export class SessionObject extends DurableObject<Env> {
 
   /** At a tree's root: a slot for a session below one of its descendants (MAX_SESSIONS_PER_TREE). */
   reserveTreeSlot(childId: string): Outcome<void> {
-    if (!this.#parts) return fail("NOT_FOUND", "no such session"); // never created: stays empty
-    return reserveTreeSlot(this.#parts.ctx, childId);
+    const parts = this.#parts;
+    if (!parts) return fail("NOT_FOUND", "no such session"); // never created: stays empty
+    return reserveTreeSlot(parts.ctx, childId);
   }
 
   async deliver(envelope: Envelope): Promise<Outcome<{ applied: boolean }>> {
@@ -274,9 +223,10 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   followup(input: FollowupInput): Outcome<{ messageId: string; resumed: boolean }> {
-    if (!this.#parts)
+    const parts = this.#parts;
+    if (!parts)
       return fail("NOT_RESUMABLE", "subagent is unavailable (unknown id); do not retry send_message with it");
-    return this.#parts.self.receiveFollowup(input);
+    return parts.self.receiveFollowup(input);
   }
 
   interruptBy(authority: InterruptAuthority): Outcome<{ accepted: true }> {
@@ -297,12 +247,9 @@ export class SessionObject extends DurableObject<Env> {
   }
 
   entry(expectedParent: string): ChildEntry | null {
-    if (!this.#parts) return { kind: "diagnostic", id: "", reason: "unavailable", createdAt: 0 };
-    const header = this.#parts.ctx.header();
-    const status = this.#status();
-    const live =
-      header?.mode === "continuable" ? this.#parts.self.activation() !== undefined : status !== "idle";
-    return entryOf(this.#parts.ctx, expectedParent, { status, live });
+    const parts = this.#parts;
+    if (!parts) return { kind: "diagnostic", id: "", reason: "unavailable", createdAt: 0 };
+    return listingEntry(parts.ctx, expectedParent, () => parts.self.activation());
   }
 
   async childEntries(): Promise<ChildEntry[]> {
@@ -311,46 +258,30 @@ export class SessionObject extends DurableObject<Env> {
 
   // ---- platform entry points ----
 
-  /** The event stream (WebSocket upgrade). The Worker passes the authenticated caller in a header. */
+  /**
+   * The event stream (WebSocket upgrade, or SSE with `?transport=sse`) and the MCP face
+   * (`/mcp`). The Worker passes the authenticated caller in a header.
+   */
   override async fetch(request: Request): Promise<Response> {
-    const caller = JSON.parse(request.headers.get("x-subagents-caller") ?? "null") as Caller | null;
-    const header = caller ? this.#authorize(caller, "read") : fail("UNAUTHENTICATED", "no caller");
-    if (!header.ok) return failure(header);
+    const caller = callerOf(request);
     const url = new URL(request.url);
-    if (url.pathname === "/mcp") {
-      // an MCP client acts on the session's tools: the session's (or an admin's) authority
-      const acting = caller ? this.#authorize(caller, "act") : header;
-      return acting.ok ? this.#parts!.mcp.handle(request) : failure(acting);
-    }
-    const query = url.searchParams;
-    const after = Number(query.get("after") ?? "-1");
-    if (query.get("transport") === "sse") {
-      const { stream, stores } = this.#parts!;
-      return stream.openSse(
-        Math.min(after, stores.log.nextSeq() - 1),
-        query.get("deltas") === "true",
-        subscriberCap(this.env.MAX_SUBSCRIBERS_PER_SESSION),
-      );
-    }
-    const { stream, stores } = this.#parts!;
-    // a cursor past the end would silently skip the events that fill the gap
-    const protocol = offersStreamProtocol(request.headers.get("sec-websocket-protocol"))
-      ? STREAM_PROTOCOL
-      : undefined;
-    return stream.open(
-      Math.min(after, stores.log.nextSeq() - 1),
-      protocol,
-      query.get("deltas") === "true",
-      subscriberCap(this.env.MAX_SUBSCRIBERS_PER_SESSION),
-    );
+    // an MCP client acts on the session's tools: the session's (or an admin's) authority
+    const session = caller
+      ? this.#authorize(caller, url.pathname === "/mcp" ? "act" : "read")
+      : fail("UNAUTHENTICATED", "no caller");
+    if (!session.ok) return failure(session);
+    const { mcp, subscribers } = session.value.parts;
+    if (url.pathname === "/mcp") return mcp.handle(request);
+    return subscribers.serve(request, url.searchParams, subscriberCap(this.env.MAX_SUBSCRIBERS_PER_SESSION));
   }
 
   override async alarm(info?: AlarmInvocationInfo): Promise<void> {
-    if (!this.#parts) return; // never created: nothing can be owed
-    this.#parts.loop.alarmFired();
+    const parts = this.#parts;
+    if (!parts) return; // never created: nothing can be owed
+    parts.loop.alarmFired();
     try {
-      await faultPoint(this.#id(), "in-alarm");
-      await this.#parts.loop.kick();
+      await faultPoint(parts.stores.header.get()?.id ?? "", "in-alarm");
+      await parts.loop.kick();
     } catch (error) {
       // The platform retries a failed alarm a few times, then gives up for good; before that
       // happens, re-arm ourselves so owed work is never left without a wake-up.
@@ -370,10 +301,6 @@ export class SessionObject extends DurableObject<Env> {
 
   // ---- wiring ----
 
-  #id(): string {
-    return this.#parts?.stores.header.get()?.id ?? "";
-  }
-
   /** A new child's place in its tree, taken before anything of it is stored (child-spec.ts). */
   #treeSlot(spec: ChildInit | ContinuableInit): Promise<Outcome<void>> {
     const exists = this.#parts?.stores.header.get() !== undefined;
@@ -387,45 +314,19 @@ export class SessionObject extends DurableObject<Env> {
     return this.#parts;
   }
 
-  #authorize(caller: Caller, need: Need): Outcome<SessionHeader> {
+  /** The session and its parts when `caller` may `need` it (a session that exists has its parts). */
+  #authorize(caller: Caller, need: Need): Outcome<{ header: SessionHeader; parts: Parts }> {
+    const parts = this.#parts;
     // every caller's request is a chance to notice owed work whose alarm was lost
-    this.#parts?.loop.touched();
-    const header = this.#parts?.stores.header.get();
+    parts?.loop.touched();
+    const header = parts?.stores.header.get();
     const denied = checkAccess(header, caller, need);
-    return denied ?? ok(header!);
+    if (denied) return denied;
+    return parts && header ? ok({ header, parts }) : fail("NOT_FOUND", "session not found");
   }
+}
 
-  #view(header: SessionHeader): SessionView {
-    const view: SessionView = {
-      id: header.id,
-      parentSession: header.parentSession,
-      origin: header.origin,
-      delegationDepth: header.delegationDepth,
-      createdAt: header.createdAt,
-      status: this.#status(),
-      model: header.options.model,
-      lastSeq: this.#parts!.stores.log.nextSeq() - 1,
-    };
-    if (header.seedLength !== undefined) view.seedLength = header.seedLength;
-    if (header.mode !== undefined) view.mode = header.mode;
-    if (header.label !== undefined) view.label = header.label;
-    const { usage } = this.#parts!.stores;
-    const own = usage.own();
-    if (own) view.usage = own;
-    const subtree = usage.subtree();
-    if (subtree) view.subtreeUsage = subtree;
-    if (header.options.budget)
-      view.budget = { tokens: header.options.budget.tokens, used: usage.budgetUsed() };
-    // which MCP servers it has, never their tokens
-    if (header.options.mcpServers?.length)
-      view.mcpServers = header.options.mcpServers.map(({ name, url }) => ({ name, url }));
-    return { ...view, ...placementOf(header) };
-  }
-
-  /** running: a turn is open or work is owed; waiting: children it owns still run; idle otherwise. */
-  #status(): "running" | "waiting" | "idle" {
-    const { stores, turns } = this.#parts!;
-    if (stores.loop.get().openTurn !== null || turns.owesStep()) return "running";
-    return stores.children.ownedContinuable().length + stores.runs.unsettledCount() > 0 ? "waiting" : "idle";
-  }
+/** The authenticated caller the Worker passed with a forwarded request (none: unauthenticated). */
+function callerOf(request: Request): Caller | null {
+  return JSON.parse(request.headers.get(CALLER_HEADER) ?? "null") as Caller | null;
 }

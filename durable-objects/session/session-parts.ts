@@ -2,11 +2,9 @@ import { mayUse, scopeOf } from "../../src/providers/provider-access";
 import { builtinTools } from "../../src/agent/builtin-tools";
 import type { SessionHost } from "../../src/agent/host";
 import { ToolCatalog } from "../../src/agent/tool-source";
-import type { TurnControl } from "../../src/agent/turn-control";
-import { MAX_STEPS_PER_TURN, TurnDriver } from "../../src/agent/turn-driver";
-import { DEFAULT_MODEL_CALL_POLICY, type ModelCallPolicy } from "../../src/agent/model-calls";
-import { compact } from "../../src/core/compact";
-import { DEFAULT_MAX_LOG_BYTES, logRefusal, quotaOf } from "../../src/core/quotas";
+import { TurnDriver } from "../../src/agent/turn-driver";
+import { Turns } from "../../src/agent/turns";
+import { logRefusal } from "../../src/core/quotas";
 import type { Deployment } from "../../src/platform/deployment";
 import { defaultModelOf } from "../../src/platform/models";
 import { registryStub, sessionStub } from "../../src/platform/stubs";
@@ -17,7 +15,7 @@ import { ContinuableParent } from "../delegation/continuable/continuable-parent"
 import { Drains } from "../delegation/continuable/drains";
 import { ChildWatch } from "../delegation/child-watch";
 import { Delivery } from "../messaging/delivery";
-import { EventStream } from "./event-stream";
+import { Subscribers } from "./subscribers";
 import { OneShotChild } from "../delegation/one-shot/one-shot-child";
 import { OneShotRuns } from "../delegation/one-shot/one-shot-runs";
 import { RunLedger } from "../delegation/one-shot/run-ledger";
@@ -28,19 +26,19 @@ import type { SessionContext } from "./session-context";
 import { sessionHost } from "./session-host";
 import { EventLog } from "../store/event-log";
 import { SessionStores } from "../store/session-stores";
+import { AlarmClock } from "./alarm-clock";
 import { DriveLoop } from "./drive-loop";
-import { envelopeHandlers, type SessionPart } from "./part";
-import { TurnControlRelay } from "./turn-control-relay";
-import { DelegationTools } from "./delegation-tools";
+import { SessionSignals } from "./signals";
+import { DelegationToolSource } from "./delegation-tool-source";
 import { McpFace } from "./mcp-face";
 import { McpToolSource } from "../../src/agent/mcp-tools";
+import { turnSettingsOf } from "./turn-settings";
 
 /** A session's parts, built once its schema exists: what the shell's RPC methods reach. */
 export interface Parts {
   stores: SessionStores;
   ctx: SessionContext;
-  turns: TurnControl;
-  stream: EventStream;
+  subscribers: Subscribers;
   loop: DriveLoop;
   runs: OneShotRuns;
   oneShot: OneShotChild;
@@ -56,11 +54,14 @@ export interface Parts {
 const DELIVERED_KINDS = ["run-result", "cancel-run", "report", "settled"] as const;
 
 /**
- * Wires a session object's parts over its (migrated) storage: the log and its stream, the stores,
- * the shared context, the parts, the turn driver (whose turn-end hooks and envelope handlers are
- * the parts'), and the drive loop over the parts in the order their hooks run. Nothing here
- * decides anything: behaviour lives in the parts. `created`: the schema was created just now (the
- * stores know their tables are empty); `tables`: the object's tables as it opened.
+ * The composition of a session object over its (migrated) storage, in one direction: each thing
+ * is built from what is built before it, and nothing is wired afterwards. The signals come first
+ * (a turn ended, an envelope arrived, work is due: signals.ts), then the turns' durable state,
+ * the context the parts share, the parts (each added to the signals with the envelope kinds and
+ * turn-end hook it declares), the turn driver over them, and last the drive loop, which runs the
+ * parts' work in the order listed. Nothing here decides anything: behaviour lives in the parts.
+ * `created`: the schema was created just now (the stores know their tables are empty); `tables`:
+ * the object's tables as it opened.
  */
 export function assembleParts(
   state: DurableObjectState,
@@ -69,89 +70,64 @@ export function assembleParts(
   { created = false, tables = [] }: { created?: boolean; tables?: Iterable<string> } = {},
 ): Parts {
   const log = new EventLog(state.storage.sql);
-  const stream = new EventStream(state, log);
-  const stores = new SessionStores(state.storage, log, (events) => stream.publish(events), {
+  const subscribers = new Subscribers(state, log);
+  const stores = new SessionStores(state.storage, log, (events) => subscribers.publish(events), {
     created,
     tables,
   });
-  const loop = new DriveLoop(state.storage, () => stores.header.get()?.id ?? "");
-  const turns = new TurnControlRelay();
-  const watch = new ChildWatch(
-    stores,
-    (id) => sessionStub(env, id),
-    (at) => loop.wakeBy(at),
+  const signals = new SessionSignals();
+  const settings = turnSettingsOf(env, () => stores.header.get());
+  const turns = new Turns(stores, settings, signals);
+  const alarm = new AlarmClock(state.storage);
+  const watch = signals.add(
+    new ChildWatch(
+      stores,
+      (id) => sessionStub(env, id),
+      (at) => alarm.wakeBy(at),
+    ),
   );
-  const ctx = sessionContext(env, deployment, stores, turns, {
-    kick: () => loop.kickSoon(),
-    childStarted: () => watch.started(),
-  });
-  const header = ctx.header;
+  const ctx = sessionContext(env, deployment, stores, turns, signals, watch);
+
+  // the parts, each added to the signals as it is built (the order of their turn-end hooks);
+  // every way a one-shot child runs reports its result through `deliver` (de-duplicated) or the
+  // run ledger
   const callbacks = new CallbackSender(ctx);
-  const delivery = new Delivery(ctx, (envelope) => callbacks.send(envelope));
-  // every way a one-shot child runs; out-of-process results go through `deliver` (de-duplicated)
+  const delivery = signals.add(new Delivery(ctx, signals, (envelope) => callbacks.send(envelope)));
   const ledger = new RunLedger(ctx);
-  const local = new LocalRuns(ctx, ledger);
-  const remote = new RemoteRuns(ctx, (envelope) => delivery.deliver(envelope));
-  const acp = new AcpRuns(ctx, (envelope) => delivery.deliver(envelope));
-  const a2a = new A2aRuns(ctx, (envelope) => delivery.deliver(envelope));
-  const runs = new OneShotRuns(ctx, ledger, [local, remote, acp, a2a]);
-  const oneShot = new OneShotChild(ctx);
+  const local = signals.add(new LocalRuns(ctx, ledger));
+  const deliver = delivery.deliver.bind(delivery);
+  const remote = signals.add(new RemoteRuns(ctx, deliver));
+  const acp = signals.add(new AcpRuns(ctx, deliver));
+  const a2a = signals.add(new A2aRuns(ctx, deliver));
+  const runs = signals.add(new OneShotRuns(ctx, ledger, [local, remote, acp, a2a]));
+  const oneShot = signals.add(new OneShotChild(ctx));
   const drains = new Drains(ctx);
-  const children = new ContinuableParent(ctx, drains);
-  const self = new ContinuableChild(ctx, drains, runs);
-  const model = (): string => header()?.options.model ?? defaultModelOf(env);
+  const children = signals.add(new ContinuableParent(ctx, drains));
+  const self = signals.add(new ContinuableChild(ctx, drains, runs));
+  // last: a callback carries the turn's result after the runs and the one-shot child saw its end
+  signals.add(callbacks);
+  signals.requireHandlers(DELIVERED_KINDS);
+
   const host = sessionHost(ctx, runs, children, self);
-  // filled below, before anything runs, in the order their hooks run: a cut-short drain before
-  // any model step, then the step, then the outbox, then repairs and transports
-  const parts: SessionPart[] = [];
   const driver = new TurnDriver<SessionHost>({
     stores,
-    get sessionId() {
-      return header()?.id ?? "";
-    },
-    maxSteps: positiveInt(env.MAX_STEPS_PER_TURN, MAX_STEPS_PER_TURN),
-    modelRoute: model,
-    model: () => ctx.models.client(model()),
-    modelPolicy: modelPolicyOf(env),
-    params: () => {
-      const options = header()?.options;
-      if (options?.temperature === undefined && options?.maxOutputTokens === undefined) return undefined;
-      return compact({ temperature: options.temperature, maxOutputTokens: options.maxOutputTokens });
-    },
-    onTextDelta: (delta) => stream.publishDelta({ type: "assistant/delta", ...delta }),
-    onStepUsage: (usage) => stores.usage.addOwn(usage),
-    budget: () => {
-      const budget = header()?.options.budget;
-      return budget && { tokens: budget.tokens, used: stores.usage.budgetUsed() };
-    },
-    logQuota: () => ({ bytes: stores.log.bytes(), max: quotaOf(ctx.limits.logCap, DEFAULT_MAX_LOG_BYTES) }),
-    system: () => header()?.options.persona,
-    tools: () => ctx.tools.visible(header()),
+    turns,
+    settings,
+    models: ctx.models,
+    tools: () => ctx.tools.visible(stores.header.get()),
     host,
-    inFlight: (keys) => stores.runs.inFlight(keys),
-    onTurnEnd: (turn, reason, turnStartSeq) => {
-      for (const part of parts) part.onTurnEnd?.(turn, reason, turnStartSeq);
-    },
+    live: { delta: (delta) => subscribers.publishDelta({ type: "assistant/delta", ...delta }) },
   });
-  turns.attach(driver);
-  parts.push(
-    self,
-    turnPart(driver),
-    delivery,
-    runs,
-    local,
-    children,
-    oneShot,
-    remote,
-    acp,
-    a2a,
-    callbacks,
-    watch,
+  // the order their hooks run: a cut-short drain before any model step, then the step, then the
+  // outbox, then repairs and transports
+  const loop = new DriveLoop(
+    alarm,
+    [self, driver, delivery, runs, local, children, oneShot, remote, acp, a2a, callbacks, watch],
+    signals,
+    () => stores.header.get()?.id ?? "",
   );
-  delivery.install(envelopeHandlers(parts, DELIVERED_KINDS));
-  loop.install(parts);
   const mcp = new McpFace(ctx, host, runs);
-  return { stores, ctx, turns, stream, loop, runs, oneShot, children, drains, self, delivery, remote, mcp };
+  return { stores, ctx, subscribers, loop, runs, oneShot, children, drains, self, delivery, remote, mcp };
 }
 
 /** The session context: the parts' only way to the stores, the turn, other objects and the registry. */
@@ -159,8 +135,9 @@ function sessionContext(
   env: Env,
   deployment: Deployment,
   stores: SessionStores,
-  turns: TurnControl,
-  loop: Pick<SessionContext, "kick" | "childStarted">,
+  turns: Turns,
+  signals: SessionSignals,
+  watch: ChildWatch,
 ): SessionContext {
   return {
     stores,
@@ -177,7 +154,7 @@ function sessionContext(
             stores.transact(() => stores.log.append("mcp/server-unavailable", failure));
         },
       }),
-      new DelegationTools(() => registryStub(env).list(), registryStub(env).id.toString()),
+      new DelegationToolSource(() => registryStub(env).list(), registryStub(env).id.toString()),
     ]),
     session: (id, locationHint) => sessionStub(env, id, locationHint),
     // a provider of another tenant, or outside the session's `providers`, is no provider at all
@@ -197,31 +174,7 @@ function sessionContext(
       logCap: env.MAX_LOG_BYTES,
     },
     remoteSettings: remoteSettings(env),
-    ...loop,
+    kick: () => signals.workDue(),
+    childStarted: () => watch.started(),
   };
-}
-
-/** The turn driver as a part: a model step on every pass, due at once while one is owed. */
-function turnPart(driver: TurnDriver<SessionHost>): SessionPart {
-  return {
-    name: "turn driver",
-    step: () => driver.step(),
-    nextDue: () => (driver.owesStep() ? Date.now() : undefined),
-  };
-}
-
-/** Model call timeout and attempts per step from the Worker's vars (MODEL_TIMEOUT_SECONDS, MODEL_ATTEMPTS_PER_STEP). */
-function modelPolicyOf(env: Env): ModelCallPolicy {
-  // optional: an embedding Worker's wrangler.toml need not set them
-  const vars = env as Partial<Pick<Env, "MODEL_TIMEOUT_SECONDS" | "MODEL_ATTEMPTS_PER_STEP">>;
-  return {
-    ...DEFAULT_MODEL_CALL_POLICY,
-    timeoutMs: positiveInt(vars.MODEL_TIMEOUT_SECONDS, DEFAULT_MODEL_CALL_POLICY.timeoutMs / 1000) * 1000,
-    attemptsPerStep: positiveInt(vars.MODEL_ATTEMPTS_PER_STEP, DEFAULT_MODEL_CALL_POLICY.attemptsPerStep),
-  };
-}
-
-function positiveInt(raw: string | undefined, fallback: number): number {
-  const n = Number(raw);
-  return Number.isSafeInteger(n) && n > 0 ? n : fallback;
 }

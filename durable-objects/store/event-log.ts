@@ -156,6 +156,14 @@ export class EventLog {
     return this.storedPage(after, limit, { maxBytes }).map(parsed);
   }
 
+  /** A page of `GET …/events`: `page`, and where the next one starts (null: the log ends here). */
+  pageAfter(after: number, limit: number, maxBytes: number): { events: SessionEvent[]; next: number | null } {
+    const events = this.page(after, limit, maxBytes);
+    const last = events[events.length - 1];
+    const more = last !== undefined && last.seq < this.nextSeq() - 1;
+    return { events, next: more ? last.seq : null };
+  }
+
   /**
    * `page` with the rows as stored (their `data` JSON unparsed, for a reader that sends it on as
    * it is), and no further than `upTo`.

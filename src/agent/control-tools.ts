@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { ChildEntry, DescendantEntry } from "../core/listing";
+import type { ChildEntry, DescendantEntry } from "../contract/listing";
 import type { SessionHost } from "./host";
 import { text, type Tool } from "./tools";
 

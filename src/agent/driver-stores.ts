@@ -1,11 +1,12 @@
 import type { ContentBlock } from "../contract/content";
-import type { EventData, EventType, ToolCall } from "../contract/events";
+import type { EventData, EventType, ToolCall, Usage } from "../contract/events";
 import type { LoopState, PendingItem } from "../core/turn-plan";
 import type { ConversationMessage } from "./model";
 
 /**
- * What the turn driver needs of a session's storage (the session object's stores implement it):
- * synchronous transactions over the loop state, the inbox and the log.
+ * What a session's turns need of its storage (the session object's stores implement it):
+ * synchronous transactions over the loop state, the inbox and the log, which tool calls run as
+ * long-lived work, and the usage that counts against the token budget.
  */
 export interface DriverStores {
   transact<T>(fn: () => T): T;
@@ -22,5 +23,17 @@ export interface DriverStores {
     conversation(fromSeq: number): ConversationMessage[];
     /** Tool calls of the last assistant message at or after `fromSeq` that have no result yet. */
     unansweredToolCalls(fromSeq: number): ToolCall[];
+    /** The bytes the log holds (for its quota). */
+    bytes(): number;
+  };
+  runs: {
+    /** Which tool calls (by call key) are long-running work already in flight. */
+    inFlight(callKeys: readonly string[]): Set<string>;
+  };
+  usage: {
+    /** Inside the transaction that appends a step's `assistant/message`: the usage it reported. */
+    addOwn(usage: Usage): void;
+    /** What counts against the session's token budget so far. */
+    budgetUsed(): number;
   };
 }

@@ -1,6 +1,6 @@
 import type { Outcome } from "../contract/errors";
 import type { RunView, StartRequest } from "../contract/run";
-import type { ChildEntry, DescendantEntry } from "../core/listing";
+import type { ChildEntry, DescendantEntry } from "../contract/listing";
 
 /**
  * What built-in tools may ask of the session that runs them. Implemented by the Session object;

@@ -101,6 +101,9 @@ export type Caller =
   | { kind: "admin"; tenant?: string }
   | { kind: "session"; sessionId: string; tokenHash: string };
 
+/** The header in which the Worker passes the authenticated caller (JSON) with a forwarded request. */
+export const CALLER_HEADER = "x-subagents-caller";
+
 export const DEFAULT_TENANT = "default";
 
 /** What a tenant's name may be (`TENANT_TOKENS` values, provider `tenants`). */

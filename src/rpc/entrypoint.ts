@@ -5,7 +5,7 @@ import type { SessionView } from "../contract/session";
 import type { EventPage } from "../contract/session-api";
 import { ContinuableStartSchema, DrainBody, FollowupBody } from "../contract/continuable";
 import { CreateSessionBody, SendMessageBody } from "../contract/wire";
-import type { ChildEntry, DescendantListing } from "../core/listing";
+import type { ChildEntry, DescendantListing } from "../contract/listing";
 import { compact } from "../core/compact";
 import { validate } from "../http/body";
 import { createTopLevelSession } from "../http/session-create";

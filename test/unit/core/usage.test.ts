@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { DescendantEntry } from "../../../src/core/listing";
-import { withSubtreeUsage } from "../../../src/core/listing";
+import type { DescendantEntry } from "../../../src/contract/listing";
+import { withSubtreeUsage } from "../../../src/core/descendants";
 import { addUsage, sumUsage, tokensOf } from "../../../src/core/usage";
 
 describe("usage arithmetic", () => {

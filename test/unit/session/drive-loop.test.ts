@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { AlarmClock } from "../../../durable-objects/session/alarm-clock";
 import { DriveLoop } from "../../../durable-objects/session/drive-loop";
 import type { SessionPart } from "../../../durable-objects/session/part";
+import { SessionSignals } from "../../../durable-objects/session/signals";
 
 /** The alarm calls of a Durable Object's storage, recorded (the drive loop uses nothing else). */
 function alarmStorage(initial: number | null = null) {
@@ -23,6 +25,15 @@ function alarmStorage(initial: number | null = null) {
   return { storage: storage as unknown as DurableObjectStorage, calls, alarm: () => alarm };
 }
 
+/** A drive loop over `parts`, and the alarm clock it shares with the parts (a watchdog's `wakeBy`). */
+function driveLoop(
+  storage: DurableObjectStorage,
+  parts: SessionPart[],
+): { loop: DriveLoop; alarm: AlarmClock } {
+  const alarm = new AlarmClock(storage);
+  return { loop: new DriveLoop(alarm, parts, new SessionSignals(), () => "s"), alarm };
+}
+
 /** A part owing `work` steps now, then `later` (a time, or nothing). */
 function part(work: number, later?: number): SessionPart & { done: number } {
   const p = {
@@ -41,9 +52,8 @@ function part(work: number, later?: number): SessionPart & { done: number } {
 describe("the drive loop's alarm", () => {
   it("arms the safety net before work owed now, and clears the alarm when nothing is owed after it", async () => {
     const { storage, calls, alarm } = alarmStorage();
-    const loop = new DriveLoop(storage, () => "s");
     const owed = part(2);
-    loop.install([owed]);
+    const { loop } = driveLoop(storage, [owed]);
     await loop.kick();
     expect(owed.done).toBe(2);
     expect(calls).toEqual(["set +5s", "delete"]); // the net is SAFETY_NET_MS away
@@ -53,9 +63,8 @@ describe("the drive loop's alarm", () => {
   it("writes nothing for a pass with nothing owed now whose alarm is already where it belongs", async () => {
     const watchdogAt = Date.now() + 60_000;
     const { storage, calls } = alarmStorage();
-    const loop = new DriveLoop(storage, () => "s");
-    loop.install([part(0, watchdogAt)]);
-    await loop.wakeBy(watchdogAt); // a start armed the watchdog
+    const { loop, alarm: clock } = driveLoop(storage, [part(0, watchdogAt)]);
+    await clock.wakeBy(watchdogAt); // a start armed the watchdog
     await loop.kick(); // a delivery's pass: nothing owed now
     await loop.kick();
     expect(calls).toEqual(["get", "set +60s"]);
@@ -64,20 +73,18 @@ describe("the drive loop's alarm", () => {
   it("reads the alarm once for many starts, and again after the alarm fired", async () => {
     const at = Date.now() + 60_000;
     const { storage, calls } = alarmStorage(Date.now() + 30_000);
-    const loop = new DriveLoop(storage, () => "s");
-    loop.install([part(0)]);
-    for (let i = 0; i < 5; i++) await loop.wakeBy(at);
+    const { loop, alarm: clock } = driveLoop(storage, [part(0)]);
+    for (let i = 0; i < 5; i++) await clock.wakeBy(at);
     expect(calls).toEqual(["get"]); // armed earlier already: no write
     loop.alarmFired();
-    await loop.wakeBy(at);
+    await clock.wakeBy(at);
     expect(calls).toEqual(["get", "get"]);
   });
 
   it("repairs from the real alarm, whatever this instance last wrote", async () => {
     const { storage, calls } = alarmStorage();
-    const loop = new DriveLoop(storage, () => "s");
-    loop.install([part(0, Date.now() + 10_000)]);
-    await loop.wakeBy(Date.now() + 10_000);
+    const { loop, alarm: clock } = driveLoop(storage, [part(0, Date.now() + 10_000)]);
+    await clock.wakeBy(Date.now() + 10_000);
     await storage.deleteAlarm(); // lost behind the loop's back
     calls.length = 0;
     expect(await loop.armIfOwed()).toBe(true);
@@ -86,10 +93,9 @@ describe("the drive loop's alarm", () => {
 
   it("arms the safety net for owed work when the alarm it knows of is long past its time (lost)", async () => {
     const { storage, calls } = alarmStorage(Date.now() - 2 * 60_000);
-    const loop = new DriveLoop(storage, () => "s");
     const owed = part(1);
-    loop.install([owed]);
-    await loop.wakeBy(Date.now() + 60_000); // reads the lost alarm: it is earlier, so it stays
+    const { loop, alarm: clock } = driveLoop(storage, [owed]);
+    await clock.wakeBy(Date.now() + 60_000); // reads the lost alarm: it is earlier, so it stays
     await loop.kick();
     expect(owed.done).toBe(1);
     expect(calls).toEqual(["get", "set +5s", "delete"]);

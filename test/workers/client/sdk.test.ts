@@ -16,7 +16,7 @@ import type { RunView as ContractRunView, StartRequestSchema } from "../../../sr
 import type { DirectoryEntry, OutboxEntry, RegistryEvent } from "../../../src/contract/session-api";
 import type { SessionView as ContractSessionView } from "../../../src/contract/session";
 import type { CreateSessionBody } from "../../../src/contract/wire";
-import type { DescendantEntry as ContractDescendant } from "../../../src/core/listing";
+import type { DescendantEntry as ContractDescendant } from "../../../src/contract/listing";
 import type { ProviderInfo as ContractProvider } from "../../../src/providers/catalog";
 import { ADMIN, workerFetch } from "../../support/api";
 import { eventually } from "../../support/logs";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { applyEnvelope, envelopeHandlers, type SessionPart } from "../../../durable-objects/session/part";
+import type { SessionPart } from "../../../durable-objects/session/part";
+import { SessionSignals } from "../../../durable-objects/session/signals";
 import type { Envelope } from "../../../src/contract/envelope";
 
 const report: Envelope = {
@@ -13,7 +14,7 @@ const report: Envelope = {
   delivery: "next-step",
 };
 
-describe("the parts' envelope handlers", () => {
+describe("the session's signals", () => {
   it("dispatch each kind to the one part that registered it", () => {
     const seen: string[] = [];
     const parts: SessionPart[] = [
@@ -36,19 +37,23 @@ describe("the parts' envelope handlers", () => {
         },
       },
     ];
-    const handlers = envelopeHandlers(parts, ["report", "settled"]);
-    expect(applyEnvelope(handlers, report, undefined)).toBe(false);
+    const signals = new SessionSignals();
+    for (const part of parts) signals.add(part);
+    signals.requireHandlers(["report", "settled"]);
+    expect(signals.apply(report, undefined)).toBe(false);
     expect(seen).toEqual(["a:report:half way"]);
-    expect(() =>
-      applyEnvelope(handlers, { ...report, kind: "cancel-run", runId: "x" } as Envelope, undefined),
-    ).toThrow(/no part handles envelope kind cancel-run/);
+    expect(() => signals.apply({ ...report, kind: "cancel-run", runId: "x" } as Envelope, undefined)).toThrow(
+      /no part handles envelope kind cancel-run/,
+    );
   });
 
   it("refuse a kind registered twice and a deliverable kind nobody handles", () => {
     const a: SessionPart = { name: "a", envelopes: { report: () => false } };
     const b: SessionPart = { name: "b", envelopes: { report: () => false } };
-    expect(() => envelopeHandlers([a, b], ["report"])).toThrow(/handled by both a and b/);
-    expect(() => envelopeHandlers([a], ["report", "settled"])).toThrow(
+    const signals = new SessionSignals();
+    signals.add(a);
+    expect(() => signals.add(b)).toThrow(/handled by both a and b/);
+    expect(() => signals.requireHandlers(["report", "settled"])).toThrow(
       /no part handles envelope kind settled/,
     );
   });

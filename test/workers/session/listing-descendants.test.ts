@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { type ChildEntry, preOrder } from "../../../src/core/listing";
+import type { ChildEntry } from "../../../src/contract/listing";
+import { preOrder } from "../../../src/core/descendants";
 import { api, createSession } from "../../support/api";
 import {
   breakChildrenTable,

@@ -1,13 +1,7 @@
 import { compact } from "../../src/core/compact";
 import { foldDescriptor } from "../../src/core/descriptor";
-import {
-  type ChildEntry,
-  type DescendantEntry,
-  type DescendantListing,
-  preOrder,
-  treeUsage,
-  withSubtreeUsage,
-} from "../../src/core/listing";
+import type { ChildEntry, DescendantEntry, DescendantListing } from "../../src/contract/listing";
+import { preOrder, treeUsage, withSubtreeUsage } from "../../src/core/descendants";
 import { placementOf } from "../../src/core/placement";
 import type { SessionContext } from "./session-context";
 

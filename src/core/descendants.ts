@@ -1,13 +1,11 @@
 import type { Usage } from "../contract/events";
-import type { ChildEntry, DescendantEntry, DescendantListing } from "../contract/listing";
+import type { ChildEntry, DescendantEntry } from "../contract/listing";
 import { addUsage, sumUsage } from "./usage";
 
 /**
  * Discovery rows (semantics.md §9): children ordered by `createdAt` then id; descendants in a stable
  * pre-order with `parentId` and `depth`, guarded against cycles. Pure.
  */
-
-export type { ChildEntry, DescendantEntry, DescendantListing };
 
 /** A row as callers see it (the internal `foreign` mark removed). */
 export function publicEntry<T extends ChildEntry>(entry: T): T {

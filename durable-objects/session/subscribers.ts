@@ -1,7 +1,12 @@
 import type { SessionEvent } from "../../src/contract/events";
 import { fail } from "../../src/contract/errors";
 import { failure } from "../../src/contract/respond";
-import { KEEPALIVE_PING, KEEPALIVE_PONG } from "../../src/contract/stream";
+import {
+  KEEPALIVE_PING,
+  KEEPALIVE_PONG,
+  offersStreamProtocol,
+  STREAM_PROTOCOL,
+} from "../../src/contract/stream";
 import type { EventLog } from "../store/event-log";
 
 /**
@@ -103,7 +108,7 @@ function sseEvent(event: WireEvent): string {
   return `id: ${event.seq}\nevent: ${event.type}\ndata: ${event.json}\n\n`;
 }
 
-export class EventStream {
+export class Subscribers {
   /** SSE subscribers live in memory only (they keep the object awake while they are open). */
   readonly #sse = new Set<SseSubscriber>();
   /** Long-poll readers waiting for the next committed event (memory only, each bounded in time). */
@@ -121,6 +126,20 @@ export class EventStream {
   /** Open subscribers: SSE responses and WebSockets (hibernated ones included) not yet closed. */
   subscribers(): number {
     return this.#sse.size + this.ctx.getWebSockets().length;
+  }
+
+  /**
+   * A forwarded stream request: `?transport=sse` opens Server-Sent Events, anything else a
+   * WebSocket (answering the stream subprotocol when the client offers it); `after` is the last
+   * seq the reader has (clamped to the log's end: a cursor past it would silently skip the events
+   * that fill the gap), `deltas=true` adds live text deltas.
+   */
+  serve(request: Request, query: URLSearchParams, cap: number): Response {
+    const after = Math.min(Number(query.get("after") ?? "-1"), this.log.nextSeq() - 1);
+    const deltas = query.get("deltas") === "true";
+    if (query.get("transport") === "sse") return this.openSse(after, deltas, cap);
+    const offered = offersStreamProtocol(request.headers.get("sec-websocket-protocol"));
+    return this.open(after, offered ? STREAM_PROTOCOL : undefined, deltas, cap);
   }
 
   /** The `429` for a subscriber past `cap`, or undefined when it may open. */

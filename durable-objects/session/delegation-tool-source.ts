@@ -35,7 +35,7 @@ const CONTROL_TOOLS = [
  * survive any tool filter: `structured_output` for a one-shot child given an output schema,
  * `report` in continuable children.
  */
-export class DelegationTools implements ToolSource<SessionHost> {
+export class DelegationToolSource implements ToolSource<SessionHost> {
   readonly name = "delegation";
   readonly #listProviders: () => Promise<ProviderInfo[]>;
   readonly #registry: string;

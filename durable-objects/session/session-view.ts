@@ -1,0 +1,53 @@
+import type { ChildEntry } from "../../src/contract/listing";
+import type { SessionHeader, SessionView } from "../../src/contract/session";
+import { placementOf } from "../../src/core/placement";
+import { entryOf } from "./discovery";
+import type { SessionContext } from "./session-context";
+
+/** running: a turn is open or work is owed; waiting: children it owns still run; idle otherwise. */
+export function sessionStatus(ctx: SessionContext): "running" | "waiting" | "idle" {
+  const { stores, turns } = ctx;
+  if (stores.loop.get().openTurn !== null || turns.owesStep()) return "running";
+  return stores.children.ownedContinuable().length + stores.runs.unsettledCount() > 0 ? "waiting" : "idle";
+}
+
+/** The session as `GET /v1/sessions/:id` and every creation answer show it. */
+export function sessionView(ctx: SessionContext, header: SessionHeader): SessionView {
+  const { log, usage } = ctx.stores;
+  const view: SessionView = {
+    id: header.id,
+    parentSession: header.parentSession,
+    origin: header.origin,
+    delegationDepth: header.delegationDepth,
+    createdAt: header.createdAt,
+    status: sessionStatus(ctx),
+    model: header.options.model,
+    lastSeq: log.nextSeq() - 1,
+  };
+  if (header.seedLength !== undefined) view.seedLength = header.seedLength;
+  if (header.mode !== undefined) view.mode = header.mode;
+  if (header.label !== undefined) view.label = header.label;
+  const own = usage.own();
+  if (own) view.usage = own;
+  const subtree = usage.subtree();
+  if (subtree) view.subtreeUsage = subtree;
+  if (header.options.budget) view.budget = { tokens: header.options.budget.tokens, used: usage.budgetUsed() };
+  // which MCP servers it has, never their tokens
+  if (header.options.mcpServers?.length)
+    view.mcpServers = header.options.mcpServers.map(({ name, url }) => ({ name, url }));
+  return { ...view, ...placementOf(header) };
+}
+
+/**
+ * This session as a row of its parent's listing (discovery.ts): live while a continuable child
+ * has an activation, or while any other session is not idle.
+ */
+export function listingEntry(
+  ctx: SessionContext,
+  expectedParent: string,
+  activation: () => unknown,
+): ChildEntry | null {
+  const status = sessionStatus(ctx);
+  const live = ctx.header()?.mode === "continuable" ? activation() !== undefined : status !== "idle";
+  return entryOf(ctx, expectedParent, { status, live });
+}

@@ -1,0 +1,48 @@
+import { DEFAULT_MODEL_CALL_POLICY, type ModelCallPolicy } from "../../src/agent/model-calls";
+import { MAX_STEPS_PER_TURN, type TurnSettings } from "../../src/agent/turn-settings";
+import { compact } from "../../src/core/compact";
+import { positiveInt } from "../../src/core/positive-int";
+import { DEFAULT_MAX_LOG_BYTES, quotaOf } from "../../src/core/quotas";
+import type { SessionHeader } from "../../src/contract/session";
+import { defaultModelOf } from "../../src/platform/models";
+
+/**
+ * A session's turn settings: its header's model, persona, sampling parameters and token budget,
+ * over the deployment's vars (MAX_STEPS_PER_TURN, MODEL_TIMEOUT_SECONDS, MODEL_ATTEMPTS_PER_STEP,
+ * MAX_LOG_BYTES, DEFAULT_MODEL), which are read once.
+ */
+export function turnSettingsOf(env: Env, header: () => SessionHeader | undefined): () => TurnSettings {
+  const maxSteps = positiveInt(env.MAX_STEPS_PER_TURN, MAX_STEPS_PER_TURN);
+  const policy = modelPolicyOf(env);
+  const maxLogBytes = quotaOf(env.MAX_LOG_BYTES, DEFAULT_MAX_LOG_BYTES);
+  const defaultModel = defaultModelOf(env);
+  return () => {
+    const session = header();
+    const options = session?.options;
+    const params =
+      options?.temperature === undefined && options?.maxOutputTokens === undefined
+        ? undefined
+        : compact({ temperature: options.temperature, maxOutputTokens: options.maxOutputTokens });
+    return {
+      sessionId: session?.id ?? "",
+      modelRoute: options?.model ?? defaultModel,
+      system: options?.persona,
+      params,
+      maxSteps,
+      policy,
+      budgetTokens: options?.budget?.tokens,
+      maxLogBytes,
+    };
+  };
+}
+
+/** Model call timeout and attempts per step from the Worker's vars (MODEL_TIMEOUT_SECONDS, MODEL_ATTEMPTS_PER_STEP). */
+function modelPolicyOf(env: Env): ModelCallPolicy {
+  // optional: an embedding Worker's wrangler.toml need not set them
+  const vars = env as Partial<Pick<Env, "MODEL_TIMEOUT_SECONDS" | "MODEL_ATTEMPTS_PER_STEP">>;
+  return {
+    ...DEFAULT_MODEL_CALL_POLICY,
+    timeoutMs: positiveInt(vars.MODEL_TIMEOUT_SECONDS, DEFAULT_MODEL_CALL_POLICY.timeoutMs / 1000) * 1000,
+    attemptsPerStep: positiveInt(vars.MODEL_ATTEMPTS_PER_STEP, DEFAULT_MODEL_CALL_POLICY.attemptsPerStep),
+  };
+}

@@ -1,0 +1,27 @@
+import type { ModelParams } from "./model";
+import type { ModelCallPolicy } from "./model-calls";
+
+/** Model calls one turn may make before it ends as `error` (`MAX_STEPS_PER_TURN` overrides). */
+export const MAX_STEPS_PER_TURN = 64;
+
+/**
+ * What the turns of one session run with, from its header and the deployment's vars, read at
+ * each step (a session's header may not exist yet when its object is built).
+ */
+export interface TurnSettings {
+  /** Empty before the session is created (its fault points are then unscoped). */
+  sessionId: string;
+  modelRoute: string;
+  /** The persona, sent as the system prompt. */
+  system: string | undefined;
+  /** The session's sampling parameters, when it sets any. */
+  params: ModelParams | undefined;
+  /** The step budget of one turn (MAX_STEPS_PER_TURN). */
+  maxSteps: number;
+  /** Timeout, retries and the per-step attempt budget of model calls. */
+  policy: ModelCallPolicy;
+  /** The session's token budget, when it has one (what counts against it is in the stores). */
+  budgetTokens: number | undefined;
+  /** The log quota (MAX_LOG_BYTES), checked before each model step. */
+  maxLogBytes: number;
+}
