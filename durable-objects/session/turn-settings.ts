@@ -2,7 +2,7 @@ import { DEFAULT_MODEL_CALL_POLICY, type ModelCallPolicy } from "../../src/agent
 import { MAX_STEPS_PER_TURN, type TurnSettings } from "../../src/agent/turn-settings";
 import { compact } from "../../src/core/compact";
 import { positiveInt } from "../../src/core/positive-int";
-import { DEFAULT_MAX_LOG_BYTES, quotaOf } from "../../src/core/quotas";
+import { DEFAULT_MAX_LOG_BYTES } from "../../src/core/quotas";
 import type { SessionHeader } from "../../src/contract/session";
 import { defaultModelOf } from "../../src/platform/models";
 
@@ -14,7 +14,7 @@ import { defaultModelOf } from "../../src/platform/models";
 export function turnSettingsOf(env: Env, header: () => SessionHeader | undefined): () => TurnSettings {
   const maxSteps = positiveInt(env.MAX_STEPS_PER_TURN, MAX_STEPS_PER_TURN);
   const policy = modelPolicyOf(env);
-  const maxLogBytes = quotaOf(env.MAX_LOG_BYTES, DEFAULT_MAX_LOG_BYTES);
+  const maxLogBytes = positiveInt(env.MAX_LOG_BYTES, DEFAULT_MAX_LOG_BYTES);
   const defaultModel = defaultModelOf(env);
   return () => {
     const session = header();

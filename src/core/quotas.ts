@@ -1,4 +1,5 @@
 import { type Failure, fail } from "../contract/errors";
+import { positiveInt } from "./positive-int";
 
 /**
  * The documented quotas (docs/semantics.md §8, "Quotas"), pure: what each one allows, and the
@@ -17,18 +18,12 @@ export const DEFAULT_MAX_SESSIONS_PER_TREE = 10_000;
 export const DEFAULT_MAX_PENDING_MESSAGES = 1_000;
 export const DEFAULT_MAX_LOG_BYTES = 268_435_456;
 
-/** A quota var's value: a positive safe integer, else `fallback` (absent or malformed). */
-export function quotaOf(raw: string | undefined, fallback: number): number {
-  const n = Number(raw);
-  return Number.isSafeInteger(n) && n > 0 ? n : fallback;
-}
-
 /**
  * Whether a tree of `size` sessions (its top-level session included) may get one more; else the
  * refusal.
  */
 export function treeRefusal(size: number, raw: string | undefined): Failure | undefined {
-  const max = quotaOf(raw, DEFAULT_MAX_SESSIONS_PER_TREE);
+  const max = positiveInt(raw, DEFAULT_MAX_SESSIONS_PER_TREE);
   if (size < max) return undefined;
   return fail(
     "QUOTA_EXCEEDED",
@@ -51,7 +46,7 @@ export function logQuotaMessage(bytes: number, max: number): string {
 
 /** The refusal of new work for a log holding `bytes`, if it is at or past its quota. */
 export function logRefusal(bytes: number, raw: string | undefined): Failure | undefined {
-  const max = quotaOf(raw, DEFAULT_MAX_LOG_BYTES);
+  const max = positiveInt(raw, DEFAULT_MAX_LOG_BYTES);
   return bytes < max ? undefined : fail("QUOTA_EXCEEDED", logQuotaMessage(bytes, max));
 }
 
@@ -91,6 +86,6 @@ export function messageQuota(
 ): { capacity: number; refusal: Failure } {
   const closed = logRefusal(logBytes, limits.logCap);
   if (closed) return { capacity: 0, refusal: closed };
-  const max = quotaOf(limits.inboxCap, DEFAULT_MAX_PENDING_MESSAGES);
+  const max = positiveInt(limits.inboxCap, DEFAULT_MAX_PENDING_MESSAGES);
   return { capacity: max, refusal: inboxFull(max) };
 }

@@ -1,3 +1,4 @@
+import { positiveInt } from "../../../src/core/positive-int";
 import { describe, expect, it } from "vitest";
 import {
   DEFAULT_MAX_LOG_BYTES,
@@ -6,7 +7,6 @@ import {
   inboxFull,
   logRefusal,
   messageQuota,
-  quotaOf,
   treeRefusal,
   utf8Length,
 } from "../../../src/core/quotas";
@@ -59,8 +59,10 @@ describe("the quotas", () => {
 
   it("read an absent or malformed var as its default, as every numeric var is read", () => {
     for (const raw of [undefined, "", "0", "-3", "1.5", "ten", "1e400", String(2 ** 60)])
-      expect(quotaOf(raw, DEFAULT_MAX_SESSIONS_PER_TREE), String(raw)).toBe(DEFAULT_MAX_SESSIONS_PER_TREE);
-    expect(quotaOf("12", 5)).toBe(12);
+      expect(positiveInt(raw, DEFAULT_MAX_SESSIONS_PER_TREE), String(raw)).toBe(
+        DEFAULT_MAX_SESSIONS_PER_TREE,
+      );
+    expect(positiveInt("12", 5)).toBe(12);
   });
 
   it("measure text in the UTF-8 bytes SQLite stores, a lone surrogate as U+FFFD", () => {
