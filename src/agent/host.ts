@@ -3,8 +3,8 @@ import type { RunView, StartRequest } from "../contract/run";
 import type { ChildEntry, DescendantEntry } from "../contract/listing";
 
 /**
- * What built-in tools may ask of the session that runs them. Implemented by the Session object;
- * kept as an interface so tools stay runtime-agnostic.
+ * What built-in tools may ask of the session that runs them. Implemented over the session's parts
+ * (durable-objects/session/session-host.ts); an interface, so the tools know nothing of objects.
  */
 export interface SessionHost extends ContinuationHost {
   readonly sessionId: string;
