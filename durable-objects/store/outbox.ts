@@ -349,19 +349,4 @@ export class Outbox {
         ...(r.last_error === null ? {} : { lastError: r.last_error }),
       }));
   }
-
-  deadLetters(): { id: string; target: string; kind: string; attempts: number; lastError: string | null }[] {
-    return this.sql
-      .exec<{ id: string; target: string; kind: string; attempts: number; last_error: string | null }>(
-        "SELECT id, target, kind, attempts, last_error FROM outbox WHERE dead_at IS NOT NULL ORDER BY position",
-      )
-      .toArray()
-      .map((r) => ({
-        id: r.id,
-        target: r.target,
-        kind: r.kind,
-        attempts: r.attempts,
-        lastError: r.last_error,
-      }));
-  }
 }

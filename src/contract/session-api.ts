@@ -5,7 +5,7 @@ import type { Outcome } from "./errors";
 import type { SessionEvent } from "./events";
 import type { RunView, StartRequest, StartedRun } from "./run";
 import type { AgentOptions, Caller, SessionView } from "./session";
-import type { ProviderInfo, ProviderRecord, ProviderScope } from "./provider";
+import type { ProviderInfo, ProviderScope } from "./provider";
 import type { ChildEntry, DescendantListing } from "./listing";
 import type { Jurisdiction, LocationHint } from "./placement";
 import type { ContinuableInit, ContinuableStart, FollowupInput, InterruptAuthority } from "./continuable";
@@ -75,22 +75,6 @@ export interface SessionRpc extends SessionApi {
   entry(expectedParent: string): Promise<ChildEntry | null>;
   /** This session's own children rows (for a descendants walk). */
   childEntries(): Promise<ChildEntry[]>;
-}
-
-/** The provider registry object's surface. */
-export interface RegistryApi {
-  /** Every provider as the deployment admin sees it (with url and tenants); callers narrow it per viewer. */
-  list(): Promise<ProviderInfo[]>;
-  resolve(name: string): Promise<ProviderRecord | undefined>;
-  register(record: ProviderRecord): Promise<Outcome<ProviderInfo>>;
-  remove(name: string): Promise<Outcome<{ removed: string }>>;
-  events(after: number, limit: number): Promise<RegistryEvent[]>;
-  addSession(tenant: string, entry: DirectoryEntry): Promise<void>;
-  sessions(
-    tenant: string,
-    limit: number,
-    before?: { createdAt: number; id: string },
-  ): Promise<{ sessions: DirectoryEntry[]; next: string | null }>;
 }
 
 /** A top-level session in the deployment's directory (`GET /v1/sessions`). */
