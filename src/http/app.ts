@@ -1,5 +1,5 @@
 import { type IRequest, Router } from "itty-router";
-import { fail, type Failure, SubagentError } from "../contract/errors";
+import { fail, SubagentError } from "../contract/errors";
 import {
   CreateSessionBody,
   DirectoryQuery,
@@ -15,7 +15,6 @@ import { queryOf, readBody, readJsonText, validate } from "./body";
 import { failure, json } from "../contract/respond";
 import { registryStub, sessionStub } from "../platform/stubs";
 import { type Caller, DEFAULT_TENANT, tenantOf } from "../contract/session";
-import { isSessionId } from "../contract/ids";
 import { offersStreamProtocol, STREAM_PROTOCOL } from "../contract/stream";
 import { compact } from "../core/compact";
 import type { Deployment } from "../platform/deployment";
@@ -23,6 +22,7 @@ import { openApiDocument } from "./openapi";
 import { parseDirectoryCursor } from "./directory-cursor";
 import { addA2aRoutes } from "./a2a-route";
 import { unhandledFailure } from "./unhandled";
+import { sessionIdParam } from "./path-params";
 
 /**
  * The public HTTP API (docs/api.md): auth -> validate -> route to the session's object. Every error
@@ -31,9 +31,13 @@ import { unhandledFailure } from "./unhandled";
 
 export const VERSION = "0.1.0";
 
-function sessionParam(request: IRequest): string | Failure {
-  const id = request.params.id ?? "";
-  return isSessionId(id) ? id : fail("NOT_FOUND", "session not found");
+/**
+ * `headers` with the authenticated caller in `x-subagents-caller`: the one way a request this
+ * Worker forwards to a session object's `fetch` (streams, MCP) says who made it.
+ */
+function withCaller(headers: Headers, caller: Caller): Headers {
+  headers.set("x-subagents-caller", JSON.stringify(caller));
+  return headers;
 }
 
 /** The API's routes under `base` (`""`: `/v1/...`), for the deployment's tools and models. */
@@ -83,7 +87,7 @@ export function buildRouter(deployment: Deployment, base = "") {
   router.get(
     "/v1/sessions/:id",
     authed(async (request, env, caller) => {
-      const id = sessionParam(request);
+      const id = sessionIdParam(request);
       if (typeof id !== "string") return failure(id);
       return reply(await sessionStub(env, id).describe(caller));
     }),
@@ -92,7 +96,7 @@ export function buildRouter(deployment: Deployment, base = "") {
   router.post(
     "/v1/sessions/:id/messages",
     authed(async (request, env, caller) => {
-      const id = sessionParam(request);
+      const id = sessionIdParam(request);
       if (typeof id !== "string") return failure(id);
       const body = await readBody(request, SendMessageBody, { idempotencyKeyHeader: true });
       if (!body.ok) return failure(body);
@@ -103,7 +107,7 @@ export function buildRouter(deployment: Deployment, base = "") {
   router.get(
     "/v1/sessions/:id/events",
     authed(async (request, env, caller) => {
-      const id = sessionParam(request);
+      const id = sessionIdParam(request);
       if (typeof id !== "string") return failure(id);
       const query = validate(queryOf(request), EventsQuery);
       if (!query.ok) return failure(query);
@@ -114,7 +118,7 @@ export function buildRouter(deployment: Deployment, base = "") {
   router.get(
     "/v1/sessions/:id/events/stream",
     authed(async (request, env, caller) => {
-      const id = sessionParam(request);
+      const id = sessionIdParam(request);
       if (typeof id !== "string") return failure(id);
       const websocket = request.headers.get("upgrade")?.toLowerCase() === "websocket";
       const sse = !websocket && /\btext\/event-stream\b/i.test(request.headers.get("accept") ?? "");
@@ -133,16 +137,13 @@ export function buildRouter(deployment: Deployment, base = "") {
         if (resume && !resume.ok) return failure(fail("INVALID_REQUEST", "Last-Event-ID: not an event seq"));
         const after = resume?.ok ? resume.value.after : query.value.after;
         const forwarded = new Request(`https://session/stream?transport=sse&after=${after}${deltas}`, {
-          headers: { "x-subagents-caller": JSON.stringify(caller) },
+          headers: withCaller(new Headers(), caller),
         });
         return sessionStub(env, id).fetch(forwarded);
       }
-      const headers: Record<string, string> = {
-        upgrade: "websocket",
-        "x-subagents-caller": JSON.stringify(caller),
-      };
+      const headers = withCaller(new Headers({ upgrade: "websocket" }), caller);
       if (offersStreamProtocol(request.headers.get("sec-websocket-protocol")))
-        headers["sec-websocket-protocol"] = STREAM_PROTOCOL;
+        headers.set("sec-websocket-protocol", STREAM_PROTOCOL);
       const forwarded = new Request(`https://session/stream?after=${query.value.after}${deltas}`, {
         headers,
       });
@@ -156,15 +157,14 @@ export function buildRouter(deployment: Deployment, base = "") {
   router.all(
     "/v1/sessions/:id/mcp",
     authed(async (request, env, caller) => {
-      const id = sessionParam(request);
+      const id = sessionIdParam(request);
       if (typeof id !== "string") return failure(id);
       // the body is read here with every route's limits (256 KiB, 128 levels of nesting) before
       // the MCP layer sees a byte of it; the session gets the validated text, never the stream
       const bodyless = request.method === "GET" || request.method === "HEAD";
       const body = bodyless ? undefined : await readJsonText(request);
       if (body && !body.ok) return failure(body);
-      const headers = new Headers(request.headers);
-      headers.set("x-subagents-caller", JSON.stringify(caller));
+      const headers = withCaller(new Headers(request.headers), caller);
       headers.delete("authorization");
       headers.delete("content-length");
       headers.delete("transfer-encoding");
@@ -180,7 +180,7 @@ export function buildRouter(deployment: Deployment, base = "") {
   router.post(
     "/v1/sessions/:id/interrupt",
     authed(async (request, env, caller) => {
-      const id = sessionParam(request);
+      const id = sessionIdParam(request);
       if (typeof id !== "string") return failure(id);
       return reply(await sessionStub(env, id).interrupt(caller), 202);
     }),

@@ -2,7 +2,6 @@ import type { IRequest, RouterType } from "itty-router";
 import { type Failure, fail } from "../contract/errors";
 import type { Caller } from "../contract/session";
 import { type ProviderViewer, providersFor, registryEventsFor } from "../providers/provider-access";
-import { isSessionId } from "../contract/ids";
 import { StartSubagentBody } from "../contract/run";
 import { ContinuableStartSchema, DrainBody, FollowupBody } from "../contract/continuable";
 import { compact } from "../core/compact";
@@ -14,6 +13,7 @@ import { failure, json } from "../contract/respond";
 import { registryStub, sessionStub } from "../platform/stubs";
 import { z } from "zod";
 import { EventsQuery } from "../contract/wire";
+import { sessionIdParam } from "./path-params";
 
 /** Provider registry and one-shot delegation routes (docs/api.md). */
 
@@ -34,11 +34,12 @@ export const RunQuery = z.strictObject({
     .default(0),
 });
 
-function ids(request: IRequest): { id: string; runId?: string } | undefined {
-  const id = request.params.id ?? "";
-  return isSessionId(id)
-    ? { id, ...(request.params.runId ? { runId: request.params.runId } : {}) }
-    : undefined;
+/** The session and run a run's route names, or `404 NOT_FOUND` "run not found" (for a bad session id too). */
+function runParams(request: IRequest): { id: string; runId: string } | Failure {
+  const id = sessionIdParam(request, "run not found");
+  if (typeof id !== "string") return id;
+  const runId = request.params.runId ?? "";
+  return runId ? { id, runId } : fail("NOT_FOUND", "run not found");
 }
 
 export function addDelegationRoutes(router: RouterType<IRequest, [Env, ExecutionContext]>): void {
@@ -94,44 +95,40 @@ export function addDelegationRoutes(router: RouterType<IRequest, [Env, Execution
   router.post(
     "/v1/sessions/:id/subagents",
     authed(async (request, env, caller) => {
-      const target = ids(request);
-      if (!target) return failure(fail("NOT_FOUND", "session not found"));
+      const id = sessionIdParam(request);
+      if (typeof id !== "string") return failure(id);
       const body = await readBody(request, StartSubagentBody);
       if (!body.ok) return failure(body);
       const { mode, ...start } = body.value;
       if (mode === "continuable") {
         const spec = validate(start, ContinuableStartSchema);
         if (!spec.ok) return failure(spec);
-        return reply(await sessionStub(env, target.id).startContinuable(caller, compact(spec.value)), 202);
+        return reply(await sessionStub(env, id).startContinuable(caller, compact(spec.value)), 202);
       }
-      return reply(await sessionStub(env, target.id).startRun(caller, compact(start)), 201);
+      return reply(await sessionStub(env, id).startRun(caller, compact(start)), 201);
     }),
   );
 
   router.post(
     "/v1/sessions/:id/subagents/drain",
     authed(async (request, env, caller) => {
-      const target = ids(request);
-      if (!target) return failure(fail("NOT_FOUND", "session not found"));
+      const id = sessionIdParam(request);
+      if (typeof id !== "string") return failure(id);
       const body = await readBody(request, DrainBody);
       if (!body.ok) return failure(body);
-      return reply(await sessionStub(env, target.id).drainChildren(caller, body.value.childIds));
+      return reply(await sessionStub(env, id).drainChildren(caller, body.value.childIds));
     }),
   );
 
   router.post(
     "/v1/sessions/:id/subagents/:childId/messages",
     authed(async (request, env, caller) => {
-      const target = ids(request);
-      if (!target) return failure(fail("NOT_FOUND", "session not found"));
+      const id = sessionIdParam(request);
+      if (typeof id !== "string") return failure(id);
       const body = await readBody(request, FollowupBody);
       if (!body.ok) return failure(body);
       return reply(
-        await sessionStub(env, target.id).followupChild(
-          caller,
-          request.params.childId ?? "",
-          body.value.content,
-        ),
+        await sessionStub(env, id).followupChild(caller, request.params.childId ?? "", body.value.content),
         202,
       );
     }),
@@ -140,47 +137,44 @@ export function addDelegationRoutes(router: RouterType<IRequest, [Env, Execution
   router.post(
     "/v1/sessions/:id/subagents/:childId/interrupt",
     authed(async (request, env, caller) => {
-      const target = ids(request);
-      if (!target) return failure(fail("NOT_FOUND", "session not found"));
-      return reply(
-        await sessionStub(env, target.id).interruptChild(caller, request.params.childId ?? ""),
-        202,
-      );
+      const id = sessionIdParam(request);
+      if (typeof id !== "string") return failure(id);
+      return reply(await sessionStub(env, id).interruptChild(caller, request.params.childId ?? ""), 202);
     }),
   );
 
   router.get(
     "/v1/sessions/:id/outbox",
     authed(async (request, env, caller) => {
-      const target = ids(request);
-      if (!target) return failure(fail("NOT_FOUND", "session not found"));
-      return reply(await sessionStub(env, target.id).outbox(caller));
+      const id = sessionIdParam(request);
+      if (typeof id !== "string") return failure(id);
+      return reply(await sessionStub(env, id).outbox(caller));
     }),
   );
 
   router.get(
     "/v1/sessions/:id/children",
     authed(async (request, env, caller) => {
-      const target = ids(request);
-      if (!target) return failure(fail("NOT_FOUND", "session not found"));
-      return reply(await sessionStub(env, target.id).listChildren(caller));
+      const id = sessionIdParam(request);
+      if (typeof id !== "string") return failure(id);
+      return reply(await sessionStub(env, id).listChildren(caller));
     }),
   );
 
   router.get(
     "/v1/sessions/:id/descendants",
     authed(async (request, env, caller) => {
-      const target = ids(request);
-      if (!target) return failure(fail("NOT_FOUND", "session not found"));
-      return reply(await sessionStub(env, target.id).listDescendants(caller));
+      const id = sessionIdParam(request);
+      if (typeof id !== "string") return failure(id);
+      return reply(await sessionStub(env, id).listDescendants(caller));
     }),
   );
 
   router.get(
     "/v1/sessions/:id/runs/:runId",
     authed(async (request, env, caller) => {
-      const target = ids(request);
-      if (!target?.runId) return failure(fail("NOT_FOUND", "run not found"));
+      const target = runParams(request);
+      if ("ok" in target) return failure(target);
       const query = validate(queryOf(request), RunQuery);
       if (!query.ok) return failure(query);
       return reply(await sessionStub(env, target.id).runStatus(caller, target.runId, query.value.wait));
@@ -190,8 +184,8 @@ export function addDelegationRoutes(router: RouterType<IRequest, [Env, Execution
   router.delete(
     "/v1/sessions/:id/runs/:runId",
     authed(async (request, env, caller) => {
-      const target = ids(request);
-      if (!target?.runId) return failure(fail("NOT_FOUND", "run not found"));
+      const target = runParams(request);
+      if ("ok" in target) return failure(target);
       return reply(await sessionStub(env, target.id).disposeRun(caller, target.runId), 202);
     }),
   );
