@@ -1,4 +1,4 @@
-import type { SessionRpc } from "../../src/contract/session-api";
+import type { Remote, SessionRpc } from "../../src/contract/session-api";
 import type { SessionPart } from "../session/part";
 import type { SessionStores } from "../store/session-stores";
 
@@ -22,7 +22,7 @@ export const CHILD_WATCH_MAX_MS = 15 * 60_000;
 export class ChildWatch implements SessionPart {
   readonly name = "child watch";
   readonly #stores: SessionStores;
-  readonly #session: (id: string) => SessionRpc;
+  readonly #session: (id: string) => Remote<SessionRpc>;
   readonly #wakeBy: (at: number) => Promise<void>;
   #interval = CHILD_WATCH_MS;
   #due: number | undefined;
@@ -30,7 +30,7 @@ export class ChildWatch implements SessionPart {
   /** `wakeBy(at)` arms the object's alarm for `at` unless it is armed earlier (the drive loop's). */
   constructor(
     stores: SessionStores,
-    session: (id: string) => SessionRpc,
+    session: (id: string) => Remote<SessionRpc>,
     wakeBy: (at: number) => Promise<void>,
   ) {
     this.#stores = stores;

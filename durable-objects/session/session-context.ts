@@ -3,7 +3,7 @@ import type { ModelRoutes } from "../../src/agent/model-provider";
 import type { ToolCatalog } from "../../src/agent/tool-source";
 import type { TurnControl } from "../../src/agent/turn-control";
 import type { SessionHeader } from "../../src/contract/session";
-import type { SessionRpc } from "../../src/contract/session-api";
+import type { Remote, SessionRpc } from "../../src/contract/session-api";
 import type { LocationHint } from "../../src/core/placement";
 import type { ProviderRecord } from "../../src/providers/catalog";
 import type { SessionStores } from "../store/session-stores";
@@ -20,7 +20,7 @@ export interface SessionContext {
   /** Every tool source of the session, for the tools its model sees and tool filters. */
   tools: ToolCatalog<SessionHost>;
   /** A session's object; the location hint matters only to the call that creates it. */
-  session(id: string, locationHint?: LocationHint): SessionRpc;
+  session(id: string, locationHint?: LocationHint): Remote<SessionRpc>;
   /**
    * The provider `name` if this session may start children through it (its tenant's, and named by
    * its `providers` option if it has one); undefined, exactly as for an unknown name, otherwise.

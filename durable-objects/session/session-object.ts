@@ -14,7 +14,13 @@ import type { ProviderScope } from "../../src/contract/provider";
 import { failure } from "../../src/contract/respond";
 import type { RunView, StartedRun, StartRequest } from "../../src/contract/run";
 import { CALLER_HEADER, type Caller, type SessionHeader, type SessionView } from "../../src/contract/session";
-import type { CreateSession, EventPage, OutboxEntry, SendInput } from "../../src/contract/session-api";
+import type {
+  CreateSession,
+  EventPage,
+  OutboxEntry,
+  SendInput,
+  SessionRpc,
+} from "../../src/contract/session-api";
 import { checkAccess, type Need } from "../../src/core/access";
 import { publicEntry } from "../../src/core/descendants";
 import { faultPoint } from "../../src/core/faults";
@@ -52,7 +58,7 @@ const MAX_EVENTS_WAIT_MS = 60_000;
  * Accepted work starts in-process at once (no alarm round trip); the alarm is the safety net and
  * the retry clock.
  */
-export class SessionObject extends DurableObject<Env> {
+export class SessionObject extends DurableObject<Env> implements SessionRpc {
   #parts: Parts | undefined;
   readonly #deployment: Deployment;
   /** The object's tables when this instance started (none: the first `#open` creates the schema). */

@@ -10,42 +10,48 @@ import type { ChildEntry, DescendantListing } from "./listing";
 import type { Jurisdiction, LocationHint } from "./placement";
 import type { ContinuableInit, ContinuableStart, FollowupInput, InterruptAuthority } from "./continuable";
 
-/** What the registry Worker may ask of a session's object (its RPC surface). */
+/** A method's answer now or later: an object answers some calls synchronously. */
+type Answer<T> = T | Promise<T>;
+
+/**
+ * What the registry Worker may ask of a session's object (its RPC surface), as the object
+ * implements it; callers reach it through a stub, as `Remote<SessionApi>`.
+ */
 export interface SessionApi {
-  create(input: CreateSession): Promise<Outcome<{ view: SessionView; replayed: boolean }>>;
-  describe(caller: Caller): Promise<Outcome<SessionView>>;
+  create(input: CreateSession): Answer<Outcome<{ view: SessionView; replayed: boolean }>>;
+  describe(caller: Caller): Answer<Outcome<SessionView>>;
   /** The providers this session may use: its tenant and its `providers` option. */
-  providerScope(caller: Caller): Promise<Outcome<ProviderScope>>;
-  send(caller: Caller, input: SendInput): Promise<Outcome<{ messageId: string }>>;
+  providerScope(caller: Caller): Answer<Outcome<ProviderScope>>;
+  send(caller: Caller, input: SendInput): Answer<Outcome<{ messageId: string }>>;
   /** A page after `query.after`; with `waitMs` (at most 60 s) an empty page waits for the next event. */
   events(
     caller: Caller,
     query: { after: number; limit: number },
     waitMs?: number,
-  ): Promise<Outcome<EventPage>>;
-  interrupt(caller: Caller): Promise<Outcome<{ accepted: true }>>;
-  startRun(caller: Caller, request: StartRequest): Promise<Outcome<StartedRun>>;
-  runStatus(caller: Caller, runId: string, waitMs: number): Promise<Outcome<RunView>>;
-  disposeRun(caller: Caller, runId: string): Promise<Outcome<{ accepted: true }>>;
+  ): Answer<Outcome<EventPage>>;
+  interrupt(caller: Caller): Answer<Outcome<{ accepted: true }>>;
+  startRun(caller: Caller, request: StartRequest): Answer<Outcome<StartedRun>>;
+  runStatus(caller: Caller, runId: string, waitMs: number): Answer<Outcome<RunView>>;
+  disposeRun(caller: Caller, runId: string): Answer<Outcome<{ accepted: true }>>;
   startContinuable(
     caller: Caller,
     spec: ContinuableStart,
-  ): Promise<Outcome<{ childId: string; messageId: string }>>;
+  ): Answer<Outcome<{ childId: string; messageId: string }>>;
   followupChild(
     caller: Caller,
     childId: string,
     content: WireContent,
-  ): Promise<Outcome<{ messageId: string }>>;
-  interruptChild(caller: Caller, childId: string): Promise<Outcome<{ accepted: true }>>;
-  drainChildren(caller: Caller, childIds?: string[]): Promise<Outcome<{ drained: string[] }>>;
-  listChildren(caller: Caller): Promise<Outcome<{ entries: ChildEntry[] }>>;
-  listDescendants(caller: Caller): Promise<Outcome<DescendantListing>>;
-  outbox(caller: Caller): Promise<Outcome<{ entries: OutboxEntry[] }>>;
+  ): Answer<Outcome<{ messageId: string }>>;
+  interruptChild(caller: Caller, childId: string): Answer<Outcome<{ accepted: true }>>;
+  drainChildren(caller: Caller, childIds?: string[]): Answer<Outcome<{ drained: string[] }>>;
+  listChildren(caller: Caller): Answer<Outcome<{ entries: ChildEntry[] }>>;
+  listDescendants(caller: Caller): Answer<Outcome<DescendantListing>>;
+  outbox(caller: Caller): Answer<Outcome<{ entries: OutboxEntry[] }>>;
   /** A signed callback with a remote run's result; the object checks the signature itself. */
   remoteCallback(
     runId: string,
     input: { timestamp: string | null; signature: string | null; body: string },
-  ): Promise<Outcome<{ applied: true }>>;
+  ): Answer<Outcome<{ applied: true }>>;
   fetch(request: Request): Promise<Response>;
 }
 
@@ -59,23 +65,34 @@ export interface OutboxEntry {
   lastError?: string;
 }
 
-/** What session objects ask of each other (never reachable over HTTP). */
+/**
+ * What session objects ask of each other (never reachable over HTTP), with the registry Worker's
+ * surface: what the session object implements (the compiler checks it); another object reaches it
+ * through a stub, as `Remote<SessionRpc>`.
+ */
 export interface SessionRpc extends SessionApi {
-  init(spec: ChildInit): Promise<Outcome<{ id: string }>>;
-  initContinuable(spec: ContinuableInit): Promise<Outcome<{ id: string; messageId: string }>>;
-  deliver(envelope: Envelope): Promise<Outcome<{ applied: boolean }>>;
-  followup(input: FollowupInput): Promise<Outcome<{ messageId: string; resumed: boolean }>>;
-  interruptBy(authority: InterruptAuthority): Promise<Outcome<{ accepted: true }>>;
-  drainFrom(parentId: string): Promise<Outcome<{ drained: string[] }>>;
-  /** Whether this continuable child ever ran epoch `runId` (repair of an unpublished start). */
+  init(spec: ChildInit): Answer<Outcome<{ id: string }>>;
+  initContinuable(spec: ContinuableInit): Answer<Outcome<{ id: string; messageId: string }>>;
+  deliver(envelope: Envelope): Answer<Outcome<{ applied: boolean }>>;
+  followup(input: FollowupInput): Answer<Outcome<{ messageId: string; resumed: boolean }>>;
+  interruptBy(authority: InterruptAuthority): Answer<Outcome<{ accepted: true }>>;
+  drainFrom(parentId: string): Answer<Outcome<{ drained: string[] }>>;
+  /** At a tree's root: a slot for a session below one of its descendants (MAX_SESSIONS_PER_TREE). */
+  reserveTreeSlot(childId: string): Answer<Outcome<void>>;
   /** Re-arms the child's owed work if its wake-up was lost; true when it had to (the parent's watchdog). */
-  wake(): Promise<boolean>;
-  knowsEpoch(runId: string): Promise<boolean>;
+  wake(): Answer<boolean>;
+  /** Whether this continuable child ever ran epoch `runId` (repair of an unpublished start). */
+  knowsEpoch(runId: string): Answer<boolean>;
   /** This session as a row of its parent's listing (null while it has no descriptor). */
-  entry(expectedParent: string): Promise<ChildEntry | null>;
+  entry(expectedParent: string): Answer<ChildEntry | null>;
   /** This session's own children rows (for a descendants walk). */
-  childEntries(): Promise<ChildEntry[]>;
+  childEntries(): Answer<ChildEntry[]>;
 }
+
+/** An object's surface as its callers see it through a stub: every answer arrives later. */
+export type Remote<T> = {
+  [K in keyof T]: T[K] extends (...args: infer A) => infer R ? (...args: A) => Promise<Awaited<R>> : T[K];
+};
 
 /** A top-level session in the deployment's directory (`GET /v1/sessions`). */
 export interface DirectoryEntry {

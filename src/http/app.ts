@@ -14,7 +14,7 @@ import { addDelegationRoutes } from "./delegation-routes";
 import { queryOf, readBody, readJsonText, validate } from "./body";
 import { failure, json } from "../contract/respond";
 import { registryStub, sessionStub } from "../platform/stubs";
-import { type Caller, DEFAULT_TENANT, tenantOf } from "../contract/session";
+import { CALLER_HEADER, type Caller, DEFAULT_TENANT, tenantOf } from "../contract/session";
 import { offersStreamProtocol, STREAM_PROTOCOL } from "../contract/stream";
 import { compact } from "../core/compact";
 import type { Deployment } from "../platform/deployment";
@@ -32,11 +32,11 @@ import { sessionIdParam } from "./path-params";
 export const VERSION = "0.1.0";
 
 /**
- * `headers` with the authenticated caller in `x-subagents-caller`: the one way a request this
+ * `headers` with the authenticated caller in `CALLER_HEADER`: the one way a request this
  * Worker forwards to a session object's `fetch` (streams, MCP) says who made it.
  */
 function withCaller(headers: Headers, caller: Caller): Headers {
-  headers.set("x-subagents-caller", JSON.stringify(caller));
+  headers.set(CALLER_HEADER, JSON.stringify(caller));
   return headers;
 }
 

@@ -4,7 +4,7 @@ import {
   CHILD_WATCH_MS,
   ChildWatch,
 } from "../../../durable-objects/delegation/child-watch";
-import type { SessionRpc } from "../../../src/contract/session-api";
+import type { Remote, SessionRpc } from "../../../src/contract/session-api";
 import type { SessionStores } from "../../../durable-objects/store/session-stores";
 
 /**
@@ -34,7 +34,7 @@ function watchOver(world: World): ChildWatch {
         if (id === "gone") throw new Error("unreachable");
         return world.lost.delete(id);
       },
-    }) as unknown as SessionRpc;
+    }) as unknown as Remote<SessionRpc>;
   return new ChildWatch(stores, session, async (at) => {
     world.armed.push(at);
   });
