@@ -9,6 +9,7 @@ import type { AgentOptions, McpServerSpec, SessionHeader } from "../../src/contr
 import type { ToolFilter } from "../../src/agent/tools";
 import { childDepth, deploymentDepthCap } from "../../src/core/depth";
 import { logRefusal, treeRefusal } from "../../src/core/quotas";
+import { positiveInt } from "../../src/core/positive-int";
 import {
   childJurisdiction,
   type Jurisdiction,
@@ -309,9 +310,4 @@ export function inheritedOptions(header: SessionHeader): Partial<AgentOptions> {
     ...compact({ backgroundMode }),
     ...compact({ reportDelivery }),
   };
-}
-
-function positiveInt(raw: string | undefined, fallback: number): number {
-  const n = Number(raw);
-  return Number.isSafeInteger(n) && n > 0 ? n : fallback;
 }
