@@ -18,7 +18,9 @@ import {
 } from "../../../src/core/settlement";
 import { sumUsage } from "../../../src/core/usage";
 import { childHeader, writeSeed } from "../child-spec";
+import type { ActivationRow } from "../../store/activation";
 import type { RunRow } from "../../store/runs";
+import { delegationStores } from "../delegation-stores";
 import type { SessionPart } from "../../session/part";
 import type { Drains } from "./drains";
 import type { SessionContext } from "../../session/session-context";
@@ -38,13 +40,6 @@ const DRAIN_RETRY_MAX_MS = 60_000;
  * notice to the outbox and ends; a follow-up to a settled child starts a new epoch (cold resume).
  */
 
-interface ActivationRow {
-  epoch: number;
-  runId: string;
-  provider: string;
-  startedSeq: number;
-}
-
 const NOT_RESUMABLE = "has no supported continuation state; do not retry send_message with it";
 
 export class ContinuableChild implements SessionPart {
@@ -55,7 +50,6 @@ export class ContinuableChild implements SessionPart {
   readonly #drains: Drains;
   readonly #runs: OwnRuns;
 
-  /** `parent` is this session's own parent-side role (a child drains its children first). */
   /** `drains` and `runs`: this session's own drains and one-shot runs, which a drain ends too. */
   constructor(ctx: SessionContext, drains: Drains, runs: OwnRuns) {
     this.#ctx = ctx;
@@ -64,15 +58,7 @@ export class ContinuableChild implements SessionPart {
   }
 
   activation(): ActivationRow | undefined {
-    const row = this.#ctx.stores.tables
-      .sql("activation")
-      .exec<{ epoch: number; run_id: string; provider: string; started_seq: number }>(
-        "SELECT epoch, run_id, provider, started_seq FROM activation WHERE id = 1",
-      )
-      .toArray()[0];
-    return row
-      ? { epoch: row.epoch, runId: row.run_id, provider: row.provider, startedSeq: row.started_seq }
-      : undefined;
+    return delegationStores(this.#ctx.stores).activation.get();
   }
 
   async init(spec: ContinuableInit): Promise<Outcome<{ id: string; messageId: string }>> {
@@ -210,8 +196,8 @@ export class ContinuableChild implements SessionPart {
     if (!header) return ok({ drained: [] });
     if (header.parentSession !== parentId)
       return fail("UNAUTHORIZED", `${header.id} is not a child of ${parentId}`);
-    // the flag records who asked, so a drain cut short by a reset is finished at boot (repairDrain)
-    stores.transact(() => stores.flags.set("draining", `parent:${parentId}`));
+    // the flag records who asked, so a drain cut short by a reset is finished later (`step`)
+    stores.transact(() => this.#drains.closeAdmission(`parent:${parentId}`));
     let aborted = false;
     const below = await this.#drains.whileDraining(async () => {
       const answer = await this.#drains.drain();
@@ -226,7 +212,7 @@ export class ContinuableChild implements SessionPart {
         aborted = ctx.turns.closeForInterrupt("parent");
         stores.inbox.discardPending("drained by parent");
         this.#settle(true);
-        stores.flags.delete("draining");
+        this.#drains.reopenAdmission();
       });
       return answer;
     });
@@ -258,7 +244,7 @@ export class ContinuableChild implements SessionPart {
     }
     this.#drainRetry = { at: 0, failures: 0 };
     if (this.#drains.drainCutShort() !== undefined)
-      this.#ctx.stores.transact(() => this.#ctx.stores.flags.delete("draining"));
+      this.#ctx.stores.transact(() => this.#drains.reopenAdmission());
     return true;
   }
 
@@ -327,15 +313,7 @@ export class ContinuableChild implements SessionPart {
 
   #activate(epoch: number, runId: string, provider: string): void {
     const { stores } = this.#ctx;
-    stores.tables
-      .sql("activation")
-      .exec(
-        "INSERT INTO activation (id, epoch, run_id, provider, started_seq) VALUES (1, ?, ?, ?, ?)",
-        epoch,
-        runId,
-        provider,
-        stores.log.nextSeq(),
-      );
+    delegationStores(stores).activation.begin({ epoch, runId, provider, startedSeq: stores.log.nextSeq() });
   }
 
   /** Ends the epoch: outcome from its own log suffix, one notice to the parent, activation gone. */
@@ -368,7 +346,7 @@ export class ContinuableChild implements SessionPart {
       ...compact({ usage, subtreeUsage: stores.usage.unreported() }),
     });
     stores.usage.markReported();
-    stores.tables.sql("activation").exec("DELETE FROM activation WHERE id = 1");
+    delegationStores(stores).activation.end();
     stores.flags.set("epochs", String(activation.epoch));
     return true;
   }

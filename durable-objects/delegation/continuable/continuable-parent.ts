@@ -19,6 +19,7 @@ import { describeProvider } from "../../../src/providers/catalog";
 import { initChild } from "../child-start";
 import { childInit, forkSeed, type PlacedChild, placeChild, reservedChildId } from "../child-spec";
 import type { EnvelopeHandlers, SessionPart } from "../../session/part";
+import { delegationStores } from "../delegation-stores";
 import type { Drains } from "./drains";
 import type { SessionContext } from "../../session/session-context";
 
@@ -367,8 +368,7 @@ export class ContinuableParent implements SessionPart {
     // but not queued: it does not survive that session's own drain.
     const header = this.#ctx.header();
     const settledSelf =
-      header?.mode === "continuable" &&
-      stores.tables.sql("activation").exec("SELECT 1 FROM activation").toArray().length === 0;
+      header?.mode === "continuable" && delegationStores(stores).activation.get() === undefined;
     if (notice.drained && settledSelf) return;
     // Idle parent: one ordinary turn; busy parent: batched into its next step; draining: no wake.
     const quiet = notice.drained || this.#drains.draining();

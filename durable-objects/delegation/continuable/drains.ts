@@ -3,12 +3,16 @@ import { fail, type Outcome, ok } from "../../../src/contract/errors";
 import { faultPoint } from "../../../src/core/faults";
 import type { SessionContext } from "../../session/session-context";
 
+/** Whose drain closed admission: this session's own, or the one its parent `<id>` asked for. */
+export type DrainScope = "self" | `parent:${string}`;
+
 /**
  * Draining this session's continuable children, child-first (semantics.md §6.8). A drain of the
  * whole subtree closes admission with the durable `draining` flag (its value says whose drain it
- * is: `self`, or `parent:<id>` for a drain the parent asked for, set by continuable-child.ts) and
- * reopens it when the subtree is gone. An object reset in between leaves the flag set: the next
- * instance sees a drain cut short (`drainCutShort`) and the child side finishes it.
+ * is: `self`, or `parent:<id>` for a drain the parent asked for, which continuable-child.ts runs)
+ * and reopens it when the subtree is gone; this is the flag's one writer (`closeAdmission`,
+ * `reopenAdmission`). An object reset in between leaves the flag set: the next instance sees a
+ * drain cut short (`drainCutShort`) and the child side finishes it.
  */
 export class Drains {
   readonly #ctx: SessionContext;
@@ -26,16 +30,30 @@ export class Drains {
   }
 
   /**
+   * Inside a transaction: admission closes for a drain of `scope` (`self`, or `parent:<id>` for
+   * the drain the parent `<id>` asked for), durably, so a drain cut short is finished later.
+   */
+  closeAdmission(scope: DrainScope): void {
+    this.#ctx.stores.flags.set("draining", scope);
+  }
+
+  /** Inside a transaction: the drain ended; admission reopens. */
+  reopenAdmission(): void {
+    this.#ctx.stores.flags.delete("draining");
+  }
+
+  /**
    * The scope of a drain that an earlier instance began and never finished: `"self"` or
    * `"parent:<id>"`. Undefined while a drain of this instance runs, or when none was cut short.
    */
-  drainCutShort(): string | undefined {
+  drainCutShort(): DrainScope | undefined {
     if (this.#running > 0 || this.#knownClear) return undefined;
     const scope = this.#ctx.stores.flags.get("draining");
     // only a drain of this instance sets the flag from now on, and each one ends by clearing it
     // or (cut short by a throw) by resetting this, so the drive loop need not read it every pass
     if (scope === undefined) this.#knownClear = true;
-    return scope === "1" ? "self" : scope; // "1": written by versions before the scope was kept
+    // "1": written by versions before the scope was kept
+    return scope === "1" ? "self" : (scope as DrainScope | undefined);
   }
 
   /** Runs `fn` as a drain of this instance (a cut-short repair must not race it). */
@@ -52,7 +70,7 @@ export class Drains {
   /** Drains all descendants (no ids) or selected direct children, child-first. */
   async drain(childIds?: string[]): Promise<Outcome<{ drained: string[] }>> {
     const ctx = this.#ctx;
-    const { children, flags } = ctx.stores;
+    const { children } = ctx.stores;
     const self = ctx.header()!.id;
     const all = childIds === undefined;
     const targets = all ? children.ownedContinuable() : [...new Set(childIds)];
@@ -60,7 +78,7 @@ export class Drains {
     if (stranger) return fail("UNAUTHORIZED", `${quote(stranger)} is not a child of this session`);
     // the whole-subtree drain closes admission; a drain its parent asked for has set the flag already
     const owns = all && !this.draining();
-    if (owns) ctx.stores.transact(() => flags.set("draining", "self"));
+    if (owns) ctx.stores.transact(() => this.closeAdmission("self"));
     const drained: string[] = [];
     await this.whileDraining(async () => {
       try {
@@ -73,7 +91,7 @@ export class Drains {
           ctx.stores.transact(() => children.setState(id, "released"));
         }
       } finally {
-        if (owns) ctx.stores.transact(() => flags.delete("draining"));
+        if (owns) ctx.stores.transact(() => this.reopenAdmission());
       }
     });
     ctx.kick();
