@@ -20,6 +20,7 @@ import {
   placementOf,
 } from "../../src/core/placement";
 import type { SessionContext } from "../session/session-context";
+import { delegationStores } from "./delegation-stores";
 
 /**
  * What every child start checks in the parent, one-shot and continuable alike, before any child
@@ -53,11 +54,11 @@ export interface PlacedChild {
  * its caller's retry), or a continuable start whose reservation waits for a retry.
  */
 function idInUse(ctx: SessionContext, childId: string): boolean {
-  const { children, runs, flags } = ctx.stores;
+  const { children, runs } = ctx.stores;
   return (
     children.has(childId) ||
     runs.byChildId(childId) !== undefined ||
-    flags.get(`start-key:${childId}`) !== undefined
+    delegationStores(ctx.stores).continuableStarts.requestOf(childId) !== undefined
   );
 }
 
@@ -169,15 +170,13 @@ export function childBudget(ctx: SessionContext, local = ctx.stores.children.cou
 // root's own children are its `children` rows (written before each child exists, deleted when a
 // start is refused), so a start from the root costs no extra write. Every deeper child takes a
 // slot from the root before anything of it is stored (its object asks in `init`, keyed by its id,
-// so a retried init counts once): the root keeps `tree-slot:<id>` and their number `tree-slots`
-// in its flags. Such a slot is never given back, even when that child's creation then fails.
-// Runs outside this deployment (remote, ACP, A2A) are no sessions of the tree.
-
-const TREE_SLOTS = "tree-slots";
+// so a retried init counts once): the root keeps each such child's slot and their number
+// (store/tree-slots.ts). Such a slot is never given back, even when that child's creation then
+// fails. Runs outside this deployment (remote, ACP, A2A) are no sessions of the tree.
 
 /** The sessions the tree of this (top-level) session holds: itself, its children and deeper ones. */
 function treeSize(ctx: SessionContext, local = ctx.stores.children.count()): number {
-  return 1 + local + Number(ctx.stores.flags.get(TREE_SLOTS) ?? "0");
+  return 1 + local + delegationStores(ctx.stores).treeSlots.count();
 }
 
 /**
@@ -194,15 +193,11 @@ function treeBudget(ctx: SessionContext, header: SessionHeader, local: number): 
  * has one already (a retried init); else `422 QUOTA_EXCEEDED`.
  */
 export function reserveTreeSlot(ctx: SessionContext, childId: string): Outcome<void> {
-  const { flags } = ctx.stores;
-  if (flags.get(`tree-slot:${childId}`) !== undefined) return ok(undefined);
+  const { treeSlots } = delegationStores(ctx.stores);
+  if (treeSlots.has(childId)) return ok(undefined);
   const refused = treeRefusal(treeSize(ctx), ctx.limits.treeCap);
   if (refused) return refused;
-  const slots = Number(flags.get(TREE_SLOTS) ?? "0");
-  ctx.stores.transact(() => {
-    flags.set(`tree-slot:${childId}`, "1");
-    flags.set(TREE_SLOTS, String(slots + 1));
-  });
+  ctx.stores.transact(() => treeSlots.take(childId));
   return ok(undefined);
 }
 

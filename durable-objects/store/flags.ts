@@ -2,18 +2,35 @@ import type { TableSql } from "./first-use-tables";
 import { ReadMemo } from "./read-memo";
 
 /**
- * Small named facts of one session that are not worth a table each: `draining` (admission closed
- * while a drain runs), `first_run_id` (a continuable child's first epoch, for an idempotent
- * `init`), `epochs` (how many epochs ended) and `cancelled:<runId>` tombstones (a cancel that
- * outran the child's creation).
+ * The single named facts `flags` holds, one value each (a fact about one child or run has a table
+ * of its own: schema.ts, migration 14).
  */
+export type FlagName =
+  /** Admission closed while a drain runs: `self`, or `parent:<id>` (delegation/continuable/drains.ts). */
+  | "draining"
+  /** A continuable child's first epoch, for an idempotent `init` (continuable-child.ts). */
+  | "first_run_id"
+  /** How many epochs of a continuable child ended (continuable-child.ts). */
+  | "epochs"
+  /** At a tree's root: how many sessions below its children took a place in its tree (tree-slots.ts). */
+  | "tree-slots"
+  /** The tokens this session's own model steps used (usage-totals.ts). */
+  | "usage"
+  /** The tokens the one-shot runs it started reported with their results (usage-totals.ts). */
+  | "usage:runs"
+  /** What its local children reported of their subtrees (usage-totals.ts). */
+  | "usage:below"
+  /** The part of its subtree's usage it has reported to its parent (usage-totals.ts). */
+  | "usage:reported";
+
+/** Small named facts of one session that are not worth a table each (FlagName lists them). */
 export class Flags {
   /** Reads, until the next write of the table (read-memo.ts). */
   readonly memo = new ReadMemo();
 
   constructor(readonly sql: TableSql) {}
 
-  get(name: string): string | undefined {
+  get(name: FlagName): string | undefined {
     return this.memo.read(
       `get:${name}`,
       () =>
@@ -22,7 +39,7 @@ export class Flags {
     );
   }
 
-  set(name: string, value: string): void {
+  set(name: FlagName, value: string): void {
     this.memo.changed();
     this.sql.exec(
       "INSERT INTO flags (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
@@ -31,13 +48,7 @@ export class Flags {
     );
   }
 
-  /** Sets a flag only if it is absent (first writer wins). */
-  add(name: string, value: string): void {
-    this.memo.changed();
-    this.sql.exec("INSERT INTO flags (name, value) VALUES (?, ?) ON CONFLICT DO NOTHING", name, value);
-  }
-
-  delete(name: string): void {
+  delete(name: FlagName): void {
     this.memo.changed();
     this.sql.exec("DELETE FROM flags WHERE name = ?", name);
   }

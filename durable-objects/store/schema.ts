@@ -1,7 +1,8 @@
 /**
  * Ordered, additive migrations of a session's SQLite database, run synchronously and gated by a
- * version row in `meta` (Durable Objects have no `PRAGMA user_version`). The pending steps run in
- * one transaction with the version bump, so a crash never leaves a half-migrated schema.
+ * version row in `meta` (Durable Objects have no `PRAGMA user_version`); a step may also move rows
+ * out of `flags` into a table it adds (FLAG_MOVES). The pending steps run in one transaction with
+ * the version bump, so a crash never leaves a half-migrated schema.
  */
 
 export const SESSION_MIGRATIONS: readonly string[] = [
@@ -147,7 +148,77 @@ export const SESSION_MIGRATIONS: readonly string[] = [
    CREATE INDEX runs_remote ON runs (state) WHERE local = 0;`,
   // 13: an envelope's per-link sequence counts the rows of its link, not the whole outbox
   `CREATE INDEX outbox_by_target ON outbox (target);`,
+  // 14: facts about one child or run get tables of their own instead of prefixed names in
+  // `flags` (FLAG_MOVES moves an older object's rows): what makes a continuable start idempotent
+  // (the tool call that made it and the child's message id; a caller-reserved id's request and
+  // first epoch), the places a tree's root gave to sessions below its children, and the cancels
+  // that outran their one-shot child's creation (from its parent)
+  `CREATE TABLE continuable_starts (
+     child_id TEXT PRIMARY KEY,
+     call_key TEXT UNIQUE,
+     message_id TEXT,
+     request_key TEXT,
+     run_id TEXT
+   ) STRICT;
+   CREATE TABLE tree_slots (
+     child_id TEXT PRIMARY KEY
+   ) STRICT;
+   CREATE TABLE cancelled_runs (
+     run_id TEXT PRIMARY KEY,
+     parent TEXT NOT NULL
+   ) STRICT;`,
 ];
+
+/**
+ * Rows a step moves out of `flags` (named `<prefix><key>`) into a table of their own, right after
+ * the step's statements, so an object written by older code keeps its answers: `insert` fills
+ * `into` from `flags`, then the flags of every prefix are deleted. A move runs only where `flags`
+ * holds a row of one of its prefixes, and creates `into` first (in its latest form) where the
+ * object does not have it yet; elsewhere it changes nothing, so no table is made for nothing.
+ */
+interface FlagMove {
+  prefixes: readonly string[];
+  into: TableOnFirstUse;
+  insert: string;
+}
+
+/** The moves of each session step, by the step's number (its version). */
+const FLAG_MOVES: Readonly<Record<number, readonly FlagMove[]>> = {
+  14: [
+    {
+      prefixes: ["call:", "call-message:", "start-key:"],
+      into: "continuable_starts",
+      // `call:<callKey>` = child id, `call-message:<callKey>` = its message id, and
+      // `start-key:<childId>` = "<request key> <first run id>"
+      insert: `INSERT INTO continuable_starts (child_id, call_key, message_id)
+         SELECT f.value, substr(f.name, 6),
+                (SELECT m.value FROM flags AS m WHERE m.name = 'call-message:' || substr(f.name, 6))
+         FROM flags AS f WHERE substr(f.name, 1, 5) = 'call:'
+         ON CONFLICT DO NOTHING;
+       INSERT INTO continuable_starts (child_id, request_key, run_id)
+         SELECT substr(name, 11),
+                CASE WHEN instr(value, ' ') > 0 THEN substr(value, 1, instr(value, ' ') - 1) ELSE value END,
+                CASE WHEN instr(value, ' ') > 0 THEN substr(value, instr(value, ' ') + 1) END
+         FROM flags WHERE substr(name, 1, 10) = 'start-key:'
+         ON CONFLICT (child_id) DO UPDATE SET request_key = excluded.request_key, run_id = excluded.run_id;`,
+    },
+    {
+      prefixes: ["tree-slot:"],
+      into: "tree_slots",
+      insert: `INSERT INTO tree_slots (child_id)
+         SELECT substr(name, 11) FROM flags WHERE substr(name, 1, 10) = 'tree-slot:'
+         ON CONFLICT DO NOTHING;`,
+    },
+    {
+      prefixes: ["cancelled:"],
+      into: "cancelled_runs",
+      // `cancelled:<runId>` = the parent that cancelled it
+      insert: `INSERT INTO cancelled_runs (run_id, parent)
+         SELECT substr(name, 11), value FROM flags WHERE substr(name, 1, 10) = 'cancelled:'
+         ON CONFLICT DO NOTHING;`,
+    },
+  ],
+};
 
 export const SCHEMA_VERSION = SESSION_MIGRATIONS.length;
 
@@ -182,6 +253,9 @@ export const TABLES_ON_FIRST_USE = [
   "flags",
   "remote_runs",
   "acp_runs",
+  "continuable_starts",
+  "tree_slots",
+  "cancelled_runs",
 ] as const;
 export type TableOnFirstUse = (typeof TABLES_ON_FIRST_USE)[number];
 
@@ -243,6 +317,17 @@ function foldAlters(ddl: string): string {
   return folded;
 }
 
+/** Runs one of a step's moves out of `flags` (see FlagMove). */
+function moveFlags(sql: SqlStorage, { prefixes, into, insert }: FlagMove): void {
+  if (!tablesIn(sql).has("flags")) return;
+  const named = prefixes.map(() => "substr(name, 1, ?) = ?").join(" OR ");
+  const bindings = prefixes.flatMap((prefix) => [prefix.length, prefix]);
+  if (sql.exec(`SELECT 1 FROM flags WHERE ${named} LIMIT 1`, ...bindings).toArray().length === 0) return;
+  sql.exec(FIRST_USE_DDL[into]);
+  sql.exec(insert);
+  sql.exec(`DELETE FROM flags WHERE ${named}`, ...bindings);
+}
+
 /** The names of this object's tables (never creates anything; empty: it was never initialized). */
 export function tablesIn(sql: SqlStorage): Set<string> {
   return new Set(
@@ -269,7 +354,8 @@ export function schemaVersion(sql: SqlStorage, exists = schemaExists(sql)): numb
  * new object gets `meta`, `BIRTH_SCHEMA` and its version in one batch (`stepwise` forces
  * every step of every table, for the test that compares the two). An existing session object's
  * pending steps skip the tables created on first use that it does not have (`firstUse`, the
- * default for the session's migrations: TABLES_ON_FIRST_USE). `exists`: whether the object has a
+ * default for the session's migrations: TABLES_ON_FIRST_USE); each session step's moves out of
+ * `flags` run right after it (FLAG_MOVES). `exists`: whether the object has a
  * schema at all, when the caller has just asked. Returns true when it created the schema: the
  * object is brand-new and every table is empty.
  */
@@ -293,15 +379,18 @@ export function migrate(
       return;
     }
     sql.exec(META_TABLE);
-    if (firstUse && from > 0) {
-      const present = tablesIn(sql);
-      for (let version = from; version < migrations.length; version++) {
+    const present = firstUse && from > 0 ? tablesIn(sql) : undefined;
+    for (let version = from; version < migrations.length; version++) {
+      if (present) {
         for (const statement of statementsOf(migrations[version]!)) {
           const table = tableOf(statement);
           if (!onFirstUse(table) || present.has(table!)) sql.exec(statement);
         }
-      }
-    } else for (let version = from; version < migrations.length; version++) sql.exec(migrations[version]!);
+      } else sql.exec(migrations[version]!);
+      // a session step's moves (another set of migrations has none)
+      if (migrations[version] === SESSION_MIGRATIONS[version])
+        for (const move of FLAG_MOVES[version + 1] ?? []) moveFlags(sql, move);
+    }
     sql.exec(
       "INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
       String(migrations.length),

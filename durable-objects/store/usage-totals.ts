@@ -1,6 +1,6 @@
 import type { Usage } from "../../src/contract/events";
 import { addUsage, subtractUsage, tokensOf } from "../../src/core/usage";
-import type { Flags } from "./flags";
+import type { FlagName, Flags } from "./flags";
 
 /**
  * A session's token usage over its lifetime, kept beside its log (flags): what its own model steps
@@ -59,7 +59,7 @@ export class UsageTotals {
     if (subtree) this.flags.set("usage:reported", JSON.stringify(subtree));
   }
 
-  #read(name: string): Usage | undefined {
+  #read(name: FlagName): Usage | undefined {
     const raw = this.flags.get(name);
     return raw === undefined ? undefined : (JSON.parse(raw) as Usage);
   }

@@ -79,9 +79,9 @@ export class ContinuableParent implements SessionPart {
     const ctx = this.#ctx;
     const { stores } = ctx;
     const header = ctx.header()!;
-    const byCall = callKey === undefined ? undefined : stores.flags.get(`call:${callKey}`);
-    if (byCall !== undefined)
-      return ok({ childId: byCall, messageId: stores.flags.get(`call-message:${callKey}`) ?? "" });
+    const byCall =
+      callKey === undefined ? undefined : delegationStores(stores).continuableStarts.byCall(callKey);
+    if (byCall !== undefined) return ok({ childId: byCall.childId, messageId: byCall.messageId ?? "" });
     if (this.#drains.draining()) return fail("DRAINING", "this session is draining its children");
     const record = await ctx.provider(spec.provider);
     if (!record) return fail("NO_PROVIDER", `no provider named ${quote(spec.provider)}`);
@@ -134,9 +134,12 @@ export class ContinuableParent implements SessionPart {
     if (callKey !== undefined || spec.childId === undefined) return ok({ key: undefined, prior: undefined });
     const key = requestKey(spec);
     const reserved = reservedChildId(this.#ctx.header()!, spec);
-    const recorded = reserved === undefined ? undefined : this.#ctx.stores.flags.get(`start-key:${reserved}`);
+    const recorded =
+      reserved === undefined
+        ? undefined
+        : delegationStores(this.#ctx.stores).continuableStarts.requestOf(reserved);
     if (recorded === undefined) return ok({ key, prior: undefined });
-    const [priorKey, runId] = recorded.split(" ");
+    const { requestKey: priorKey, runId } = recorded;
     if (priorKey !== key || runId === undefined)
       return fail("DUPLICATE_CHILD", `child ${reserved} was started with a different request`);
     return ok({ key, prior: { runId } });
@@ -171,13 +174,14 @@ export class ContinuableParent implements SessionPart {
   /** The child's row and its first epoch, before the child exists (repair finds them after a crash). */
   #reserve({ init, provider, label, callKey, key }: Reserved): void {
     const { stores } = this.#ctx;
+    const { continuableStarts } = delegationStores(stores);
     stores.transact(() => {
       if (!stores.children.has(init.id))
         stores.children.own(init.id, provider, "continuable", label, Date.now());
       stores.children.ownEpoch(init.id, init.runId);
       stores.epochs.reserve(init.runId, init.id);
-      if (callKey !== undefined) stores.flags.set(`call:${callKey}`, init.id);
-      if (key !== undefined) stores.flags.set(`start-key:${init.id}`, `${key} ${init.runId}`);
+      if (callKey !== undefined) continuableStarts.reserveCall(callKey, init.id);
+      if (key !== undefined) continuableStarts.reserveRequest(init.id, key, init.runId);
     });
   }
 
@@ -185,6 +189,7 @@ export class ContinuableParent implements SessionPart {
   async #create({ init, provider, callKey, key }: Reserved): Promise<Outcome<ContinuableStarted>> {
     const ctx = this.#ctx;
     const { stores } = ctx;
+    const { continuableStarts } = delegationStores(stores);
     const { id: childId, runId } = init;
     this.#inFlight.add(runId);
     let answer: Outcome<{ id: string; messageId: string }> | undefined;
@@ -202,8 +207,8 @@ export class ContinuableParent implements SessionPart {
           stores.children.forget(childId);
           stores.epochs.forget(runId);
         }
-        if (callKey !== undefined) stores.flags.delete(`call:${callKey}`);
-        if (key !== undefined && !ambiguous && !published) stores.flags.delete(`start-key:${childId}`);
+        if (callKey !== undefined) continuableStarts.forgetCall(callKey);
+        if (key !== undefined && !ambiguous && !published) continuableStarts.forgetRequest(childId);
       });
       return (
         answer ??
@@ -218,7 +223,7 @@ export class ContinuableParent implements SessionPart {
     const { messageId } = answer.value;
     stores.transact(() => {
       this.#publishEpoch(runId, childId, provider);
-      if (callKey !== undefined) stores.flags.set(`call-message:${callKey}`, messageId);
+      if (callKey !== undefined) continuableStarts.publishCall(callKey, messageId);
     });
     return ok({ childId, messageId });
   }
