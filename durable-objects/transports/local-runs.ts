@@ -7,7 +7,7 @@ import type { ProviderKind } from "../../src/contract/provider";
 import { newRunId } from "../../src/contract/ids";
 import { requestKey } from "../../src/core/request-key";
 import { abortedBeforeStart } from "../../src/core/run-result";
-import { initChild } from "../delegation/child-start";
+import { initChild, StartsInFlight } from "../delegation/child-start";
 import { childBudget, childInit, forkSeed, placeChild, reservedChildId } from "../delegation/child-spec";
 import type { RunLedger } from "../delegation/one-shot/run-ledger";
 import type { SessionPart } from "../session/part";
@@ -34,11 +34,8 @@ export class LocalRuns implements ChildTransport, SessionPart {
   readonly name = "local transport";
   readonly #ctx: SessionContext;
   readonly #ledger: RunLedger;
-  /**
-   * Starts being published by this instance right now, with their outcome: repair must not race
-   * them, and a retry of one waits for the same outcome instead of answering before it is known.
-   */
-  readonly #publishing = new Map<string, Promise<Outcome<string>>>();
+  /** Starts being published by this instance right now, by run id, with their outcome. */
+  readonly #publishing = new StartsInFlight<Outcome<string>>();
 
   constructor(ctx: SessionContext, ledger: RunLedger) {
     this.#ctx = ctx;
@@ -141,9 +138,7 @@ export class LocalRuns implements ChildTransport, SessionPart {
 
   /** Creates the child (idempotently) and records `subagent/start`; settles at once if the result is in. */
   #publish(runId: string): Promise<Outcome<string>> {
-    const publishing = this.#publishAttempt(runId).finally(() => this.#publishing.delete(runId));
-    this.#publishing.set(runId, publishing);
-    return publishing;
+    return this.#publishing.run(runId, () => this.#publishAttempt(runId));
   }
 
   async #publishAttempt(runId: string): Promise<Outcome<string>> {

@@ -1,4 +1,3 @@
-import { quote } from "../../../src/core/quote";
 import { compact } from "../../../src/core/compact";
 import { isEmptyContent, toBlocks } from "../../../src/contract/content";
 import type {
@@ -11,12 +10,11 @@ import type { ReportEnvelope, SettledEnvelope } from "../../../src/contract/enve
 import { fail, type Outcome, ok } from "../../../src/contract/errors";
 import type { InboxLane, MessageSource } from "../../../src/contract/events";
 import { newRunId } from "../../../src/contract/ids";
-import { checkMaxDepthForm } from "../../../src/core/depth";
 import { logRefusal } from "../../../src/core/quotas";
 import { requestKey } from "../../../src/core/request-key";
 import { DESCRIPTOR_VERSION } from "../../../src/core/descriptor";
-import { describeProvider } from "../../../src/providers/catalog";
-import { initChild } from "../child-start";
+import { checkContinuableStart } from "../../../src/providers/start-checks";
+import { initChild, StartsInFlight } from "../child-start";
 import { childInit, forkSeed, type PlacedChild, placeChild, reservedChildId } from "../child-spec";
 import type { EnvelopeHandlers, SessionPart } from "../../session/part";
 import { delegationStores } from "../delegation-stores";
@@ -57,10 +55,10 @@ export class ContinuableParent implements SessionPart {
     },
   };
   readonly #ctx: SessionContext;
-  /** Epochs this instance is starting or resuming right now (repair must not race them). */
-  readonly #inFlight = new Set<string>();
-  /** Starts creating their child right now, by child id: a retry of one waits for its outcome. */
-  readonly #creating = new Map<string, Promise<Outcome<ContinuableStarted>>>();
+  /** Starts creating their child right now, by first epoch: a retry of one waits for its outcome. */
+  readonly #starts = new StartsInFlight<Outcome<ContinuableStarted>>();
+  /** Follow-ups this instance is sending right now, by the epoch a cold resume would start. */
+  readonly #resumes = new StartsInFlight<Outcome<{ messageId: string; resumed: boolean }>>();
   /** This session's drains: starts and follow-ups are refused while one runs. */
   readonly #drains: Drains;
 
@@ -70,10 +68,11 @@ export class ContinuableParent implements SessionPart {
   }
 
   /**
-   * Starts a continuable child (semantics.md §6.2): check -> place -> reserve its row and first
-   * epoch -> `init` under the one retry policy -> publish `subagent/start`, or forget the
-   * reservation. `callKey` (a tool call's turn and id) makes a start from the model idempotent; a
-   * caller-reserved `childId` makes the same request a retry of the start it names (§10.5).
+   * Starts a continuable child (semantics.md §6.2): check (start-checks.ts, as a one-shot start
+   * is) -> place (child-spec.ts) -> reserve its row and first epoch -> `init` under the one retry
+   * policy -> publish `subagent/start`, or forget the reservation. `callKey` (a tool call's turn
+   * and id) makes a start from the model idempotent; a caller-reserved `childId` makes the same
+   * request a retry of the start it names (§10.5). Both are kept in store/continuable-starts.ts.
    */
   async start(spec: ContinuableStart, callKey?: string): Promise<Outcome<ContinuableStarted>> {
     const ctx = this.#ctx;
@@ -83,31 +82,19 @@ export class ContinuableParent implements SessionPart {
       callKey === undefined ? undefined : delegationStores(stores).continuableStarts.byCall(callKey);
     if (byCall !== undefined) return ok({ childId: byCall.childId, messageId: byCall.messageId ?? "" });
     if (this.#drains.draining()) return fail("DRAINING", "this session is draining its children");
-    const record = await ctx.provider(spec.provider);
-    if (!record) return fail("NO_PROVIDER", `no provider named ${quote(spec.provider)}`);
-    const info = describeProvider(record);
-    if (!info.continuable)
-      return fail(
-        "UNSUPPORTED_CAPABILITY",
-        `provider ${spec.provider} does not support continuable children`,
-      );
-    const depthForm = checkMaxDepthForm(spec.maxDepth);
-    if (depthForm) return depthForm;
+    const checked = checkContinuableStart(spec.provider, await ctx.provider(spec.provider), spec);
+    if (!checked.ok) return checked;
+    const { provider: record, info, maxDepth } = checked.value;
     const retry = this.#retryOf(spec, callKey);
     if (!retry.ok) return retry;
     const { key, prior } = retry.value;
-    const placed = placeChild(
-      ctx,
-      header,
-      { ...spec, maxDepth: spec.maxDepth as number | undefined },
-      !!prior,
-    );
+    const placed = placeChild(ctx, header, { ...spec, maxDepth }, !!prior);
     if (!placed.ok) return placed;
     const runId = prior?.runId ?? newRunId();
     const init = this.#initOf(spec, record.name, runId, placed.value, info.kind === "fork");
     const start: Reserved = { init, provider: record.name, label: spec.label, callKey, key };
     // the first attempt is still creating the child: its outcome is this retry's too
-    const creating = this.#creating.get(init.id);
+    const creating = this.#starts.get(runId);
     if (creating) return creating;
     const priorState = prior === undefined ? undefined : stores.epochs.state(runId);
     if (priorState === "published" || priorState === "ended") {
@@ -118,9 +105,7 @@ export class ContinuableParent implements SessionPart {
       return again.ok ? ok({ childId: init.id, messageId: again.value.messageId }) : again;
     }
     this.#reserve(start);
-    const created = this.#create(start).finally(() => this.#creating.delete(init.id));
-    this.#creating.set(init.id, created);
-    return created;
+    return this.#starts.run(runId, () => this.#create(start));
   }
 
   /**
@@ -191,13 +176,7 @@ export class ContinuableParent implements SessionPart {
     const { stores } = ctx;
     const { continuableStarts } = delegationStores(stores);
     const { id: childId, runId } = init;
-    this.#inFlight.add(runId);
-    let answer: Outcome<{ id: string; messageId: string }> | undefined;
-    try {
-      answer = await initChild(() => ctx.session(childId, init.locationHint).initContinuable(init));
-    } finally {
-      this.#inFlight.delete(runId);
-    }
+    const answer = await initChild(() => ctx.session(childId, init.locationHint).initContinuable(init));
     if (answer === undefined || !answer.ok) {
       // no answer: the init may have landed unseen, and a retry with the same id re-attaches to it
       const ambiguous = answer === undefined;
@@ -254,22 +233,20 @@ export class ContinuableParent implements SessionPart {
       if (row) children.ownEpoch(childId, null);
       ctx.stores.epochs.reserve(resumeRunId, childId);
     });
-    let answer: Outcome<{ messageId: string; resumed: boolean }>;
-    this.#inFlight.add(resumeRunId);
-    try {
-      const from = ctx.header()!.id;
-      answer = await ctx.session(childId).followup({
-        from,
-        content,
-        source,
-        resumeRunId,
-        ...(idempotencyKey === undefined ? {} : { idempotencyKey: `${from}:${idempotencyKey}` }),
-      });
-    } catch {
-      answer = fail("NOT_RESUMABLE", `subagent ${childId} is unavailable right now`);
-    } finally {
-      this.#inFlight.delete(resumeRunId);
-    }
+    const answer = await this.#resumes.run(resumeRunId, async () => {
+      try {
+        const from = ctx.header()!.id;
+        return await ctx.session(childId).followup({
+          from,
+          content,
+          source,
+          resumeRunId,
+          ...(idempotencyKey === undefined ? {} : { idempotencyKey: `${from}:${idempotencyKey}` }),
+        });
+      } catch {
+        return fail("NOT_RESUMABLE", `subagent ${childId} is unavailable right now`);
+      }
+    });
     ctx.stores.transact(() => {
       if (answer.ok && answer.value.resumed) {
         children.ownEpoch(childId, resumeRunId);
@@ -303,14 +280,14 @@ export class ContinuableParent implements SessionPart {
     const { epochs, children } = ctx.stores;
     let repaired = false;
     for (const { runId, childId } of epochs.starting()) {
-      if (this.#inFlight.has(runId)) continue;
+      if (this.#inFlight(runId)) continue;
       let known: boolean;
       try {
         known = await ctx.session(childId).knowsEpoch(runId);
       } catch {
         continue; // unreachable now: the alarm comes back
       }
-      if (this.#inFlight.has(runId)) continue; // a retry took this epoch up meanwhile: it publishes it
+      if (this.#inFlight(runId)) continue; // a retry took this epoch up meanwhile: it publishes it
       ctx.stores.transact(() => {
         if (known) {
           // the child runs this epoch: it is the child's current one (the call that started it died)
@@ -325,9 +302,12 @@ export class ContinuableParent implements SessionPart {
 
   /** Now when a start waits for repair; the cut-short drain is the child side's (continuable-child.ts). */
   nextDue(): number | undefined {
-    return this.#ctx.stores.epochs.starting().some((e) => !this.#inFlight.has(e.runId))
-      ? Date.now()
-      : undefined;
+    return this.#ctx.stores.epochs.starting().some((e) => !this.#inFlight(e.runId)) ? Date.now() : undefined;
+  }
+
+  /** Whether this instance is starting or resuming the epoch `runId` right now (repair must not race it). */
+  #inFlight(runId: string): boolean {
+    return this.#starts.has(runId) || this.#resumes.has(runId);
   }
 
   // ---- inside the delivery transaction ----
