@@ -9,11 +9,10 @@ import { requestKey } from "../../src/core/request-key";
 import { abortedBeforeStart } from "../../src/core/run-result";
 import { initChild, StartsInFlight } from "../delegation/child-start";
 import { childBudget, childInit, forkSeed, placeChild, reservedChildId } from "../delegation/child-spec";
-import type { RunLedger } from "../delegation/one-shot/run-ledger";
 import type { SessionPart } from "../session/part";
 import type { SessionContext } from "../session/session-context";
 import type { RunRow } from "../store/runs";
-import type { ChildTransport, TransportStart } from "./transport";
+import type { ChildTransport, RunSettlement, TransportStart } from "./transport";
 
 /**
  * How long a start that failed ambiguously (every `init` attempt errored; the child may exist)
@@ -33,13 +32,14 @@ export const HELD_START_MS = 60_000;
 export class LocalRuns implements ChildTransport, SessionPart {
   readonly name = "local transport";
   readonly #ctx: SessionContext;
-  readonly #ledger: RunLedger;
+  /** The runs' owner (delegation/one-shot/one-shot-runs.ts), which settles what this publishes. */
+  readonly #owner: RunSettlement;
   /** Starts being published by this instance right now, by run id, with their outcome. */
   readonly #publishing = new StartsInFlight<Outcome<string>>();
 
-  constructor(ctx: SessionContext, ledger: RunLedger) {
+  constructor(ctx: SessionContext, owner: RunSettlement) {
     this.#ctx = ctx;
-    this.#ledger = ledger;
+    this.#owner = owner;
   }
 
   runs(kind: ProviderKind): boolean {
@@ -154,7 +154,7 @@ export class LocalRuns implements ChildTransport, SessionPart {
         if (!runs.markRunning(runId)) return;
         announce();
         outbox.withdraw(`cancel:${runId}`);
-        this.#ledger.settle(runs.get(runId)!, abortedBeforeStart());
+        this.#owner.settle(runs.get(runId)!, abortedBeforeStart());
       });
       return ok(runId);
     }
@@ -185,7 +185,7 @@ export class LocalRuns implements ChildTransport, SessionPart {
       if (!runs.markRunning(runId)) return;
       announce();
       const pending = runs.get(runId)!;
-      if (pending.result) this.#ledger.settle(pending, pending.result);
+      if (pending.result) this.#owner.settle(pending, pending.result);
       else if (pending.cancelRequested) outbox.retryNow(`cancel:${runId}`); // the child exists now
     });
     if (runs.get(runId)?.state === "running") ctx.childStarted();

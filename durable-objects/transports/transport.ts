@@ -1,7 +1,7 @@
 import type { RunOrigin } from "../../src/agent/host";
 import type { Outcome } from "../../src/contract/errors";
 import type { ProviderKind } from "../../src/contract/provider";
-import type { StartRequest } from "../../src/contract/run";
+import type { StartRequest, SubagentResult } from "../../src/contract/run";
 import type { CheckedStart } from "../../src/providers/start-checks";
 import type { RunRow } from "../store/runs";
 
@@ -13,13 +13,16 @@ export interface TransportStart extends CheckedStart {
 }
 
 /**
- * One way a one-shot child runs: `local` (spawn and fork: a child session of this deployment),
- * `remote` (another deployment of this runtime), `acp` (an Agent Client Protocol agent); a new
- * protocol is a new transport in this folder, registered in session-parts.ts. One-shot runs
- * (one-shot-runs.ts) own what every transport shares: the run rows, the one result, its
- * waiters, dispose; a transport starts runs, cancels them and reports each one's result once
- * (through the session's `deliver`, or the run ledger). A transport is a session part too
- * (session/part.ts), for its background work, repairs and due times.
+ * One way a one-shot child runs: `local` (spawn and fork: a child session of this deployment,
+ * local-runs.ts), `remote` (another deployment of this runtime), `acp` (an Agent Client Protocol
+ * agent), `a2a` (an Agent2Agent agent); a new protocol is a new transport in this folder, given
+ * to the runs' owner in session/session-parts.ts. The owner is OneShotRuns
+ * (delegation/one-shot/one-shot-runs.ts): it checks each start, picks its transport, settles
+ * each run once and keeps the long-poll waiters and dispose. A transport only starts runs,
+ * cancels them and reports each one's result once: through the session's `deliver`, or (the local
+ * transport, for a run it publishes with its result already in) the owner's `settle`. A
+ * transport is a session part too (session/part.ts), for its background work, repairs and due
+ * times.
  */
 export interface ChildTransport {
   /** Whether this transport runs the providers of `kind`. */
@@ -33,4 +36,14 @@ export interface ChildTransport {
   start(start: TransportStart): Promise<Outcome<string>>;
   /** Inside a transaction: the parent cancels the run; its result arrives `aborted` unless it was in. */
   requestCancel(run: RunRow, reason?: string): void;
+}
+
+/**
+ * What the local transport needs of the runs' owner (OneShotRuns): settling, inside the
+ * publishing transaction, a run whose result arrived before its publication or that was
+ * cancelled before its child existed.
+ */
+export interface RunSettlement {
+  /** Inside a transaction: settles the run once (a second call changes nothing). */
+  settle(run: RunRow, result: SubagentResult): void;
 }

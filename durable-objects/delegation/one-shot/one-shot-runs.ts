@@ -1,36 +1,70 @@
 import { quote } from "../../../src/core/quote";
+import { turnCallOf } from "../../../src/agent/call-keys";
 import type { RunOrigin } from "../../../src/agent/host";
+import { isEmptyContent } from "../../../src/contract/content";
 import type { RunResultEnvelope } from "../../../src/contract/envelope";
 import { fail, type Outcome, ok } from "../../../src/contract/errors";
-import type { RunView, StartRequest } from "../../../src/contract/run";
+import type { RunCounterpart, RunView, StartRequest, SubagentResult } from "../../../src/contract/run";
+import { renderForeground } from "../../../src/core/run-rendering";
 import { checkStart } from "../../../src/providers/start-checks";
 import type { EnvelopeHandlers, SessionPart } from "../../session/part";
 import type { SessionContext } from "../../session/session-context";
 import type { RunRow } from "../../store/runs";
-import type { ChildTransport } from "../../transports/transport";
-import type { RunLedger } from "./run-ledger";
+import { LocalRuns } from "../../transports/local-runs";
+import type { ChildTransport, RunSettlement } from "../../transports/transport";
+import type { SettlementForwarder } from "./run-ledger";
 
 /**
- * One-shot runs, parent side (semantics.md §5): a start is checked (start-checks.ts, in the
- * documented order) and handed to the transport of its provider's kind (transports/); the run's
- * one result, from whichever transport, is applied through the ledger (`subagent/end`, the tool
- * result, long-poll waiters). A tool call re-run after a crash re-attaches to its run by call key.
+ * One-shot runs, parent side (semantics.md §5): the one owner of every run this session awaits,
+ * whatever runs it. A start is checked (start-checks.ts, in the documented order) and handed to
+ * the transport of its provider's kind (transports/: the local one, `local`, is built here over
+ * this owner; the others are given). Each run settles once (§5.3), with `subagent/end`, the
+ * foreground tool call's answer and the long-poll waiters woken, in the transaction that records
+ * the result, whichever transport reported it: through the session's `deliver` (`run-result`) or,
+ * for a run the local transport publishes with its result already in, `settle`. A result that
+ * outruns its run's publication waits in the run row and is settled by the publishing
+ * transaction, so `subagent/start` precedes `end`. A tool call re-run after a crash re-attaches
+ * to its run by call key.
  */
-export class OneShotRuns implements SessionPart {
+export class OneShotRuns implements SessionPart, RunSettlement {
   readonly name = "one-shot runs";
   readonly envelopes: EnvelopeHandlers = {
     "run-result": (envelope) => {
-      this.#applyResult(envelope);
+      this.#record(envelope);
       return false;
     },
   };
+  /** The local transport (spawn and fork: a child session of this deployment), which settles through this owner. */
+  readonly local: LocalRuns;
   readonly #ctx: SessionContext;
-  readonly #ledger: RunLedger;
+  /** Every transport, the local one first: a start goes to the first that runs its provider's kind. */
   readonly #transports: readonly ChildTransport[];
+  /** Long-poll waiters by run id (memory only: a waiter is a caller of this instance). */
+  readonly #waiters = new Map<string, Set<() => void>>();
 
-  constructor(ctx: SessionContext, ledger: RunLedger, transports: readonly ChildTransport[]) {
+  /** `others`: the transports of out-of-process providers (another deployment, ACP, A2A). */
+  constructor(ctx: SessionContext, others: readonly ChildTransport[]);
+  /**
+   * @deprecated The wiring of session-parts.ts until it builds `new OneShotRuns(ctx, [remote,
+   * acp, a2a])`: a `RunLedger` the local transport was built over, and every transport (the
+   * local one among them), which this owner takes as they are.
+   */
+  constructor(ctx: SessionContext, ledger: SettlementForwarder, transports: readonly ChildTransport[]);
+  constructor(
+    ctx: SessionContext,
+    othersOrLedger: readonly ChildTransport[] | SettlementForwarder,
+    transports?: readonly ChildTransport[],
+  ) {
     this.#ctx = ctx;
-    this.#ledger = ledger;
+    if (transports === undefined) {
+      this.local = new LocalRuns(ctx, this);
+      this.#transports = [this.local, ...(othersOrLedger as readonly ChildTransport[])];
+      return;
+    }
+    (othersOrLedger as SettlementForwarder).forwardTo(this);
+    const local = transports.find((t): t is LocalRuns => t instanceof LocalRuns);
+    if (!local) throw new Error("one-shot runs need the local transport");
+    this.local = local;
     this.#transports = transports;
   }
 
@@ -50,11 +84,40 @@ export class OneShotRuns implements SessionPart {
   }
 
   view(run: RunRow): RunView {
-    return this.#ledger.view(run);
+    const view: RunView = {
+      runId: run.runId,
+      id: run.childId,
+      provider: run.provider,
+      local: run.local,
+      state: run.state === "settled" ? "settled" : "running",
+    };
+    if (run.state === "settled" && run.result) view.result = run.result;
+    if (run.taskId) view.taskId = run.taskId;
+    if (!run.local) {
+      const counterpart = this.#counterpart(run.runId);
+      if (counterpart) view.counterpart = counterpart;
+    }
+    return view;
   }
 
-  waitFor(runId: string, waitMs: number): Promise<RunRow | undefined> {
-    return this.#ledger.waitFor(runId, waitMs);
+  /** Resolves when the run settles or after `waitMs`, whichever is first. */
+  async waitFor(runId: string, waitMs: number): Promise<RunRow | undefined> {
+    const { runs } = this.#ctx.stores;
+    const run = runs.get(runId);
+    if (!run || run.state === "settled" || waitMs <= 0) return run;
+    await new Promise<void>((resolve) => {
+      const set = this.#waiters.get(runId) ?? new Set();
+      this.#waiters.set(runId, set);
+      const done = (): void => {
+        clearTimeout(timer);
+        set.delete(done);
+        if (set.size === 0) this.#waiters.delete(runId);
+        resolve();
+      };
+      const timer = setTimeout(done, waitMs);
+      set.add(done);
+    });
+    return runs.get(runId);
   }
 
   /** Dispose: cancel the child (idempotent); the result arrives as `aborted` unless it was already in. */
@@ -80,8 +143,67 @@ export class OneShotRuns implements SessionPart {
       if (!run.cancelRequested) this.requestCancel(run);
   }
 
-  /** Inside the delivery transaction: a child's (or a transport's) one result. */
-  #applyResult(envelope: RunResultEnvelope): void {
-    this.#ledger.record(envelope.runId, envelope.from, envelope.result);
+  /** Inside a transaction: settles the run once (a second call changes nothing). */
+  settle(run: RunRow, reported: SubagentResult): void {
+    const ctx = this.#ctx;
+    // the child's subtree figure is counted here, never kept with the result
+    const { subtreeUsage, ...result } = reported;
+    const { runs, children, log } = ctx.stores;
+    if (!runs.settle(run.runId, result)) return;
+    children.release(run.childId);
+    log.append("subagent/end", {
+      runId: run.runId,
+      provider: run.provider,
+      id: run.childId,
+      local: run.local,
+      stopReason: result.stopReason,
+      ...(isEmptyContent(result.output) ? {} : { lastAssistantMessage: result.output }),
+      ...(result.usage ? { usage: result.usage } : {}),
+    });
+    // what the child used counts against this session's token budget (semantics.md §8)
+    if (result.usage) ctx.stores.usage.addRuns(result.usage);
+    // a local child's subtree is part of this session's tree (another deployment's is not)
+    if (run.local && subtreeUsage) ctx.stores.usage.addBelow(subtreeUsage);
+    // a foreground call of the model's answers its deferred tool call; an MCP client's call (a key
+    // of another shape) waits on the run itself
+    const call = run.callKey && !run.taskId ? turnCallOf(run.callKey) : undefined;
+    if (call) {
+      const rendered = renderForeground(result);
+      ctx.turns.answerDeferred(
+        call.turn,
+        call.toolCallId,
+        run.toolName ?? "subagent",
+        [{ type: "text", text: rendered.text }],
+        rendered.isError,
+      );
+    }
+    const waiters = this.#waiters.get(run.runId);
+    if (waiters) {
+      queueMicrotask(() => {
+        for (const wake of [...waiters]) wake();
+      });
+    }
+  }
+
+  /**
+   * Inside the delivery transaction: a run's one result, from a child or a transport. A published
+   * run settles now; one still being published keeps it for the publishing transaction; a settled
+   * or unknown run, or a result from another child, changes nothing.
+   */
+  #record({ runId, from, result }: RunResultEnvelope): void {
+    const { runs } = this.#ctx.stores;
+    const run = runs.get(runId);
+    if (!run || run.childId !== from || run.state === "settled") return;
+    if (run.state === "running") this.settle(run, result);
+    else runs.keepEarlyResult(run.runId, result);
+  }
+
+  /** The far side of an out-of-process run, once its transport learned it. */
+  #counterpart(runId: string): RunCounterpart | undefined {
+    const { remoteRuns, acpRuns } = this.#ctx.stores;
+    const far = remoteRuns.get(runId);
+    if (far?.remoteId) return { kind: far.protocol, id: far.remoteId };
+    const acp = acpRuns.get(runId);
+    return acp?.sessionId ? { kind: "acp", id: acp.sessionId } : undefined;
   }
 }
