@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, test } from "vitest";
 import { type CheckInput, check } from "./checker";
+import { type Evidence, injectedFault } from "./explanations";
 import { cleanForest, copy } from "./forest";
 import type { Fired, Op, Reset } from "./harness";
 import type { LogEvent, Snapshot } from "./snapshot";
@@ -348,5 +349,36 @@ describe("children a scripted model starts are in the ledger", () => {
     expect(refused(reset, [])).toEqual(["wrong"]);
     expect(refused(reset, [], [{ scope: "registry", start: at - 20, end: at - 10 }])).toEqual(["wrong"]);
     expect(refused(reset, [], [{ scope: "registry", start: at, end: at + 1 }])).toEqual([]);
+  });
+});
+
+describe("firings are matched to the outcomes they explain as a whole", () => {
+  const evidence = (...firings: Fired[]): Evidence => ({
+    scenario: { seed: 0, roots: [], children: [], steps: [], rules: [] },
+    history: [],
+    fired: firings,
+    resets: [],
+    ids: new Map(),
+    sessions: new Map(),
+    used: new Set(),
+  });
+
+  test("two turns that ended by two firings, one in the millisecond the next turn began, are both explained in order", () => {
+    // turn 2 ran from 146 to 158 and failed at its first firing (157); turn 3 began at 158 and
+    // failed at the second (158): both firings lie in turn 2's span
+    const ev = evidence(fired("r0", 157), fired("r0", 158));
+    expect(injectedFault(ev, "r0", { start: 146, end: 158 }, CRASH_AT_MODEL)).toBe(
+      "crash injected at before-model",
+    );
+    expect(injectedFault(ev, "r0", { start: 158, end: 158 }, CRASH_AT_MODEL)).toBe(
+      "crash injected at before-model",
+    );
+    expect(ev.used.size).toBe(2);
+  });
+
+  test("one firing still explains one outcome only", () => {
+    const ev = evidence(fired("r0", 158));
+    expect(injectedFault(ev, "r0", { start: 146, end: 158 }, CRASH_AT_MODEL)).toBeDefined();
+    expect(injectedFault(ev, "r0", { start: 158, end: 158 }, CRASH_AT_MODEL)).toBeUndefined();
   });
 });

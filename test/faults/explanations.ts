@@ -61,24 +61,52 @@ export function injectedText(fired: Fired, seed: number): string {
   return `injected ${fired.kind} at ${fired.point} (fault campaign seed ${seed})`;
 }
 
+/** What an outcome needs of a firing: its session, when it ran, and the error it ended with. */
+interface Want {
+  scope: string;
+  span: Span;
+  error: string;
+}
+
+/** Per evidence: which outcome each used firing explains (so a later outcome can have it moved). */
+const explained = new WeakMap<Evidence, Map<Fired, Want>>();
+
 /**
  * A firing in `scope` (or the registry's) inside `span` whose injected error's text `error`
- * carries; it is used up. Of several, the latest: the nearest to the outcome it explains (an
- * earlier one is left for an outcome whose span began earlier).
+ * carries; it is used up: one firing explains one outcome. Firings are matched to outcomes as a
+ * whole, not first come first served: when every firing that could explain this outcome already
+ * explains another, that one moves to another firing it fits if there is one (an augmenting
+ * path), so two turns that ended in the same millisecond as two firings are both explained in
+ * either order. Of several free ones, the latest: the nearest to the outcome it explains.
  */
 export function injectedFault(ev: Evidence, scope: string, span: Span, error: string): string | undefined {
-  const cause = ev.fired
+  const cause = claimFiring(ev, { scope, span, error }, new Set());
+  return cause && `${cause.kind} injected at ${cause.point}`;
+}
+
+function claimFiring(ev: Evidence, want: Want, visited: Set<Fired>): Fired | undefined {
+  let holders = explained.get(ev);
+  if (!holders) explained.set(ev, (holders = new Map()));
+  const fits = ev.fired
     .filter(
       (f) =>
-        !ev.used.has(f) &&
-        (f.scope === scope || f.scope === REGISTRY_REF) &&
-        within(f.at, span) &&
-        error.includes(injectedText(f, ev.scenario.seed)),
+        (f.scope === want.scope || f.scope === REGISTRY_REF) &&
+        within(f.at, want.span) &&
+        want.error.includes(injectedText(f, ev.scenario.seed)),
     )
-    .sort((a, b) => (b.at ?? 0) - (a.at ?? 0))[0];
-  if (!cause) return undefined;
-  ev.used.add(cause);
-  return `${cause.kind} injected at ${cause.point}`;
+    .sort((a, b) => Number(ev.used.has(a)) - Number(ev.used.has(b)) || (b.at ?? 0) - (a.at ?? 0));
+  for (const firing of fits) {
+    if (visited.has(firing)) continue;
+    visited.add(firing);
+    const holder = ev.used.has(firing) ? holders.get(firing) : undefined;
+    // used by something this checker cannot move (not an outcome of this function): stays there
+    if (ev.used.has(firing) && !holder) continue;
+    if (holder && !claimFiring(ev, holder, visited)) continue;
+    ev.used.add(firing);
+    holders.set(firing, want);
+    return firing;
+  }
+  return undefined;
 }
 
 /**
