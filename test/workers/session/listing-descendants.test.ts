@@ -201,7 +201,7 @@ describe("listing a session's descendants (semantics.md §9.3)", () => {
     expect(cyclic.map((e) => e.id)).toEqual(chain);
     expect(cyclic.at(-1)).toMatchObject({ id: bottom, hasChildren: true, depth: LEVELS });
 
-    // the pure pre-order walk (src/core/listing.ts) is iterative: 10 000 levels
+    // the pure pre-order walk (src/core/descendants.ts) is iterative: 10 000 levels
     const DEEP = 10_000;
     const node = (i: number): ChildEntry => ({
       kind: "child",
