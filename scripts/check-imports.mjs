@@ -14,8 +14,7 @@
 //     name no Workers-only global type (WORKERS_TYPES below) in their code: they run on any
 //     JavaScript runtime (the other folders of src/ may name Workers types);
 //   * no SQL outside the stores: no `.exec(` in durable-objects/ outside durable-objects/store/
-//     (a RegExp's `.exec(` counts too there: use `String.prototype.match`), but for the files of
-//     PENDING_SQL_MOVES below;
+//     (a RegExp's `.exec(` counts too there: use `String.prototype.match`);
 //   * the product never imports bench/.
 //
 // Usage: `node scripts/check-imports.mjs [root]`: `root` is the tree to check (default: this
@@ -58,16 +57,6 @@ const WORKERS_TYPES = [
   "SqlStorageCursor",
   "SqlStorageValue",
   "WebSocketPair",
-];
-
-/**
- * TEMPORARY: files of durable-objects/ outside store/ that still run SQL themselves, while their
- * statements move into stores. Each is allowed its `.exec(` until then; the list must end empty,
- * and a file leaves it in the change that moves its SQL.
- */
-const PENDING_SQL_MOVES = [
-  "durable-objects/delegation/continuable/continuable-child.ts",
-  "durable-objects/delegation/continuable/continuable-parent.ts",
 ];
 
 const RULES = {
@@ -223,11 +212,8 @@ for (const file of files) {
     file,
     [...targets].filter((t) => files.includes(t)),
   );
-  // checked for SQL: every file of durable-objects/ but the stores and the pending moves
-  const sqlChecked =
-    file.startsWith("durable-objects/") &&
-    !file.startsWith("durable-objects/store/") &&
-    !PENDING_SQL_MOVES.includes(file);
+  // checked for SQL: every file of durable-objects/ but the stores
+  const sqlChecked = file.startsWith("durable-objects/") && !file.startsWith("durable-objects/store/");
   if (!agnostic && !sqlChecked) continue;
   const code = codeOf(text);
   if (agnostic) {
@@ -238,14 +224,6 @@ for (const file of files) {
     for (const match of code.matchAll(SQL_CALL))
       violations.push(`${file}:${lineOf(code, match.index)}: calls .exec( (${RULES.sql})`);
   }
-}
-// a pending move that is done is only noted: the list is emptied by hand, not by this check
-for (const file of PENDING_SQL_MOVES) {
-  if (!files.includes(file) || !SQL_CALL.test(codeOf(readFileSync(join(ROOT, file), "utf8"))))
-    console.log(
-      `note: PENDING_SQL_MOVES lists ${file}, which runs no SQL (any more): remove it from the list`,
-    );
-  SQL_CALL.lastIndex = 0;
 }
 
 function layerRule(from, to) {
