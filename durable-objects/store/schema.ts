@@ -160,13 +160,8 @@ export const SESSION_MIGRATIONS: readonly string[] = [
      request_key TEXT,
      run_id TEXT
    ) STRICT;
-   CREATE TABLE tree_slots (
-     child_id TEXT PRIMARY KEY
-   ) STRICT;
-   CREATE TABLE cancelled_runs (
-     run_id TEXT PRIMARY KEY,
-     parent TEXT NOT NULL
-   ) STRICT;`,
+   CREATE TABLE tree_slots (child_id TEXT PRIMARY KEY) STRICT;
+   CREATE TABLE cancelled_runs (run_id TEXT PRIMARY KEY, parent TEXT NOT NULL) STRICT;`,
 ];
 
 /**
@@ -206,8 +201,7 @@ const FLAG_MOVES: Readonly<Record<number, readonly FlagMove[]>> = {
       prefixes: ["tree-slot:"],
       into: "tree_slots",
       insert: `INSERT INTO tree_slots (child_id)
-         SELECT substr(name, 11) FROM flags WHERE substr(name, 1, 10) = 'tree-slot:'
-         ON CONFLICT DO NOTHING;`,
+         SELECT substr(name, 11) FROM flags WHERE substr(name, 1, 10) = 'tree-slot:' ON CONFLICT DO NOTHING;`,
     },
     {
       prefixes: ["cancelled:"],
