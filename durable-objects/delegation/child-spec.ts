@@ -20,7 +20,6 @@ import {
   placementOf,
 } from "../../src/core/placement";
 import type { SessionContext } from "../session/session-context";
-import { delegationStores } from "./delegation-stores";
 
 /**
  * What every child start checks in the parent, one-shot and continuable alike, before any child
@@ -58,7 +57,7 @@ function idInUse(ctx: SessionContext, childId: string): boolean {
   return (
     children.has(childId) ||
     runs.byChildId(childId) !== undefined ||
-    delegationStores(ctx.stores).continuableStarts.requestOf(childId) !== undefined
+    ctx.stores.continuableStarts.requestOf(childId) !== undefined
   );
 }
 
@@ -176,7 +175,7 @@ export function childBudget(ctx: SessionContext, local = ctx.stores.children.cou
 
 /** The sessions the tree of this (top-level) session holds: itself, its children and deeper ones. */
 function treeSize(ctx: SessionContext, local = ctx.stores.children.count()): number {
-  return 1 + local + delegationStores(ctx.stores).treeSlots.count();
+  return 1 + local + ctx.stores.treeSlots.count();
 }
 
 /**
@@ -193,7 +192,7 @@ function treeBudget(ctx: SessionContext, header: SessionHeader, local: number): 
  * has one already (a retried init); else `422 QUOTA_EXCEEDED`.
  */
 export function reserveTreeSlot(ctx: SessionContext, childId: string): Outcome<void> {
-  const { treeSlots } = delegationStores(ctx.stores);
+  const { treeSlots } = ctx.stores;
   if (treeSlots.has(childId)) return ok(undefined);
   const refused = treeRefusal(treeSize(ctx), ctx.limits.treeCap);
   if (refused) return refused;

@@ -316,7 +316,9 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   #open(): Parts {
     if (this.#parts) return this.#parts;
     const created = migrate(this.ctx.storage, undefined, { exists: this.#tables.has("meta") });
-    this.#parts = assembleParts(this.ctx, this.env, this.#deployment, { created, tables: this.#tables });
+    // listed again once migrated: a migration may have created a table (moving rows into it)
+    const tables = created ? this.#tables : tablesIn(this.ctx.storage.sql);
+    this.#parts = assembleParts(this.ctx, this.env, this.#deployment, { created, tables });
     return this.#parts;
   }
 

@@ -18,8 +18,6 @@ import { Delivery } from "../messaging/delivery";
 import { Subscribers } from "./subscribers";
 import { OneShotChild } from "../delegation/one-shot/one-shot-child";
 import { OneShotRuns } from "../delegation/one-shot/one-shot-runs";
-import { RunLedger } from "../delegation/one-shot/run-ledger";
-import { LocalRuns } from "../transports/local-runs";
 import { RemoteRuns, remoteSettings } from "../transports/remote-runs";
 import { A2aRuns } from "../transports/a2a-runs";
 import type { SessionContext } from "./session-context";
@@ -88,18 +86,21 @@ export function assembleParts(
   );
   const ctx = sessionContext(env, deployment, stores, turns, signals, watch);
 
-  // the parts, each added to the signals as it is built (the order of their turn-end hooks);
-  // every way a one-shot child runs reports its result through `deliver` (de-duplicated) or the
-  // run ledger
+  // the parts, each added to the signals as it is built (the order of their turn-end hooks); an
+  // out-of-process transport reports its run's result through `deliver` (de-duplicated), the
+  // local one (spawn, fork), which the runs' one owner builds over itself, to that owner
   const callbacks = new CallbackSender(ctx);
   const delivery = signals.add(new Delivery(ctx, signals, (envelope) => callbacks.send(envelope)));
-  const ledger = new RunLedger(ctx);
-  const local = signals.add(new LocalRuns(ctx, ledger));
   const deliver = delivery.deliver.bind(delivery);
-  const remote = signals.add(new RemoteRuns(ctx, deliver));
-  const acp = signals.add(new AcpRuns(ctx, deliver));
-  const a2a = signals.add(new A2aRuns(ctx, deliver));
-  const runs = signals.add(new OneShotRuns(ctx, ledger, [local, remote, acp, a2a]));
+  const remote = new RemoteRuns(ctx, deliver);
+  const acp = new AcpRuns(ctx, deliver);
+  const a2a = new A2aRuns(ctx, deliver);
+  const runs = new OneShotRuns(ctx, [remote, acp, a2a]);
+  const local = signals.add(runs.local);
+  signals.add(remote);
+  signals.add(acp);
+  signals.add(a2a);
+  signals.add(runs);
   const oneShot = signals.add(new OneShotChild(ctx));
   const drains = new Drains(ctx);
   const children = signals.add(new ContinuableParent(ctx, drains));

@@ -17,6 +17,10 @@ import { FirstUseTables } from "./first-use-tables";
 import type { ReadMemo } from "./read-memo";
 import type { TableOnFirstUse } from "./schema";
 import { Runs } from "./runs";
+import { Activation } from "./activation";
+import { CancelledRuns } from "./cancelled-runs";
+import { ContinuableStarts } from "./continuable-starts";
+import { TreeSlots } from "./tree-slots";
 import { SingleRow } from "./single-row";
 
 /**
@@ -39,6 +43,14 @@ export class SessionStores implements DriverStores {
   readonly usage: UsageTotals;
   readonly remoteRuns: RemoteStore;
   readonly acpRuns: AcpStore;
+  /** A continuable child's current epoch. */
+  readonly activation: Activation;
+  /** What makes a continuable start idempotent (its tool call, a caller-reserved id's request). */
+  readonly continuableStarts: ContinuableStarts;
+  /** At a tree's root: the places sessions below its children took. */
+  readonly treeSlots: TreeSlots;
+  /** Cancels that outran their one-shot child's creation. */
+  readonly cancelledRuns: CancelledRuns;
   /** The tables created on first use (schema.ts), and the SQL of each for its store. */
   readonly tables: FirstUseTables;
   readonly #loopRow: SingleRow<LoopState>;
@@ -74,6 +86,10 @@ export class SessionStores implements DriverStores {
     this.usage = new UsageTotals(this.flags);
     this.remoteRuns = new RemoteStore(this.tables.sql("remote_runs"));
     this.acpRuns = new AcpStore(this.tables.sql("acp_runs"));
+    this.activation = new Activation(this.tables.sql("activation"));
+    this.continuableStarts = new ContinuableStarts(this.tables.sql("continuable_starts"));
+    this.treeSlots = new TreeSlots(this.tables.sql("tree_slots"), this.flags);
+    this.cancelledRuns = new CancelledRuns(this.tables.sql("cancelled_runs"));
     this.#loopRow = new SingleRow<LoopState>(this.sql, "loop");
     if (created) {
       log.startEmpty();

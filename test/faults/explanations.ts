@@ -85,8 +85,8 @@ export function injectedFault(ev: Evidence, scope: string, span: Span, error: st
 }
 
 function claimFiring(ev: Evidence, want: Want, visited: Set<Fired>): Fired | undefined {
-  let holders = explained.get(ev);
-  if (!holders) explained.set(ev, (holders = new Map()));
+  const holders = explained.get(ev) ?? new Map<Fired, Want>();
+  explained.set(ev, holders);
   const fits = ev.fired
     .filter(
       (f) =>

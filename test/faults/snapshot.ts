@@ -66,6 +66,8 @@ export interface Snapshot {
   activation: { epoch: number; runId: string } | null;
   epochs: { runId: string; childId: string; state: string; pendingNotice: boolean }[];
   flags: Record<string, string>;
+  /** Cancels that outran their one-shot child's creation: run id -> the parent that sent it. */
+  cancelledRuns: Record<string, string>;
   alarm: number | null;
   /** The receiver's per-link order: the next link sequence it expects from each sender. */
   links: { sender: string; nextSeq: number }[];
@@ -162,6 +164,12 @@ export async function snapshot(objectId: DurableObjectId): Promise<Snapshot> {
             r.name,
             r.value,
           ]),
+        ),
+        cancelledRuns: Object.fromEntries(
+          rows<{ run_id: string; parent: string }>(
+            "cancelled_runs",
+            "SELECT run_id, parent FROM cancelled_runs",
+          ).map((r) => [r.run_id, r.parent]),
         ),
         alarm: await state.storage.getAlarm(),
         links: rows<{ sender: string; next_seq: number }>("links", "SELECT sender, next_seq FROM links").map(

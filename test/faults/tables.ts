@@ -181,7 +181,7 @@ export function checkOwed(
         flag("lost", id, `outbox ${row.id} dead-lettered after ${row.attempts}: ${row.lastError}`);
       else notes.push(`outbox ${row.id} dead-lettered: target never existed`);
     } else if (row.kind === "cancel-run" && !target?.header) {
-      if (!target || target.flags[`cancelled:${row.envelope?.runId}`] === undefined)
+      if (!target || target.cancelledRuns[String(row.envelope?.runId)] === undefined)
         flag("lost", id, `cancel ${row.id} delivered to a missing child left no tombstone`);
     } else if (!target?.seen.includes(row.id)) {
       flag("lost", id, `outbox ${row.id} marked delivered but ${row.target.slice(0, 8)} never applied it`);

@@ -20,7 +20,6 @@ import { sumUsage } from "../../../src/core/usage";
 import { childHeader, writeSeed } from "../child-spec";
 import type { ActivationRow } from "../../store/activation";
 import type { RunRow } from "../../store/runs";
-import { delegationStores } from "../delegation-stores";
 import type { SessionPart } from "../../session/part";
 import type { Drains } from "./drains";
 import type { SessionContext } from "../../session/session-context";
@@ -58,7 +57,7 @@ export class ContinuableChild implements SessionPart {
   }
 
   activation(): ActivationRow | undefined {
-    return delegationStores(this.#ctx.stores).activation.get();
+    return this.#ctx.stores.activation.get();
   }
 
   async init(spec: ContinuableInit): Promise<Outcome<{ id: string; messageId: string }>> {
@@ -313,7 +312,7 @@ export class ContinuableChild implements SessionPart {
 
   #activate(epoch: number, runId: string, provider: string): void {
     const { stores } = this.#ctx;
-    delegationStores(stores).activation.begin({ epoch, runId, provider, startedSeq: stores.log.nextSeq() });
+    stores.activation.begin({ epoch, runId, provider, startedSeq: stores.log.nextSeq() });
   }
 
   /** Ends the epoch: outcome from its own log suffix, one notice to the parent, activation gone. */
@@ -346,7 +345,7 @@ export class ContinuableChild implements SessionPart {
       ...compact({ usage, subtreeUsage: stores.usage.unreported() }),
     });
     stores.usage.markReported();
-    delegationStores(stores).activation.end();
+    stores.activation.end();
     stores.flags.set("epochs", String(activation.epoch));
     return true;
   }

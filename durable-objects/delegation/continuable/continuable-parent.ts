@@ -17,7 +17,6 @@ import { checkContinuableStart } from "../../../src/providers/start-checks";
 import { initChild, StartsInFlight } from "../child-start";
 import { childInit, forkSeed, type PlacedChild, placeChild, reservedChildId } from "../child-spec";
 import type { EnvelopeHandlers, SessionPart } from "../../session/part";
-import { delegationStores } from "../delegation-stores";
 import type { Drains } from "./drains";
 import type { SessionContext } from "../../session/session-context";
 
@@ -78,8 +77,7 @@ export class ContinuableParent implements SessionPart {
     const ctx = this.#ctx;
     const { stores } = ctx;
     const header = ctx.header()!;
-    const byCall =
-      callKey === undefined ? undefined : delegationStores(stores).continuableStarts.byCall(callKey);
+    const byCall = callKey === undefined ? undefined : stores.continuableStarts.byCall(callKey);
     if (byCall !== undefined) return ok({ childId: byCall.childId, messageId: byCall.messageId ?? "" });
     if (this.#drains.draining()) return fail("DRAINING", "this session is draining its children");
     const checked = checkContinuableStart(spec.provider, await ctx.provider(spec.provider), spec);
@@ -120,9 +118,7 @@ export class ContinuableParent implements SessionPart {
     const key = requestKey(spec);
     const reserved = reservedChildId(this.#ctx.header()!, spec);
     const recorded =
-      reserved === undefined
-        ? undefined
-        : delegationStores(this.#ctx.stores).continuableStarts.requestOf(reserved);
+      reserved === undefined ? undefined : this.#ctx.stores.continuableStarts.requestOf(reserved);
     if (recorded === undefined) return ok({ key, prior: undefined });
     const { requestKey: priorKey, runId } = recorded;
     if (priorKey !== key || runId === undefined)
@@ -159,7 +155,7 @@ export class ContinuableParent implements SessionPart {
   /** The child's row and its first epoch, before the child exists (repair finds them after a crash). */
   #reserve({ init, provider, label, callKey, key }: Reserved): void {
     const { stores } = this.#ctx;
-    const { continuableStarts } = delegationStores(stores);
+    const { continuableStarts } = stores;
     stores.transact(() => {
       if (!stores.children.has(init.id))
         stores.children.own(init.id, provider, "continuable", label, Date.now());
@@ -174,7 +170,7 @@ export class ContinuableParent implements SessionPart {
   async #create({ init, provider, callKey, key }: Reserved): Promise<Outcome<ContinuableStarted>> {
     const ctx = this.#ctx;
     const { stores } = ctx;
-    const { continuableStarts } = delegationStores(stores);
+    const { continuableStarts } = stores;
     const { id: childId, runId } = init;
     const answer = await initChild(() => ctx.session(childId, init.locationHint).initContinuable(init));
     if (answer === undefined || !answer.ok) {
@@ -352,8 +348,7 @@ export class ContinuableParent implements SessionPart {
     // A drained child's notice that reaches a drained (settled) continuable session is recorded
     // but not queued: it does not survive that session's own drain.
     const header = this.#ctx.header();
-    const settledSelf =
-      header?.mode === "continuable" && delegationStores(stores).activation.get() === undefined;
+    const settledSelf = header?.mode === "continuable" && stores.activation.get() === undefined;
     if (notice.drained && settledSelf) return;
     // Idle parent: one ordinary turn; busy parent: batched into its next step; draining: no wake.
     const quiet = notice.drained || this.#drains.draining();

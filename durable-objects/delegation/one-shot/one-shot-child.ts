@@ -8,7 +8,6 @@ import { faultPoint } from "../../../src/core/faults";
 import { abortedBeforeStart } from "../../../src/core/run-result";
 import { turnResult } from "../../store/turn-result";
 import { childHeader, writeSeed } from "../child-spec";
-import { delegationStores } from "../delegation-stores";
 import type { EnvelopeHandlers, SessionPart } from "../../session/part";
 import type { SessionContext } from "../../session/session-context";
 
@@ -51,7 +50,7 @@ export class OneShotChild implements SessionPart {
       stores.header.set(header);
       writeSeed(this.#ctx, spec.seed);
       stores.log.append("subagent/descriptor", spec.descriptor);
-      if (delegationStores(stores).cancelledRuns.parentOf(spec.runId) === spec.parentSession) {
+      if (stores.cancelledRuns.parentOf(spec.runId) === spec.parentSession) {
         this.#report(header, abortedBeforeStart()); // cancelled before it existed: the prompt never runs
         return;
       }
@@ -87,7 +86,7 @@ export class OneShotChild implements SessionPart {
   #cancel(envelope: CancelRunEnvelope, header: SessionHeader | undefined): boolean {
     const { stores } = this.#ctx;
     if (!header) {
-      delegationStores(stores).cancelledRuns.add(envelope.runId, envelope.from); // the cancel outran `init`
+      stores.cancelledRuns.add(envelope.runId, envelope.from); // the cancel outran `init`
       return false;
     }
     if (header.parentSession !== envelope.from || header.oneShot?.runId !== envelope.runId) return false;

@@ -12,7 +12,6 @@ import type { SessionContext } from "../../session/session-context";
 import type { RunRow } from "../../store/runs";
 import { LocalRuns } from "../../transports/local-runs";
 import type { ChildTransport, RunSettlement } from "../../transports/transport";
-import type { SettlementForwarder } from "./run-ledger";
 
 /**
  * One-shot runs, parent side (semantics.md §5): the one owner of every run this session awaits,
@@ -43,29 +42,10 @@ export class OneShotRuns implements SessionPart, RunSettlement {
   readonly #waiters = new Map<string, Set<() => void>>();
 
   /** `others`: the transports of out-of-process providers (another deployment, ACP, A2A). */
-  constructor(ctx: SessionContext, others: readonly ChildTransport[]);
-  /**
-   * @deprecated The wiring of session-parts.ts until it builds `new OneShotRuns(ctx, [remote,
-   * acp, a2a])`: a `RunLedger` the local transport was built over, and every transport (the
-   * local one among them), which this owner takes as they are.
-   */
-  constructor(ctx: SessionContext, ledger: SettlementForwarder, transports: readonly ChildTransport[]);
-  constructor(
-    ctx: SessionContext,
-    othersOrLedger: readonly ChildTransport[] | SettlementForwarder,
-    transports?: readonly ChildTransport[],
-  ) {
+  constructor(ctx: SessionContext, others: readonly ChildTransport[]) {
     this.#ctx = ctx;
-    if (transports === undefined) {
-      this.local = new LocalRuns(ctx, this);
-      this.#transports = [this.local, ...(othersOrLedger as readonly ChildTransport[])];
-      return;
-    }
-    (othersOrLedger as SettlementForwarder).forwardTo(this);
-    const local = transports.find((t): t is LocalRuns => t instanceof LocalRuns);
-    if (!local) throw new Error("one-shot runs need the local transport");
-    this.local = local;
-    this.#transports = transports;
+    this.local = new LocalRuns(ctx, this);
+    this.#transports = [this.local, ...others];
   }
 
   async start(request: StartRequest, origin?: RunOrigin): Promise<Outcome<RunView>> {

@@ -28,8 +28,8 @@ describe("a start below a tree's root past MAX_SESSIONS_PER_TREE", () => {
     await waitForRun(mid, accepted.body.runId);
     await quiesce([root.id, mid, last]);
     expect(await treeSlots(root.id)).toBe(MAX_SESSIONS_PER_TREE - 2);
-    expect(await sqlRows(root.id, "SELECT value FROM flags WHERE name = ?", `tree-slot:${last}`)).toEqual([
-      { value: "1" },
+    expect(await sqlRows(root.id, "SELECT child_id FROM tree_slots WHERE child_id = ?", last)).toEqual([
+      { child_id: last },
     ]);
 
     // the parent's retry of that child's init (its answer lost) takes no second place

@@ -1,6 +1,5 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { delegationStores } from "../../../durable-objects/delegation/delegation-stores";
 import { EventLog } from "../../../durable-objects/store/event-log";
 import { migrate, SESSION_MIGRATIONS, tablesIn } from "../../../durable-objects/store/schema";
 import { SessionStores } from "../../../durable-objects/store/session-stores";
@@ -62,8 +61,9 @@ describe("migration 14: facts about one child or run leave flags", () => {
         "usage",
       ]);
 
-      const stores = new SessionStores(state.storage, new EventLog(sql), () => {}, { tables: opened });
-      const { continuableStarts, treeSlots, cancelledRuns } = delegationStores(stores);
+      // the stores over the tables as the object lists them once it migrated (session-object.ts)
+      const stores = new SessionStores(state.storage, new EventLog(sql), () => {}, { tables: tablesIn(sql) });
+      const { continuableStarts, treeSlots, cancelledRuns } = stores;
       expect(continuableStarts.byCall("3:tc_1")).toEqual({ childId: "child-a", messageId: "msg_a" });
       expect(continuableStarts.byCall("4:tc_2")).toEqual({ childId: "child-b", messageId: undefined });
       expect(continuableStarts.requestOf("child-c")).toEqual({ requestKey: "key-c", runId: "run_c" });
