@@ -13,7 +13,7 @@ import type { OneShotRuns } from "../delegation/one-shot/one-shot-runs";
 import type { SessionContext } from "./session-context";
 
 /**
- * A session's tools for any MCP client (protocols.md, "MCP server"): `POST /v1/sessions/:id/mcp`
+ * A session's tools for any MCP client (docs/semantics.md §14): `POST /v1/sessions/:id/mcp`
  * (Streamable HTTP, on the official SDK's web-standard handler, which serves both the 2025
  * `initialize` revisions, statelessly, and the current per-request revision). The Worker has
  * authenticated the caller before a byte of MCP is read.

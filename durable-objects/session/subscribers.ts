@@ -14,7 +14,7 @@ import type { EventLog } from "../store/event-log";
  * attachment remembers the last seq each was sent, so a replay followed by live pushes never
  * skips or repeats an event, also after the object hibernated or was evicted and woke again.
  *
- * A replay never buffers the log for a reader that does not read (security.md, "Streams"):
+ * A replay never buffers the log for a reader that does not read (README, Security and limits: "Streams"):
  * - SSE is a pull stream: the log is read a page at a time from SQLite only when the response's
  *   reader has taken what was queued (one chunk of at most 16 KiB ahead of it). Live events are
  *   read from the log the same way, so an idle reader holds one page whatever the session writes.

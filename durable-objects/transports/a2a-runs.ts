@@ -21,7 +21,7 @@ import type { ChildTransport, TransportStart } from "./transport";
 const FIRST_POLL_MS = 250;
 
 /**
- * A2A delegation (protocols.md, "A2A"): a one-shot run handed to any Agent2Agent agent. The run
+ * A2A delegation (docs/semantics.md §12): a one-shot run handed to any Agent2Agent agent. The run
  * is published at once like every far-side run; its first step sends the prompt as one message
  * (message id from the run id, not waiting for the task), and the task id the agent answers is
  * stored with the run in the same transaction as its `subagent/remote` event, so a parent that

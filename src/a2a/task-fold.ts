@@ -2,7 +2,7 @@ import { type ContentBlock, isEmptyContent } from "../contract/content";
 import type { SessionEvent, TurnEndReason } from "../contract/events";
 
 /**
- * A session read as an A2A task (protocols.md, "A2A"): the task is the session. Each message a
+ * A session read as an A2A task (docs/semantics.md §16): the task is the session. Each message a
  * user (an A2A client or the HTTP API) sent it has its own state: `submitted` once it is in the
  * inbox, `working` once a turn claimed it, and the end of that turn (`completed`, `canceled` for
  * an interrupt, `failed` otherwise, or when the message was discarded). The task's state is its

@@ -1,7 +1,7 @@
 import type { DriverStores } from "./driver-stores";
 
 /**
- * A session without a model (`"model": "external"`, protocols.md), driven from outside over MCP:
+ * A session without a model (`"model": "external"`, docs/semantics.md §14), driven from outside over MCP:
  * its turn driver runs no turns. What reaches its inbox (user messages, relays, reports,
  * settlement notices) is recorded in its log as `user/message`, in FIFO order, without a turn,
  * so the outside agent reads it from the log.

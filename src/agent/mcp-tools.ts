@@ -7,7 +7,7 @@ import type { OfferedTool, ToolSource } from "./tool-source";
 import { text, type Tool, type ToolOutcome } from "./tools";
 
 /**
- * The tools of a session's MCP servers (`mcpServers`, protocols.md "MCP client"), as one tool
+ * The tools of a session's MCP servers (`mcpServers`, docs/semantics.md §15), as one tool
  * source: a server `calc`'s tool `add` is `mcp__calc__add` to the model, with the server's input
  * schema, under the session's tool filter. Tool lists are fetched lazily over Streamable HTTP (the
  * official SDK's client) and kept for a minute. A server that cannot be listed (down, refusing its

@@ -1,5 +1,5 @@
 /**
- * The one rule for every URL a caller can make this runtime send a request to (security.md,
+ * The one rule for every URL a caller can make this runtime send a request to (README, Security and limits
  * "Outbound requests the runtime makes for its callers"): provider URLs, an A2A agent card's
  * endpoint, `mcpServers[].url`, `callback.url`. The operator's own URLs (PUBLIC_URL,
  * OPENAI_BASE_URL) are exempt. Pure, no I/O: the URL schemas (wire.ts, acp-protocol.ts) refuse with

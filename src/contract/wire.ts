@@ -55,7 +55,7 @@ export const OperatorUrl = z
   }, "must be https (plain http only to a loopback host)");
 
 /**
- * A session's MCP servers (protocols.md, "MCP client"): names are what `mcp__<name>__<tool>`
+ * A session's MCP servers (docs/semantics.md §15): names are what `mcp__<name>__<tool>`
  * carries; urls follow the outbound rule (`ServiceUrl`); at most 8, names unique.
  */
 export const McpServersField = z

@@ -16,7 +16,7 @@ import { parseDirectoryCursor } from "./directory-cursor";
 import { createTopLevelSession } from "./session-create";
 
 /**
- * The A2A face (protocols.md, "A2A"): the agent card at `/.well-known/agent-card.json` and its
+ * The A2A face (docs/semantics.md §16): the agent card at `/.well-known/agent-card.json` and its
  * JSON-RPC endpoint at `/v1/a2a` (both under the base path). The protocol layer is the official
  * SDK's: its JSON-RPC transport handlers (A2A 1.0, and 0.3 for requests without an `A2A-Version`
  * header or with `0.3`) over our request handler, which keeps every task in a session. Only the

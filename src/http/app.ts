@@ -151,7 +151,7 @@ export function buildRouter(deployment: Deployment, base = "") {
     }),
   );
 
-  // MCP's Streamable HTTP transport: the session's tools for any MCP client (protocols.md). The
+  // MCP's Streamable HTTP transport: the session's tools for any MCP client (docs/semantics.md §14). The
   // token is checked here and by the session before a byte of MCP is read; the SDK answers GET
   // and DELETE (2025 session operations) 405, statelessly.
   router.all(

@@ -1,7 +1,7 @@
 import { checkOutboundUrl, type SecureScheme } from "../contract/outbound-url";
 
 /**
- * The one `fetch` for URLs a caller set (security.md, "Outbound requests the runtime makes for its
+ * The one `fetch` for URLs a caller set (README, Security and limits: "Outbound requests the runtime makes for its
  * callers"): remote providers, A2A agents (card and endpoint), MCP servers, callbacks. The platform
  * never follows a redirect (`redirect: "manual"` on every request); this does, only on the same
  * origin and at most `MAX_REDIRECTS` times, so a token or a signed body never reaches an origin

@@ -22,7 +22,7 @@ import { isPermanent, scrub } from "./remote-protocol";
  * when the agent refused the request itself) and why, in words that never contain the token.
  *
  * The card is the agent's word about itself, learned at run time: the endpoint it names must pass
- * the outbound rule and be on the origin the provider was registered with (security.md), or the
+ * the outbound rule and be on the origin the provider was registered with (README, Security and limits), or the
  * call fails for good before anything is sent there. Every request (card, endpoint) goes through
  * `outboundFetch` pinned to that origin, so no request of ours, nor a redirect, leaves it.
  */
@@ -87,7 +87,7 @@ export function cancelTask(target: A2aTarget, taskId: string): Promise<A2aOutcom
 }
 
 /**
- * A task's state as a run's progress (protocols.md, "A2A"): completed -> `completed` with the
+ * A task's state as a run's progress (docs/semantics.md §12): completed -> `completed` with the
  * final message's (or artifacts') text; failed and rejected -> `error`; canceled -> `aborted`;
  * input-required and auth-required -> `error` (a one-shot child cannot answer); anything else
  * unknown -> `error`. Submitted and working are not done.

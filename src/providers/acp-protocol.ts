@@ -46,7 +46,7 @@ export function initializeParams(): unknown {
  * The `cwd` this runtime names in `session/new` and `session/load`. ACP requires an absolute path,
  * but a Worker has no directory on the agent's machine to offer, and where an agent with its
  * user's rights works is for whoever runs the agent to decide: `subagents-edge acp-bridge` replaces
- * it with its own (`--cwd`, security.md "The ACP bridge"). `/nonexistent` is the path Debian's
+ * it with its own (`--cwd`, README, Security and limits: "The ACP bridge"). `/nonexistent` is the path Debian's
  * policy guarantees never to exist, so an agent server that honours a client's cwd instead of
  * pinning its own fails to set up the session rather than working in `/` (what was sent before:
  * the whole filesystem).

@@ -4,7 +4,7 @@ import type { RegistryEvent } from "../contract/session-api";
 import { belongsTo, type ProviderOwnership } from "./catalog";
 
 /**
- * Which providers a caller may see and a session may start children through (security.md
+ * Which providers a caller may see and a session may start children through (README, Security and limits
  * "Providers and tenants"). A provider belongs to the tenants it was registered for; a session
  * may use it when it belongs to the session's tenant and, if the session has a `providers` list,
  * when that list names it. Anything else is answered exactly as an unknown name.

@@ -2,7 +2,7 @@
 // official ACP SDK's agent side) behind a WebSocket: the token on the upgrade, JSON-RPC relayed
 // both ways, each end closing the other, no process outliving its connection, bounded messages;
 // and a one-shot child of the runtime (wrangler dev) reaching the agent through it.
-// Its doors (security.md, "The ACP bridge") are tried as the attacks they close: a web page's
+// Its doors (README, Security and limits: "The ACP bridge") are tried as the attacks they close: a web page's
 // upgrade (`Origin`), no or a wrong token, a bridge started without a token, the token in `ps`,
 // 25 connections at once, a client naming the agent's directory. "Nothing spawned" is observed in
 // /proc (the bridge's children), never assumed.

@@ -1,4 +1,4 @@
-// Idle event-stream subscribers on a large log, against a real `wrangler dev` (security.md,
+// Idle event-stream subscribers on a large log, against a real `wrangler dev` (README, Security and limits
 // "Streams": a replay waits for its reader rather than buffering the log in memory).
 //
 // The attack: a session with a log of about 12 MB, then 8 SSE subscribers and 8 WebSockets that
@@ -156,7 +156,9 @@ async function readWebSocket(server, id, lastSeq) {
   }
 }
 
-describe("idle subscribers on a large log (security.md, Streams)", { timeout: 600_000 }, () => {
+describe("idle subscribers on a large log (README, Security and limits: Streams)", {
+  timeout: 600_000,
+}, () => {
   let server;
   let dir;
   const idle = [];

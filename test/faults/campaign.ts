@@ -11,7 +11,7 @@ import { REGRESSION_SEEDS } from "./regressions";
 import type { SeedReport } from "./summary";
 
 /**
- * The fault campaign (reliability.md, "Measuring it"). Per seed: generate a forest of sessions,
+ * The fault campaign (README, Reliability: "Measuring it"). Per seed: generate a forest of sessions,
  * operations and fault rules; run the operations over HTTP while the rules fire at the runtime's
  * named fault points and instances are evicted; drain every alarm until nothing moves; wake
  * parked work and drain again; then check every session's tables against the history.

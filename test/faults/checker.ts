@@ -15,7 +15,7 @@ import { checkLog, checkModelDelegation, checkOwed, isLive, ofType, textOf } fro
 
 /**
  * The checker: after the drain, every session's tables against the history of operations.
- * Categories (reliability.md, "Measuring it"):
+ * Categories (README, Reliability: "Measuring it"):
  *   lost        an acknowledged message or start whose effect is absent
  *   duplicated  an effect that happened twice (an answer, a start, an end, a claim, an envelope)
  *   unexpected  an effect no operation explains

@@ -177,7 +177,7 @@ export function summarize(reports: readonly SeedReport[], command: string): Summ
   };
 }
 
-/** The one summary line, in the form of reliability.md's measuring table. */
+/** The one summary line, in the form of README's Reliability table. */
 export function summaryLine(s: Summary): string {
   const kinds = Object.entries(s.faultsByKind)
     .map(([kind, f]) => `${kind}=${f.injected}`)

@@ -33,7 +33,7 @@ function task(state: TaskState, said?: string, artifact?: string): Task {
 }
 
 describe("progressOf", () => {
-  it("maps each task state to a run's progress or result (protocols.md, A2A)", () => {
+  it("maps each task state to a run's progress or result (docs/semantics.md §12)", () => {
     expect(progressOf(task(TaskState.TASK_STATE_WORKING))).toEqual({ done: false });
     expect(progressOf(task(TaskState.TASK_STATE_SUBMITTED))).toEqual({ done: false });
     expect(progressOf(task(TaskState.TASK_STATE_COMPLETED, "hi"))).toEqual({

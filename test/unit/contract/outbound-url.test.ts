@@ -4,7 +4,7 @@ import { CallbackSpec, CreateSessionBody, McpServersField, ServiceUrl } from "..
 import { AcpUrl } from "../../../src/providers/acp-protocol";
 
 /**
- * The outbound-URL rule (security.md, "Outbound requests the runtime makes for its callers"):
+ * The outbound-URL rule (README, Security and limits: "Outbound requests the runtime makes for its callers"):
  * https (wss for ACP), plain http/ws to a loopback host only, no user information, no private,
  * shared, link-local, unspecified or metadata literal host in any spelling the WHATWG URL parser
  * normalises, nor one of the well-known metadata host names. Every form on each side of the line.

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { MAX_REDIRECTS, OutboundRefused, outboundFetch } from "../../../src/platform/outbound-fetch";
 
 /**
- * The one fetch for caller-set URLs (security.md, "Outbound requests the runtime makes for its
+ * The one fetch for caller-set URLs (README, Security and limits: "Outbound requests the runtime makes for its
  * callers"): the URL rule before any request, redirects never left to the platform, a redirect
  * followed only on the same origin (a bounded number of times, as the fetch standard would
  * rewrite it), any other refused with no request to its target. The network here is a recorder.

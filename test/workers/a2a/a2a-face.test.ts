@@ -5,7 +5,7 @@ import { ADMIN, api, createSession, TENANT_ADMIN, workerFetch } from "../../supp
 import { LONG_TURN, script } from "../../support/scripts";
 
 /**
- * The A2A face (protocols.md, "A2A"): the agent card and its JSON-RPC endpoint, driven by the
+ * The A2A face (docs/semantics.md §16): the agent card and its JSON-RPC endpoint, driven by the
  * official A2A SDK's own client (`@a2a-js/sdk/client`), and by raw JSON-RPC for the 0.3 method
  * names and for refusals.
  */

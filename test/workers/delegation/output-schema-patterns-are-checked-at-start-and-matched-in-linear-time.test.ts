@@ -15,7 +15,7 @@ import { script } from "../../support/scripts";
 
 /**
  * An `outputSchema`'s `pattern` is caller-supplied code run in the child's object
- * (../shared/design/security.md, "What a caller can make the runtime compute"): it is compiled
+ * (README, Security and limits: "What a caller can make the runtime compute"): it is compiled
  * when the start is received, an invalid one or one the linear-time engine cannot run is
  * `400 INVALID_SCHEMA` with nothing stored, and a model's answer is matched in linear time, so a
  * catastrophic pattern cannot hold the thread that other tenants' requests run on.

@@ -47,7 +47,7 @@ function expectLimited(result: Awaited<ReturnType<typeof burst>>): void {
   expect(result.refused?.headers.get("retry-after")).toBe("60");
 }
 
-describe("failed authentications are rate-limited (security.md, semantics.md §8)", () => {
+describe("failed authentications are rate-limited (README, Security and limits: semantics.md §8)", () => {
   it("refuses a guesser varying the secret of an existing session with 429 past the limit; the owner's token still works", async () => {
     const target = await createSession();
     const result = await burst(() =>

@@ -42,7 +42,7 @@ function routes(target: string, token: string): [string, () => Promise<ApiResult
   ];
 }
 
-describe("an invalid token is 401 whether or not the session it names exists (security.md)", () => {
+describe("an invalid token is 401 whether or not the session it names exists (README, Security and limits)", () => {
   it("answers <existing id>.<junk> and <missing id>.<junk> with the same 401 on every session route", async () => {
     const existing = await createSession();
     const missing = missingId();

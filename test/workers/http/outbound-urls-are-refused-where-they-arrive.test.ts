@@ -15,7 +15,7 @@ import { dumpTables, hashOf, registryStub, stub } from "../../support/objects";
 
 /**
  * Every URL a caller can set (provider URLs, `mcpServers[].url` on session creation and on start
- * requests, `callback.url`) breaking the outbound rule (security.md, "Outbound requests the
+ * requests, `callback.url`) breaking the outbound rule (README, Security and limits: "Outbound requests the
  * runtime makes for its callers") is `400 INVALID_REQUEST` at the route that received it, naming
  * the field, over HTTP and over the service binding (which validates with the same schemas);
  * nothing is stored (every table of every object involved hashes the same before and after) and

@@ -5,7 +5,7 @@ import { allEvents, waitForEvents } from "../../support/logs";
 import { script } from "../../support/scripts";
 
 /**
- * Sessions without a model (`"model": "external"`, protocols.md): an outside agent drives them
+ * Sessions without a model (`"model": "external"`, docs/semantics.md §14): an outside agent drives them
  * over MCP; what reaches their inbox is recorded in the log without starting a turn.
  */
 
@@ -20,7 +20,7 @@ async function connect(id: string, token: string): Promise<Client> {
   return client;
 }
 
-describe("external sessions (protocols.md, MCP server)", () => {
+describe("external sessions (docs/semantics.md §14)", () => {
   it("record a message in the log without a turn, and stay idle", async () => {
     const { id } = await createSession({ model: "external" });
     await sendMessage(id, "for the outside agent");

@@ -6,7 +6,7 @@ import { dumpTables } from "../../support/objects";
 import { script } from "../../support/scripts";
 
 /**
- * A session's MCP servers (protocols.md, "MCP client"): the tools of a real MCP server (the SDK's
+ * A session's MCP servers (docs/semantics.md §15): the tools of a real MCP server (the SDK's
  * server side, over HTTP in Node: test/setup/mcp-server.ts) appear to the model as
  * `mcp__<name>__<tool>`, under the tool filter, inherited by children; failures are error tool
  * results; the server's token is in no view, event, listing or answer.
@@ -28,7 +28,7 @@ function results(events: { type: string; data: any }[]): { name: string; text: s
     }));
 }
 
-describe("a session's MCP servers give its model tools (protocols.md, MCP client)", () => {
+describe("a session's MCP servers give its model tools (docs/semantics.md §15)", () => {
   it("calls a server's tools as mcp__<server>__<tool> and reads their answers and errors", async () => {
     const { id } = await createSession({ mcpServers: [server()] });
     await sendMessage(

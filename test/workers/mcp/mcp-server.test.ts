@@ -6,7 +6,7 @@ import { script } from "../../support/scripts";
 import { jsonRpcAnswer, mcpPath, postJsonRpc } from "../../support/json-rpc";
 
 /**
- * The MCP server face (protocols.md, "MCP server"): POST /v1/sessions/:id/mcp driven by the
+ * The MCP server face (docs/semantics.md §14): POST /v1/sessions/:id/mcp driven by the
  * official MCP TypeScript SDK's own client over Streamable HTTP, and by raw JSON-RPC for the 2025
  * `initialize` revisions and for bad input.
  */
@@ -41,7 +41,7 @@ const INITIALIZE = {
   params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "raw", version: "1" } },
 };
 
-describe("a session's tools over MCP (protocols.md, MCP server)", () => {
+describe("a session's tools over MCP (docs/semantics.md §14)", () => {
   it("lists the session's tools as its model sees them, with the session token and with the admin token", async () => {
     const { id, token } = await createSession({ toolFilter: { deny: ["task_kill"] } });
     for (const bearer of [token, ADMIN]) {

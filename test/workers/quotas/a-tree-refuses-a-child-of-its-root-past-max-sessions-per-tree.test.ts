@@ -7,7 +7,7 @@ import { toolCall } from "../../support/scripts";
 import { createSession } from "../../support/api";
 
 /**
- * The tree quota at its root (security.md "Quotas", src/core/quotas.ts): a top-level session and
+ * The tree quota at its root (README, Security and limits: "Quotas", src/core/quotas.ts): a top-level session and
  * every session below it are one tree of at most MAX_SESSIONS_PER_TREE (10000 in wrangler.toml)
  * sessions. The root counts its own children by their rows, so a start from it asks nobody else.
  */

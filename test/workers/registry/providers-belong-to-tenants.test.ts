@@ -18,7 +18,7 @@ import { tablesHash } from "../../support/objects";
 import { script } from "../../support/scripts";
 
 /**
- * Providers belong to tenants (security.md "Providers and tenants"): a provider registered for the
+ * Providers belong to tenants (README, Security and limits: "Providers and tenants"): a provider registered for the
  * deployment's own tenant is no provider at all to another tenant's sessions, over every face; a
  * session's `providers` list holds on every start, not only for its model's tools; and only the
  * deployment admin sees where a provider lives. Written as the attack that found it: an `acme`

@@ -4,7 +4,7 @@ import { tablesHash } from "../../support/objects";
 import { jsonRpcAnswer, mcpPath, postJsonRpc } from "../../support/json-rpc";
 
 /**
- * The MCP face reads its body with the same limits as every route (security.md, "The MCP face
+ * The MCP face reads its body with the same limits as every route (README, Security and limits: "The MCP face
  * reads its body..."): 256 KiB, 128 levels of nesting. The attack: a body one byte over the size
  * limit, or one level too deep, sent to `POST /v1/sessions/:id/mcp`, which once forwarded its body
  * untouched (a 3 MiB body answered 200). Refused with the documented status and code before the
@@ -58,7 +58,7 @@ async function refusal(response: Response): Promise<{ status: number; code: stri
   return { status: response.status, code: typeof code === "string" ? code : undefined };
 }
 
-describe("the MCP face's body limits (security.md)", () => {
+describe("the MCP face's body limits (README, Security and limits)", () => {
   it("refuses 256 KiB + 1 byte with 413 PAYLOAD_TOO_LARGE, declared or streamed, storing nothing", async () => {
     const { id } = await createSession();
     const before = await tablesHash(id);

@@ -10,7 +10,7 @@ import { ADMIN, createSession, openStream, sendMessage, workerFetch } from "../.
 import { allEvents, sleep, waitForTurnEnds, type WireEvent } from "../../support/logs";
 
 /**
- * A WebSocket replay waits for its reader (security.md, "Streams"): workerd's WebSocket has no
+ * A WebSocket replay waits for its reader (README, Security and limits: "Streams"): workerd's WebSocket has no
  * `bufferedAmount`, so one connection carries at most one window (about 1 MiB) of a replay and
  * then closes with 4008; the reader resumes with `?after=<its last seq>`. The attack it answers:
  * a socket that reads nothing made the object queue the whole log for it. A reader loses nothing:
@@ -46,7 +46,7 @@ async function oneConnection(id: string, after: number, lastSeq: number) {
   return { events, bytes: () => bytes, closed: await closed };
 }
 
-describe("WebSocket replays in windows (security.md, Streams)", () => {
+describe("WebSocket replays in windows (README, Security and limits: Streams)", () => {
   it("sends one window of a long replay and closes with 4008; resuming after the last seq gives the rest, once and in order", async () => {
     const { id, log } = await bigLog();
     const logBytes = log.reduce((sum, e) => sum + JSON.stringify(e).length, 0);
@@ -118,7 +118,7 @@ describe("WebSocket replays in windows (security.md, Streams)", () => {
   });
 });
 
-describe("SSE replays read as their reader reads (security.md, Streams)", () => {
+describe("SSE replays read as their reader reads (README, Security and limits: Streams)", () => {
   it("gives a slow reader every event of a long log once and in order, characters split across chunks intact", async () => {
     const { id } = await createSession();
     // multi-byte characters throughout: the response's chunks (at most 16 KiB) cut through them

@@ -6,7 +6,7 @@ import { sleep, subscribe, type Subscriber, waitForTurnEnds } from "../../suppor
 import { evict } from "../../support/objects";
 
 /**
- * The cap on event-stream subscribers per session (security.md, "Streams"): MAX_SUBSCRIBERS_PER_SESSION
+ * The cap on event-stream subscribers per session (README, Security and limits: "Streams"): MAX_SUBSCRIBERS_PER_SESSION
  * (32 in wrangler.toml, 32 when unset). The attack: one token opening subscriber after subscriber
  * on one session, each a replay of its log held by the session's object. At the cap a subscriber
  * of either kind is accepted; one past it is `429 TOO_MANY_SUBSCRIBERS` with `Retry-After`, over
@@ -65,7 +65,7 @@ async function tryWebSocket(id: string): Promise<{ close(): void } | undefined> 
   return { close: () => socket.close(1000, "done") };
 }
 
-describe("the cap on stream subscribers per session (security.md, Streams)", () => {
+describe("the cap on stream subscribers per session (README, Security and limits: Streams)", () => {
   it("defaults to 32 when MAX_SUBSCRIBERS_PER_SESSION is unset or not a positive integer", () => {
     expect(env.MAX_SUBSCRIBERS_PER_SESSION).toBe(String(CAP));
     expect(DEFAULT_MAX_SUBSCRIBERS).toBe(32);

@@ -5,7 +5,7 @@ import { transportOf } from "../../support/remote";
 
 /**
  * An A2A agent card is what the agent says about itself, learned at run time: its endpoint must
- * pass the outbound rule and be on the origin the provider was registered with (security.md,
+ * pass the outbound rule and be on the origin the provider was registered with (README, Security and limits
  * "Outbound requests the runtime makes for its callers"). A card that names another endpoint ends
  * the run `error` at once, saying why, and no request (least of all one with the provider's token)
  * reaches that endpoint. The cards come from test/setup/outbound-traps.ts: served by `home`,

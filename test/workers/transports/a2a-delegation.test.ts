@@ -7,7 +7,7 @@ import { expectNoCredential, installRemoteNet, type RemoteNet, transportOf } fro
 import { LONG_TURN, script } from "../../support/scripts";
 
 /**
- * The `a2a` provider kind (protocols.md, "A2A"): one-shot children on an A2A agent, through the
+ * The `a2a` provider kind (docs/semantics.md §12): one-shot children on an A2A agent, through the
  * official SDK's client. Against this runtime's own A2A face (the Worker plays the far
  * deployment, test/support/remote.ts) and against an agent built in the tests on the SDK's server
  * side (test/setup/a2a-agent.ts): completed, failed, rejected, input-required, canceled and
@@ -47,7 +47,7 @@ async function agentStats(): Promise<{
 /**
  * This Worker's own A2A face, registered where its agent card says it lives: the card names
  * PUBLIC_URL's origin (https://parent.test here), and a card's endpoint must be on the origin the
- * provider was registered with (security.md "Outbound requests").
+ * provider was registered with (README, Security and limits: "Outbound requests").
  */
 const FACE_URL = "https://parent.test";
 

@@ -14,7 +14,7 @@ import { script } from "../../support/scripts";
 /**
  * Every fetch the runtime makes to a caller-set URL (a remote provider, an A2A provider's card and
  * endpoint, a session's MCP servers, a callback) follows a redirect only on the same origin
- * (security.md, "Outbound requests the runtime makes for its callers"): a 30x to another origin
+ * (README, Security and limits: "Outbound requests the runtime makes for its callers"): a 30x to another origin
  * is a failure, and that origin never sees a request, least of all one with our token or signed
  * body. `home` (test/setup/outbound-traps.ts) answers `/redirect/<status>/<nonce>/...` with a
  * redirect to `trap`, which records whatever reaches it.

@@ -374,7 +374,7 @@ describe("follow-up and cold resume (semantics.md §6.3, §7.2)", () => {
       body: { provider: "spawn", prompt: "x", mode: "continuable", label: "a", childId },
     });
     expect(first.status).toBe(202);
-    // the same request again would be a retry (continuable-start-retry.test.ts); another one is refused
+    // the same request again would be a retry (start.test.ts, "a retried continuable start"); another one is refused
     const dup = await api("POST", `/v1/sessions/${parent.id}/subagents`, {
       body: { provider: "spawn", prompt: "another prompt", mode: "continuable", label: "a", childId },
     });
