@@ -23,19 +23,19 @@ export class ChildWatch implements SessionPart {
   readonly name = "child watch";
   readonly #stores: SessionStores;
   readonly #session: (id: string) => Remote<SessionRpc>;
-  readonly #wakeBy: (at: number) => Promise<void>;
+  readonly #alarm: { wakeBy(at: number): Promise<void> };
   #interval = CHILD_WATCH_MS;
   #due: number | undefined;
 
-  /** `wakeBy(at)` arms the object's alarm for `at` unless it is armed earlier (the drive loop's). */
+  /** `alarm.wakeBy(at)` arms the object's alarm for `at` unless it is armed earlier (alarm-clock.ts). */
   constructor(
     stores: SessionStores,
     session: (id: string) => Remote<SessionRpc>,
-    wakeBy: (at: number) => Promise<void>,
+    alarm: { wakeBy(at: number): Promise<void> },
   ) {
     this.#stores = stores;
     this.#session = session;
-    this.#wakeBy = wakeBy;
+    this.#alarm = alarm;
   }
 
   /**
@@ -47,7 +47,7 @@ export class ChildWatch implements SessionPart {
     const due = this.#due;
     // after the current (possibly transactional) call stack: alarms are not part of a transaction
     Promise.resolve()
-      .then(() => this.#wakeBy(due))
+      .then(() => this.#alarm.wakeBy(due))
       .catch((error: unknown) => {
         console.error("arming the child watch failed", error instanceof Error ? error.message : error);
       });

@@ -13,7 +13,9 @@ import type { SessionContext } from "../session/session-context";
  */
 
 /** Sends an envelope that leaves the deployment (a callback); throws when the attempt failed. */
-export type ExternalSender = (envelope: CallbackEnvelope) => Promise<void>;
+export interface ExternalSender {
+  send(envelope: CallbackEnvelope): Promise<void>;
+}
 
 export class Delivery implements SessionPart {
   readonly name = "delivery";
@@ -83,7 +85,7 @@ export class Delivery implements SessionPart {
       }
       try {
         await faultPoint(scope, "before-send");
-        if (row.envelope.kind === "callback") await this.#external(row.envelope);
+        if (row.envelope.kind === "callback") await this.#external.send(row.envelope);
         else {
           const after = outbox.gapBelow(row);
           const envelope = after === undefined ? row.envelope : { ...row.envelope, after };

@@ -1,3 +1,4 @@
+import type { SessionHeader } from "../../src/contract/session";
 import { faultPoint } from "../../src/core/faults";
 import type { AlarmClock } from "./alarm-clock";
 import type { SessionPart } from "./part";
@@ -24,24 +25,24 @@ const TOUCH_CHECK_MS = 10_000;
 export class DriveLoop {
   readonly #alarm: AlarmClock;
   readonly #parts: readonly SessionPart[];
-  readonly #scope: () => string;
+  readonly #header: { get(): SessionHeader | undefined };
   #running: Promise<void> | null = null;
   #wake = false;
   #touchCheckedAt = Number.NEGATIVE_INFINITY;
 
   /**
    * `parts` in the order their hooks run; the loop runs whenever `signals` says work is due.
-   * `scope` names the session for its fault points (its id once it has a header).
+   * `header` names the session for its fault points (its id once it has one).
    */
   constructor(
     alarm: AlarmClock,
     parts: readonly SessionPart[],
     signals: SessionSignals,
-    scope: () => string,
+    header: { get(): SessionHeader | undefined },
   ) {
     this.#alarm = alarm;
     this.#parts = parts;
-    this.#scope = scope;
+    this.#header = header;
     signals.whenWorkDue(() => this.kickSoon());
   }
 
@@ -120,7 +121,7 @@ export class DriveLoop {
     const alarm = this.#alarm.known();
     const covered = typeof alarm === "number" && alarm <= now + SAFETY_NET_MS && alarm > now - LOST_ALARM_MS;
     if (due !== undefined && due <= now && !covered) await this.#alarm.arm(now + SAFETY_NET_MS);
-    await faultPoint(this.#scope(), "before-drive");
+    await faultPoint(this.#header.get()?.id ?? "", "before-drive");
     for (;;) {
       this.#wake = false;
       for (const part of parts) part.pump?.();

@@ -1,41 +1,46 @@
 import type { SessionHost } from "../../src/agent/host";
 import type { ModelRoutes } from "../../src/agent/model-provider";
-import type { ToolCatalog } from "../../src/agent/tool-source";
+import { builtinTools } from "../../src/agent/builtin-tools";
+import { McpToolSource } from "../../src/agent/mcp-tools";
+import { ToolCatalog } from "../../src/agent/tool-source";
+import type { Tool } from "../../src/agent/tools";
 import type { TurnControl } from "../../src/agent/turn-control";
 import type { SessionHeader } from "../../src/contract/session";
 import type { Remote, SessionRpc } from "../../src/contract/session-api";
 import type { LocationHint } from "../../src/core/placement";
+import { logRefusal } from "../../src/core/quotas";
+import type { Deployment } from "../../src/platform/deployment";
+import { defaultModelOf } from "../../src/platform/models";
+import { registryStub, sessionStub } from "../../src/platform/stubs";
 import type { ProviderRecord } from "../../src/providers/catalog";
+import { mayUse, scopeOf } from "../../src/providers/provider-access";
+import type { ChildWatch } from "../delegation/child-watch";
+import { remoteSettings } from "../../src/providers/remote-protocol";
+import { DelegationToolSource } from "./delegation-tool-source";
+import type { SessionSignals } from "./signals";
 import type { SessionStores } from "../store/session-stores";
 
 /**
  * What the parts of a session object share, and their only way to each other: its stores, its
- * turn control, its way to other objects and to the registry, and `kick` (run the drive loop).
+ * turns, its way to other objects and to the registry, the deployment's tools, models and limits,
+ * and `kick` (work is due: the drive loop runs).
  */
-export interface SessionContext {
-  stores: SessionStores;
-  header(): SessionHeader | undefined;
-  /** The session's turn driver, as far as parts may steer it. */
-  turns: TurnControl;
+export class SessionContext {
+  readonly stores: SessionStores;
+  /** The session's turns, as far as parts may steer them. */
+  readonly turns: TurnControl;
   /** Every tool source of the session, for the tools its model sees and tool filters. */
-  tools: ToolCatalog<SessionHost>;
-  /** A session's object; the location hint matters only to the call that creates it. */
-  session(id: string, locationHint?: LocationHint): Remote<SessionRpc>;
-  /**
-   * The provider `name` if this session may start children through it (its tenant's, and named by
-   * its `providers` option if it has one); undefined, exactly as for an unknown name, otherwise.
-   */
-  provider(name: string): Promise<ProviderRecord | undefined>;
-  /** The model routes this deployment serves. */
-  models: ModelRoutes;
+  readonly tools: ToolCatalog<SessionHost>;
+  /** The model routes this deployment serves (checked when a session or child is created). */
+  readonly models: ModelRoutes;
   /** The model of a session that names none (DEFAULT_MODEL, else `scripted`). */
-  defaultModel: string;
+  readonly defaultModel: string;
   /**
    * The deployment's limits as its vars give them (absent or malformed: the default, where each is
    * read): MAX_DEPTH_CAP, MAX_CHILDREN_PER_SESSION, and the quotas (src/core/quotas.ts)
    * MAX_SESSIONS_PER_TREE, MAX_PENDING_MESSAGES and MAX_LOG_BYTES.
    */
-  limits: {
+  readonly limits: {
     depthCap: string | undefined;
     childCap: string | undefined;
     treeCap: string | undefined;
@@ -43,9 +48,84 @@ export interface SessionContext {
     logCap: string | undefined;
   };
   /** Remote delegation: this deployment's public URL (callbacks; absent: polling only) and deadline. */
-  remoteSettings: { publicUrl: string | undefined; deadlineMs: number };
-  /** Runs the drive loop without waiting (steps, outbox, repairs, settlement). */
-  kick(): void;
+  readonly remoteSettings: { publicUrl: string | undefined; deadlineMs: number };
+  readonly #env: Env;
+  readonly #signals: SessionSignals;
+  readonly #watch: ChildWatch;
+
+  constructor(
+    env: Env,
+    deployment: Deployment,
+    stores: SessionStores,
+    turns: TurnControl,
+    signals: SessionSignals,
+    watch: ChildWatch,
+  ) {
+    this.#env = env;
+    this.#signals = signals;
+    this.#watch = watch;
+    this.stores = stores;
+    this.turns = turns;
+    this.tools = toolCatalog(env, deployment, stores);
+    this.models = deployment.models(env);
+    this.defaultModel = defaultModelOf(env);
+    this.limits = {
+      depthCap: env.MAX_DEPTH_CAP,
+      childCap: env.MAX_CHILDREN_PER_SESSION,
+      treeCap: env.MAX_SESSIONS_PER_TREE,
+      inboxCap: env.MAX_PENDING_MESSAGES,
+      logCap: env.MAX_LOG_BYTES,
+    };
+    this.remoteSettings = remoteSettings(env);
+  }
+
+  header(): SessionHeader | undefined {
+    return this.stores.header.get();
+  }
+
+  /** The tools the session's model sees now, under its tool filter. */
+  visibleTools(): Promise<Tool<unknown, SessionHost>[]> {
+    return this.tools.visible(this.header());
+  }
+
+  /** A session's object; the location hint matters only to the call that creates it. */
+  session(id: string, locationHint?: LocationHint): Remote<SessionRpc> {
+    return sessionStub(this.#env, id, locationHint);
+  }
+
+  /**
+   * The provider `name` if this session may start children through it (its tenant's, and named by
+   * its `providers` option if it has one); undefined, exactly as for an unknown name, otherwise.
+   */
+  async provider(name: string): Promise<ProviderRecord | undefined> {
+    const record = await registryStub(this.#env).resolve(name);
+    const header = this.header();
+    return record && header && mayUse(record, scopeOf(header)) ? record : undefined;
+  }
+
+  /** Work is due: the drive loop runs without waiting (steps, outbox, repairs, settlement). */
+  kick(): void {
+    this.#signals.workDue();
+  }
+
   /** A local child began working for this session: its watchdog (child-watch.ts) is armed. */
-  childStarted(): void;
+  childStarted(): void {
+    this.#watch.started();
+  }
+}
+
+/** Where the model's tools come from, in the order it sees them. */
+function toolCatalog(env: Env, deployment: Deployment, stores: SessionStores): ToolCatalog<SessionHost> {
+  return new ToolCatalog<SessionHost>([
+    builtinTools(),
+    ...deployment.toolSources(env),
+    // a server that cannot be listed is in the log once per failure streak, while the log has room
+    new McpToolSource({
+      unavailable: (failure) => {
+        if (!logRefusal(stores.log.bytes(), env.MAX_LOG_BYTES))
+          stores.transact(() => stores.log.append("mcp/server-unavailable", failure));
+      },
+    }),
+    new DelegationToolSource(() => registryStub(env).list(), registryStub(env).id.toString()),
+  ]);
 }

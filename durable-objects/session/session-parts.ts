@@ -1,13 +1,8 @@
-import { mayUse, scopeOf } from "../../src/providers/provider-access";
-import { builtinTools } from "../../src/agent/builtin-tools";
 import type { SessionHost } from "../../src/agent/host";
-import { ToolCatalog } from "../../src/agent/tool-source";
 import { TurnDriver } from "../../src/agent/turn-driver";
 import { Turns } from "../../src/agent/turns";
-import { logRefusal } from "../../src/core/quotas";
 import type { Deployment } from "../../src/platform/deployment";
-import { defaultModelOf } from "../../src/platform/models";
-import { registryStub, sessionStub } from "../../src/platform/stubs";
+import { sessionStub } from "../../src/platform/stubs";
 import { AcpRuns } from "../transports/acp-runs";
 import { CallbackSender } from "../messaging/callback-sender";
 import { ContinuableChild } from "../delegation/continuable/continuable-child";
@@ -18,18 +13,16 @@ import { Delivery } from "../messaging/delivery";
 import { Subscribers } from "./subscribers";
 import { OneShotChild } from "../delegation/one-shot/one-shot-child";
 import { OneShotRuns } from "../delegation/one-shot/one-shot-runs";
-import { RemoteRuns, remoteSettings } from "../transports/remote-runs";
+import { RemoteRuns } from "../transports/remote-runs";
 import { A2aRuns } from "../transports/a2a-runs";
-import type { SessionContext } from "./session-context";
+import { SessionContext } from "./session-context";
 import { sessionHost } from "./session-host";
 import { EventLog } from "../store/event-log";
 import { SessionStores } from "../store/session-stores";
 import { AlarmClock } from "./alarm-clock";
 import { DriveLoop } from "./drive-loop";
 import { SessionSignals } from "./signals";
-import { DelegationToolSource } from "./delegation-tool-source";
 import { McpFace } from "./mcp-face";
-import { McpToolSource } from "../../src/agent/mcp-tools";
 import { turnSettingsOf } from "./turn-settings";
 
 /** A session's parts, built once its schema exists: what the shell's RPC methods reach. */
@@ -74,23 +67,17 @@ export function assembleParts(
     tables,
   });
   const signals = new SessionSignals();
-  const settings = turnSettingsOf(env, () => stores.header.get());
+  const settings = turnSettingsOf(env, stores.header);
   const turns = new Turns(stores, settings, signals);
   const alarm = new AlarmClock(state.storage);
-  const watch = signals.add(
-    new ChildWatch(
-      stores,
-      (id) => sessionStub(env, id),
-      (at) => alarm.wakeBy(at),
-    ),
-  );
-  const ctx = sessionContext(env, deployment, stores, turns, signals, watch);
+  const watch = signals.add(new ChildWatch(stores, (id) => sessionStub(env, id), alarm));
+  const ctx = new SessionContext(env, deployment, stores, turns, signals, watch);
 
   // the parts, each added to the signals as it is built (the order of their turn-end hooks); an
   // out-of-process transport reports its run's result through `deliver` (de-duplicated), the
   // local one (spawn, fork), which the runs' one owner builds over itself, to that owner
   const callbacks = new CallbackSender(ctx);
-  const delivery = signals.add(new Delivery(ctx, signals, (envelope) => callbacks.send(envelope)));
+  const delivery = signals.add(new Delivery(ctx, signals, callbacks));
   const deliver = delivery.deliver.bind(delivery);
   const remote = new RemoteRuns(ctx, deliver);
   const acp = new AcpRuns(ctx, deliver);
@@ -115,9 +102,9 @@ export function assembleParts(
     turns,
     settings,
     models: ctx.models,
-    tools: () => ctx.tools.visible(stores.header.get()),
+    tools: ctx,
     host,
-    live: { delta: (delta) => subscribers.publishDelta({ type: "assistant/delta", ...delta }) },
+    live: subscribers,
   });
   // the order their hooks run: a cut-short drain before any model step, then the step, then the
   // outbox, then repairs and transports
@@ -125,57 +112,8 @@ export function assembleParts(
     alarm,
     [self, driver, delivery, runs, local, children, oneShot, remote, acp, a2a, callbacks, watch],
     signals,
-    () => stores.header.get()?.id ?? "",
+    stores.header,
   );
   const mcp = new McpFace(ctx, host, runs);
   return { stores, ctx, subscribers, loop, runs, oneShot, children, drains, self, delivery, remote, mcp };
-}
-
-/** The session context: the parts' only way to the stores, the turn, other objects and the registry. */
-function sessionContext(
-  env: Env,
-  deployment: Deployment,
-  stores: SessionStores,
-  turns: Turns,
-  signals: SessionSignals,
-  watch: ChildWatch,
-): SessionContext {
-  return {
-    stores,
-    header: () => stores.header.get(),
-    turns,
-    // where the model's tools come from, in the order it sees them
-    tools: new ToolCatalog<SessionHost>([
-      builtinTools(),
-      ...deployment.toolSources(env),
-      // a server that cannot be listed is in the log once per failure streak, while the log has room
-      new McpToolSource({
-        unavailable: (failure) => {
-          if (!logRefusal(stores.log.bytes(), env.MAX_LOG_BYTES))
-            stores.transact(() => stores.log.append("mcp/server-unavailable", failure));
-        },
-      }),
-      new DelegationToolSource(() => registryStub(env).list(), registryStub(env).id.toString()),
-    ]),
-    session: (id, locationHint) => sessionStub(env, id, locationHint),
-    // a provider of another tenant, or outside the session's `providers`, is no provider at all
-    provider: async (name) => {
-      const record = await registryStub(env).resolve(name);
-      const header = stores.header.get();
-      return record && header && mayUse(record, scopeOf(header)) ? record : undefined;
-    },
-    // the model routes this deployment serves (checked when a session or child is created)
-    models: deployment.models(env),
-    defaultModel: defaultModelOf(env),
-    limits: {
-      depthCap: env.MAX_DEPTH_CAP,
-      childCap: env.MAX_CHILDREN_PER_SESSION,
-      treeCap: env.MAX_SESSIONS_PER_TREE,
-      inboxCap: env.MAX_PENDING_MESSAGES,
-      logCap: env.MAX_LOG_BYTES,
-    },
-    remoteSettings: remoteSettings(env),
-    kick: () => signals.workDue(),
-    childStarted: () => watch.started(),
-  };
 }

@@ -365,6 +365,11 @@ export class Subscribers {
   }
 
   /** Sends a live text delta to the subscribers that asked for them; best effort, nothing is stored. */
+  /** A model step's live text (the turn driver's `live` port): to the subscribers that asked for deltas. */
+  delta(delta: Omit<TextDelta, "type">): void {
+    this.publishDelta({ type: "assistant/delta", ...delta });
+  }
+
   publishDelta(delta: TextDelta): void {
     let message: string | undefined;
     for (const subscriber of this.#sse) {

@@ -11,13 +11,13 @@ import { defaultModelOf } from "../../src/platform/models";
  * over the deployment's vars (MAX_STEPS_PER_TURN, MODEL_TIMEOUT_SECONDS, MODEL_ATTEMPTS_PER_STEP,
  * MAX_LOG_BYTES, DEFAULT_MODEL), which are read once.
  */
-export function turnSettingsOf(env: Env, header: () => SessionHeader | undefined): () => TurnSettings {
+export function turnSettingsOf(env: Env, header: { get(): SessionHeader | undefined }): () => TurnSettings {
   const maxSteps = positiveInt(env.MAX_STEPS_PER_TURN, MAX_STEPS_PER_TURN);
   const policy = modelPolicyOf(env);
   const maxLogBytes = positiveInt(env.MAX_LOG_BYTES, DEFAULT_MAX_LOG_BYTES);
   const defaultModel = defaultModelOf(env);
   return () => {
-    const session = header();
+    const session = header.get();
     const options = session?.options;
     const params =
       options?.temperature === undefined && options?.maxOutputTokens === undefined

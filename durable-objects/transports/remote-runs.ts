@@ -1,6 +1,5 @@
 import { compact } from "../../src/core/compact";
 import { type Outcome, ok } from "../../src/contract/errors";
-import { OperatorUrl } from "../../src/contract/wire";
 import { childJurisdiction, placementOf } from "../../src/core/placement";
 import type { ProviderKind } from "../../src/contract/provider";
 import { callRemote, type RemoteTarget } from "../../src/providers/remote-client";
@@ -22,25 +21,6 @@ import type { ChildTransport, TransportStart } from "./transport";
 import type { SessionContext } from "../session/session-context";
 
 export type { ResultSink };
-
-/** Without REMOTE_DEADLINE_SECONDS: a remote with no successful answer for 10 minutes is gone. */
-const DEFAULT_DEADLINE_SECONDS = 600;
-
-/**
- * The deployment's remote settings: PUBLIC_URL (for callbacks; invalid or empty: polling only; the
- * operator's, so exempt from the outbound rule) and the deadline.
- */
-export function remoteSettings(env: { PUBLIC_URL?: string; REMOTE_DEADLINE_SECONDS?: string }): {
-  publicUrl: string | undefined;
-  deadlineMs: number;
-} {
-  const url = OperatorUrl.safeParse(env.PUBLIC_URL);
-  const seconds = Number(env.REMOTE_DEADLINE_SECONDS);
-  return {
-    publicUrl: url.success ? url.data : undefined,
-    deadlineMs: (Number.isFinite(seconds) && seconds > 0 ? seconds : DEFAULT_DEADLINE_SECONDS) * 1000,
-  };
-}
 
 /**
  * Remote delegation, parent side: a one-shot run handed to another deployment of this runtime.

@@ -31,7 +31,7 @@ export interface TurnDriverPorts<Host> {
   /** The deployment's model routes. */
   models: { client(route: string): ModelClient };
   /** The tools the session's model sees now. */
-  tools(): Promise<Tool<unknown, Host>[]>;
+  tools: { visibleTools(): Promise<Tool<unknown, Host>[]> };
   /** What the session's tools may ask of it. */
   host: Host;
   /** Live text of a step while its model call streams it (not durable; attempt numbers restart a step's text). */
@@ -149,7 +149,7 @@ export class TurnDriver<Host> {
     let reply: ModelReply | undefined;
     let failure: string | undefined;
     try {
-      const tools = await this.#ports.tools();
+      const tools = await this.#ports.tools.visibleTools();
       let attempt = 0;
       reply = await callModel(
         this.#ports.models.client(settings.modelRoute),
@@ -232,7 +232,7 @@ export class TurnDriver<Host> {
   async #runTools(calls: readonly ToolCall[], fence: Fence): Promise<void> {
     const { stores, turns, host } = this.#ports;
     const { sessionId } = this.#ports.settings();
-    const tools = await this.#ports.tools();
+    const tools = await this.#ports.tools.visibleTools();
     const run = async (call: ToolCall): Promise<ToolOutcome> => {
       const controller = new AbortController();
       const release = turns.track(controller);

@@ -1,3 +1,4 @@
+import { OperatorUrl } from "../contract/wire";
 import { compact } from "../core/compact";
 import { z } from "zod";
 import { type ContentBlock, isEmptyContent, MAX_CONTENT_BLOCKS, TextBlock } from "../contract/content";
@@ -227,4 +228,23 @@ export function retryDelayMs(attempt: number): number {
 /** Answers of the remote that no retry will change (the request itself is wrong or refused). */
 export function isPermanent(status: number): boolean {
   return status >= 400 && status < 500 && status !== 408 && status !== 409 && status !== 429;
+}
+
+/** Without REMOTE_DEADLINE_SECONDS: a remote with no successful answer for 10 minutes is gone. */
+const DEFAULT_DEADLINE_SECONDS = 600;
+
+/**
+ * The deployment's remote settings: PUBLIC_URL (for callbacks; invalid or empty: polling only; the
+ * operator's, so exempt from the outbound rule) and the deadline.
+ */
+export function remoteSettings(env: { PUBLIC_URL?: string; REMOTE_DEADLINE_SECONDS?: string }): {
+  publicUrl: string | undefined;
+  deadlineMs: number;
+} {
+  const url = OperatorUrl.safeParse(env.PUBLIC_URL);
+  const seconds = Number(env.REMOTE_DEADLINE_SECONDS);
+  return {
+    publicUrl: url.success ? url.data : undefined,
+    deadlineMs: (Number.isFinite(seconds) && seconds > 0 ? seconds : DEFAULT_DEADLINE_SECONDS) * 1000,
+  };
 }

@@ -35,8 +35,10 @@ function watchOver(world: World): ChildWatch {
         return world.lost.delete(id);
       },
     }) as unknown as Remote<SessionRpc>;
-  return new ChildWatch(stores, session, async (at) => {
-    world.armed.push(at);
+  return new ChildWatch(stores, session, {
+    wakeBy: async (at) => {
+      world.armed.push(at);
+    },
   });
 }
 

@@ -31,7 +31,7 @@ function driveLoop(
   parts: SessionPart[],
 ): { loop: DriveLoop; alarm: AlarmClock } {
   const alarm = new AlarmClock(storage);
-  return { loop: new DriveLoop(alarm, parts, new SessionSignals(), () => "s"), alarm };
+  return { loop: new DriveLoop(alarm, parts, new SessionSignals(), { get: () => undefined }), alarm };
 }
 
 /** A part owing `work` steps now, then `later` (a time, or nothing). */
