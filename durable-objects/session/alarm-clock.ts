@@ -31,9 +31,12 @@ export class AlarmClock {
     await this.#storage.setAlarm(at);
   }
 
-  /** Arms the alarm for `at` unless it is armed earlier already. */
+  /**
+   * Arms the alarm for `at` unless it is armed earlier already. No alarm known is read again: the
+   * alarm's own retry clock may have set one behind this copy (session-object.ts re-arms itself).
+   */
   async wakeBy(at: number): Promise<void> {
-    const alarm = this.#alarm === undefined ? await this.read() : this.#alarm;
+    const alarm = this.#alarm ?? (await this.read());
     if (alarm === null || alarm > at) await this.arm(at);
   }
 

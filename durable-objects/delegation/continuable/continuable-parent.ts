@@ -229,10 +229,12 @@ export class ContinuableParent implements SessionPart {
       if (row) children.ownEpoch(childId, null);
       ctx.stores.epochs.reserve(resumeRunId, childId);
     });
+    // the epoch stays in flight until its outcome is committed: repair never sees it in between
     const answer = await this.#resumes.run(resumeRunId, async () => {
+      let answer: Outcome<{ messageId: string; resumed: boolean }>;
       try {
         const from = ctx.header()!.id;
-        return await ctx.session(childId).followup({
+        answer = await ctx.session(childId).followup({
           from,
           content,
           source,
@@ -240,19 +242,20 @@ export class ContinuableParent implements SessionPart {
           ...(idempotencyKey === undefined ? {} : { idempotencyKey: `${from}:${idempotencyKey}` }),
         });
       } catch {
-        return fail("NOT_RESUMABLE", `subagent ${childId} is unavailable right now`);
+        answer = fail("NOT_RESUMABLE", `subagent ${childId} is unavailable right now`);
       }
-    });
-    ctx.stores.transact(() => {
-      if (answer.ok && answer.value.resumed) {
-        children.ownEpoch(childId, resumeRunId);
-        this.#publishEpoch(resumeRunId, childId, row?.provider ?? "spawn");
-        return;
-      }
-      ctx.stores.epochs.forget(resumeRunId);
-      if (row?.state === "released" && children.get(childId)?.epochRunId === row.epochRunId) {
-        children.setState(childId, "released"); // nothing new runs: ownership goes back as it was
-      }
+      ctx.stores.transact(() => {
+        if (answer.ok && answer.value.resumed) {
+          children.ownEpoch(childId, resumeRunId);
+          this.#publishEpoch(resumeRunId, childId, row?.provider ?? "spawn");
+          return;
+        }
+        ctx.stores.epochs.forget(resumeRunId);
+        if (row?.state === "released" && children.get(childId)?.epochRunId === row.epochRunId) {
+          children.setState(childId, "released"); // nothing new runs: ownership goes back as it was
+        }
+      });
+      return answer;
     });
     return answer.ok ? ok({ messageId: answer.value.messageId }) : answer;
   }

@@ -100,4 +100,16 @@ describe("the drive loop's alarm", () => {
     expect(owed.done).toBe(1);
     expect(calls).toEqual(["get", "set +5s", "delete"]);
   });
+
+  it("reads the alarm again when it knows of none: the alarm's own retry may have set one behind it", async () => {
+    const { storage, calls, alarm } = alarmStorage();
+    const { loop, alarm: clock } = driveLoop(storage, [part(1)]);
+    await loop.kick(); // its pass cleared the alarm: this instance knows of none
+    const rearmed = Date.now() + 30_000;
+    await storage.setAlarm(rearmed); // a failing alarm re-armed itself, not through the clock
+    calls.length = 0;
+    await clock.wakeBy(Date.now() + 60_000); // a child's watchdog: later than the re-armed alarm
+    expect(calls).toEqual(["get"]);
+    expect(alarm()).toBe(rearmed);
+  });
 });
