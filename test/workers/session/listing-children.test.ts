@@ -20,7 +20,7 @@ import {
   settledContinuable,
   settledOneShot,
   tokenHashOf,
-} from "../../support/listing";
+} from "../../support/child-listings";
 import { allEvents, count, ofType, settledTimes, waitForEvents } from "../../support/logs";
 import { activationOf, evict, sqlRows } from "../../support/objects";
 import { script } from "../../support/scripts";

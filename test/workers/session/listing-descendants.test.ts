@@ -17,7 +17,7 @@ import {
   settledContinuable,
   settledOneShot,
   tokenHashOf,
-} from "../../support/listing";
+} from "../../support/child-listings";
 import { evict, sqlRows } from "../../support/objects";
 
 /**
