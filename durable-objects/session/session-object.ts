@@ -255,7 +255,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   entry(expectedParent: string): ChildEntry | null {
     const parts = this.#parts;
     if (!parts) return { kind: "diagnostic", id: "", reason: "unavailable", createdAt: 0 };
-    return listingEntry(parts.ctx, expectedParent, () => parts.self.activation());
+    return listingEntry(parts.ctx, expectedParent);
   }
 
   async childEntries(): Promise<ChildEntry[]> {
@@ -315,9 +315,9 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
 
   #open(): Parts {
     if (this.#parts) return this.#parts;
-    const created = migrate(this.ctx.storage, undefined, { exists: this.#tables.has("meta") });
-    // listed again once migrated: a migration may have created a table (moving rows into it)
-    const tables = created ? this.#tables : tablesIn(this.ctx.storage.sql);
+    // the tables as they are once migrated: a migration may create one (moving rows into it)
+    const tables = new Set(this.#tables);
+    const created = migrate(this.ctx.storage, undefined, { exists: tables.has("meta"), tables });
     this.#parts = assembleParts(this.ctx, this.env, this.#deployment, { created, tables });
     return this.#parts;
   }

@@ -40,14 +40,11 @@ export function sessionView(ctx: SessionContext, header: SessionHeader): Session
 
 /**
  * This session as a row of its parent's listing (discovery.ts): live while a continuable child
- * has an activation, or while any other session is not idle.
+ * has an epoch running, or while any other session is not idle.
  */
-export function listingEntry(
-  ctx: SessionContext,
-  expectedParent: string,
-  activation: () => unknown,
-): ChildEntry | null {
+export function listingEntry(ctx: SessionContext, expectedParent: string): ChildEntry | null {
   const status = sessionStatus(ctx);
-  const live = ctx.header()?.mode === "continuable" ? activation() !== undefined : status !== "idle";
+  const live =
+    ctx.header()?.mode === "continuable" ? ctx.stores.activation.get() !== undefined : status !== "idle";
   return entryOf(ctx, expectedParent, { status, live });
 }

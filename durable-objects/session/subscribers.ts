@@ -364,13 +364,12 @@ export class Subscribers {
     }
   }
 
-  /** Sends a live text delta to the subscribers that asked for them; best effort, nothing is stored. */
-  /** A model step's live text (the turn driver's `live` port): to the subscribers that asked for deltas. */
-  delta(delta: Omit<TextDelta, "type">): void {
-    this.publishDelta({ type: "assistant/delta", ...delta });
-  }
-
-  publishDelta(delta: TextDelta): void {
+  /**
+   * A model step's live text (the turn driver's `live` port), to the subscribers that asked for
+   * deltas; best effort, nothing is stored.
+   */
+  delta(text: Omit<TextDelta, "type">): void {
+    const delta: TextDelta = { type: "assistant/delta", ...text };
     let message: string | undefined;
     for (const subscriber of this.#sse) {
       if (!subscriber.deltas) continue;

@@ -311,13 +311,14 @@ function foldAlters(ddl: string): string {
   return folded;
 }
 
-/** Runs one of a step's moves out of `flags` (see FlagMove). */
-function moveFlags(sql: SqlStorage, { prefixes, into, insert }: FlagMove): void {
-  if (!tablesIn(sql).has("flags")) return;
+/** Runs one of a step's moves out of `flags` (see FlagMove) over an object with `tables`. */
+function moveFlags(sql: SqlStorage, { prefixes, into, insert }: FlagMove, tables: Set<string>): void {
+  if (!tables.has("flags")) return;
   const named = prefixes.map(() => "substr(name, 1, ?) = ?").join(" OR ");
   const bindings = prefixes.flatMap((prefix) => [prefix.length, prefix]);
   if (sql.exec(`SELECT 1 FROM flags WHERE ${named} LIMIT 1`, ...bindings).toArray().length === 0) return;
   sql.exec(FIRST_USE_DDL[into]);
+  tables.add(into);
   sql.exec(insert);
   sql.exec(`DELETE FROM flags WHERE ${named}`, ...bindings);
 }
@@ -350,7 +351,8 @@ export function schemaVersion(sql: SqlStorage, exists = schemaExists(sql)): numb
  * pending steps skip the tables created on first use that it does not have (`firstUse`, the
  * default for the session's migrations: TABLES_ON_FIRST_USE); each session step's moves out of
  * `flags` run right after it (FLAG_MOVES). `exists`: whether the object has a
- * schema at all, when the caller has just asked. Returns true when it created the schema: the
+ * schema at all, when the caller has just asked; `tables`: its tables, when the caller has just
+ * listed them (a table a move creates is added to it, so the caller need not list them again). Returns true when it created the schema: the
  * object is brand-new and every table is empty.
  */
 export function migrate(
@@ -360,7 +362,8 @@ export function migrate(
     stepwise = false,
     exists,
     firstUse = migrations === SESSION_MIGRATIONS,
-  }: { stepwise?: boolean; exists?: boolean; firstUse?: boolean } = {},
+    tables,
+  }: { stepwise?: boolean; exists?: boolean; firstUse?: boolean; tables?: Set<string> } = {},
 ): boolean {
   const { sql } = storage;
   const from = schemaVersion(sql, exists);
@@ -373,7 +376,7 @@ export function migrate(
       return;
     }
     sql.exec(META_TABLE);
-    const present = firstUse && from > 0 ? tablesIn(sql) : undefined;
+    const present = firstUse && from > 0 ? (tables ?? tablesIn(sql)) : undefined;
     for (let version = from; version < migrations.length; version++) {
       if (present) {
         for (const statement of statementsOf(migrations[version]!)) {
@@ -383,7 +386,7 @@ export function migrate(
       } else sql.exec(migrations[version]!);
       // a session step's moves (another set of migrations has none)
       if (migrations[version] === SESSION_MIGRATIONS[version])
-        for (const move of FLAG_MOVES[version + 1] ?? []) moveFlags(sql, move);
+        for (const move of FLAG_MOVES[version + 1] ?? []) moveFlags(sql, move, present ?? tablesIn(sql));
     }
     sql.exec(
       "INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
