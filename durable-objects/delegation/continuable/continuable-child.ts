@@ -56,7 +56,7 @@ export class ContinuableChild implements SessionPart {
     this.#runs = runs;
   }
 
-  activation(): ActivationRow | undefined {
+  #activation(): ActivationRow | undefined {
     return this.#ctx.stores.activation.get();
   }
 
@@ -99,7 +99,7 @@ export class ContinuableChild implements SessionPart {
     const { stores } = this.#ctx;
     return (
       stores.flags.get("first_run_id") === runId ||
-      this.activation()?.runId === runId ||
+      this.#activation()?.runId === runId ||
       stores.outbox.has(`settled:${runId}`)
     );
   }
@@ -132,7 +132,7 @@ export class ContinuableChild implements SessionPart {
         if (quota.capacity > 0 && loop.parked) stores.loop.set({ ...loop, parked: false });
         return true;
       }
-      if (!this.activation()) {
+      if (!this.#activation()) {
         // cold resume: a new epoch from the descriptor (the provider is never asked again)
         this.#activate(Number(stores.flags.get("epochs") ?? "1") + 1, input.resumeRunId, descriptor.provider);
         resumed = true;
@@ -180,7 +180,7 @@ export class ContinuableChild implements SessionPart {
         return fail("UNAUTHORIZED", `${header.id} is not a live descendant of the caller`);
       }
     }
-    if (header.mode !== "continuable" || !this.activation()) return ok({ accepted: true });
+    if (header.mode !== "continuable" || !this.#activation()) return ok({ accepted: true });
     // both authorities reach the child through its lineage: its log names its parent as the cause
     // (`user` is kept for an interrupt on the session's own route, by whoever holds its token)
     this.#ctx.turns.interrupt("parent");
@@ -254,14 +254,14 @@ export class ContinuableChild implements SessionPart {
    */
   nextDue(): number | undefined {
     if (this.#drains.drainCutShort() !== undefined) return Math.max(Date.now(), this.#drainRetry.at);
-    if (this.#ctx.header()?.mode === "continuable" && this.activation() && this.residency() === "settled")
+    if (this.#ctx.header()?.mode === "continuable" && this.#activation() && this.residency() === "settled")
       return Date.now();
     return undefined;
   }
 
   /** In the drive loop when no step is owed: a settled epoch ends here (notice in the outbox). */
   repair(): boolean {
-    if (this.#ctx.header()?.mode !== "continuable" || !this.activation()) return false;
+    if (this.#ctx.header()?.mode !== "continuable" || !this.#activation()) return false;
     return this.#ctx.stores.transact(() => this.#settle(false));
   }
 
@@ -285,7 +285,7 @@ export class ContinuableChild implements SessionPart {
     callKey: string,
   ): Promise<Outcome<{ messageId: string }>> {
     const header = this.#ctx.header();
-    if (header?.mode !== "continuable" || !this.activation()) {
+    if (header?.mode !== "continuable" || !this.#activation()) {
       return fail("UNAUTHORIZED", "only a continuable child can report to its parent");
     }
     if (this.#drains.draining()) return fail("DRAINING", "this subagent is draining");
@@ -318,7 +318,7 @@ export class ContinuableChild implements SessionPart {
   /** Ends the epoch: outcome from its own log suffix, one notice to the parent, activation gone. */
   #settle(drained: boolean): boolean {
     const { stores } = this.#ctx;
-    const activation = this.activation();
+    const activation = this.#activation();
     const header = this.#ctx.header()!;
     if (!activation || (!drained && this.residency() !== "settled")) return false;
     const from = activation.startedSeq;
