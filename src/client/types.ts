@@ -72,7 +72,7 @@ export interface EventData {
      * `BUDGET_EXCEEDED` when the session's token budget ended the turn, `QUOTA_EXCEEDED` when its
      * log reached MAX_LOG_BYTES.
      */
-    code?: "BUDGET_EXCEEDED" | "QUOTA_EXCEEDED";
+    code?: "BUDGET_EXCEEDED" | "QUOTA_EXCEEDED" | "CONTEXT_OVERFLOW";
     /** The turn's model usage, summed. */
     usage?: Usage;
   };
@@ -111,6 +111,19 @@ export interface EventData {
   "mcp/result": { callId: string; name: string; content: ContentBlock[]; isError: boolean };
   /** One of the session's MCP servers could not be listed (once per failure streak; never its token). */
   "mcp/server-unavailable": { server: string; error: string };
+  /**
+   * The model's view was compacted: `summary` replaces every conversation event up to `throughSeq`
+   * in what the model sees (the log keeps them all; -1 in a fork child's seed). Token figures are
+   * estimates; `usage` is the summarizing call's.
+   */
+  "context/compacted": {
+    throughSeq: number;
+    summary: string;
+    tokensBefore: number;
+    tokensAfter: number;
+    trigger: "threshold" | "overflow" | "request";
+    usage?: Usage;
+  };
   "outbox/dead-letter": { outboxId: string; target: string; kind: string; attempts: number; error: string };
 }
 

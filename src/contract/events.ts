@@ -16,6 +16,9 @@ export type MessageSource =
 
 export type InboxLane = "next-turn" | "next-step";
 
+/** What made a session compact its model view: the threshold, a refused request, or a caller. */
+export type CompactionTrigger = "threshold" | "overflow" | "request";
+
 export type TurnEndReason = "completed" | "aborted" | "error" | "max-tokens" | "refusal";
 
 export interface ToolCall {
@@ -46,9 +49,10 @@ export interface EventData {
     error?: string;
     /**
      * `BUDGET_EXCEEDED` when the session's token budget ended the turn, `QUOTA_EXCEEDED` when its
-     * log reached MAX_LOG_BYTES.
+     * log reached MAX_LOG_BYTES, `CONTEXT_OVERFLOW` when the model refused the step's request as
+     * too long even after a compaction (later views carry that turn's large items cut).
      */
-    code?: "BUDGET_EXCEEDED" | "QUOTA_EXCEEDED";
+    code?: "BUDGET_EXCEEDED" | "QUOTA_EXCEEDED" | "CONTEXT_OVERFLOW";
     /** The turn's model steps' usage, summed (when the model reported any). */
     usage?: Usage;
   };
@@ -94,6 +98,20 @@ export interface EventData {
    * error): once per failure streak, with a short diagnostic that never carries the token.
    */
   "mcp/server-unavailable": { server: string; error: string };
+  /**
+   * The model's view was compacted: from now on it holds `summary` in place of every conversation
+   * event up to `throughSeq` (the log keeps them all). `throughSeq` is -1 in a fork child's seed,
+   * whose summary stands for its parent's earlier turns. `tokensBefore`/`tokensAfter` are the
+   * view's estimated size; `usage` is the summarizing call's, when the model reported it.
+   */
+  "context/compacted": {
+    throughSeq: number;
+    summary: string;
+    tokensBefore: number;
+    tokensAfter: number;
+    trigger: CompactionTrigger;
+    usage?: Usage;
+  };
   "outbox/dead-letter": { outboxId: string; target: string; kind: string; attempts: number; error: string };
 }
 
