@@ -199,6 +199,14 @@ export class SubagentsClient {
     return this.#http.request("POST", `/v1/sessions/${id(sessionId)}/interrupt`, options);
   }
 
+  /**
+   * `POST /v1/sessions/:id/compact`: the session compacts its model's view before its next model
+   * step (at once if idle, without starting a turn); the log's `context/compacted` event shows it.
+   */
+  compact(sessionId: string, options?: CallOptions): Promise<{ accepted: true }> {
+    return this.#http.request("POST", `/v1/sessions/${id(sessionId)}/compact`, { ...options, body: {} });
+  }
+
   // ---- delegation ----
 
   /** `POST /v1/sessions/:id/subagents` with mode one-shot: a run with exactly one result. */

@@ -5,7 +5,8 @@ import { clock, json, shortId, text } from "./format";
 /**
  * One transcript entry per log event that a person reads: messages by who sent them (the user, a
  * coordinator's relay, a subagent's report, a settlement notice), assistant answers with their tool
- * calls, tool results, child lifecycle edges and turn ends. Bookkeeping events render nothing.
+ * calls, tool results, child lifecycle edges, turn ends and context compactions. Bookkeeping events
+ * render nothing.
  */
 
 export interface RenderContext {
@@ -53,6 +54,8 @@ export function renderEvent(event: SessionEvent, ctx: RenderContext): HTMLElemen
     }
     case "turn/end":
       return turnEnd(event, data as Data<"turn/end">);
+    case "context/compacted":
+      return compacted(event, data as Data<"context/compacted">);
     case "agent/inbox/discarded": {
       const d = data as Data<"agent/inbox/discarded">;
       return entry(event, "marker", "discarded", [`a queued message was discarded: ${d.reason}`]);
@@ -220,11 +223,60 @@ function subagentEnd(event: SessionEvent, d: Data<"subagent/end">, ctx: RenderCo
 }
 
 function turnEnd(event: SessionEvent, d: Data<"turn/end">): HTMLElement {
-  const detail = [d.cause ? `cause: ${d.cause}` : "", d.error ?? ""].filter(Boolean).join(" · ");
+  const detail = [d.code ?? "", d.cause ? `cause: ${d.cause}` : "", d.error ?? ""]
+    .filter(Boolean)
+    .join(" · ");
   return entry(
     event,
     `marker turn-end reason-${d.reason}`,
     [`Turn ${d.turn} ${d.reason}`],
     [detail ? h("span", { class: "muted" }, detail) : null],
+    { "data-code": d.code },
   );
+}
+
+/**
+ * Where the model's view was compacted: the trigger, the estimated size of the view before and
+ * after, the summarizing call's usage, and the summary the model sees from here on (folded). The
+ * events above stay in the transcript: the log keeps them, only the model no longer sees them.
+ */
+function compacted(event: SessionEvent, d: Data<"context/compacted">): HTMLElement {
+  const usage = d.usage
+    ? ` · summary call ${count(d.usage.inputTokens)} in / ${count(d.usage.outputTokens)} out`
+    : "";
+  return entry(
+    event,
+    `marker compaction trigger-${d.trigger}`,
+    [`context compacted (${d.trigger})`],
+    [
+      h(
+        "p",
+        { class: "figures" },
+        `${count(d.tokensBefore)} → ${count(d.tokensAfter)} tokens (estimated)${usage}`,
+      ),
+      h(
+        "details",
+        { class: "compaction-summary" },
+        h(
+          "summary",
+          {},
+          // -1: a fork child's seed, the parent's view rather than events of this log
+          d.throughSeq < 0
+            ? "summary of the inherited conversation"
+            : `summary of the conversation through seq ${d.throughSeq}`,
+        ),
+        h("p", { class: "text" }, d.summary),
+      ),
+    ],
+    {
+      "data-trigger": d.trigger,
+      "data-through-seq": d.throughSeq,
+      "data-tokens-before": d.tokensBefore,
+      "data-tokens-after": d.tokensAfter,
+    },
+  );
+}
+
+function count(n: number): string {
+  return n.toLocaleString();
 }
