@@ -35,6 +35,7 @@ export interface ChildRequest {
   persona?: string | undefined;
   temperature?: number | undefined;
   maxOutputTokens?: number | undefined;
+  contextWindow?: number | undefined;
   mcpServers?: McpServerSpec[] | undefined;
   jurisdiction?: Jurisdiction | undefined;
   locationHint?: LocationHint | undefined;
@@ -131,10 +132,11 @@ export function placeChild(
       // the parent's filter bounds the child's: a filter holds for the whole tree below it
       ...compact({ toolFilter: intersectToolFilters(header.options.toolFilter, request.toolFilter) }),
       ...inheritedOptions(header),
-      // sampling parameters: the start request's, else the parent's
+      // model parameters: the start request's, else the parent's
       ...compact({
         temperature: request.temperature ?? header.options.temperature,
         maxOutputTokens: request.maxOutputTokens ?? header.options.maxOutputTokens,
+        contextWindow: request.contextWindow ?? header.options.contextWindow,
       }),
       ...(left === undefined ? {} : { budget: { tokens: Math.max(1, left) } }),
       // MCP servers: the start request's, else the parent's
@@ -279,21 +281,36 @@ export function childHeader(
   };
 }
 
-/** Writes a fork seed (the parent's completed turns) and continues the turn numbering after it. */
+/** Writes a fork seed (the parent's view) and continues the turn numbering after it. */
 export function writeSeed(ctx: SessionContext, seed: ChildInit["seed"]): void {
   if (!seed || seed.length === 0) return;
   const { stores } = ctx;
   stores.log.appendSeed(seed);
   stores.log.append("session/end-seed", { seedLength: seed.length });
-  stores.loop.set({ ...stores.loop.get(), turns: seed.filter((e) => e.type === "turn/start").length });
+  const turns = seed.flatMap((e) => (e.type === "turn/start" ? [(e.data as { turn: number }).turn] : []));
+  stores.loop.set({ ...stores.loop.get(), turns: Math.max(0, ...turns) });
 }
 
-/** The parent's balanced completed-turn prefix: events from seq 0 through the last `turn/end`. */
+/**
+ * A fork child's seed: the parent's view as of its last `turn/end`. Without a compaction that is
+ * every event from seq 0 through it; after one, the latest summary (its `throughSeq` -1: it stands
+ * for the parent's earlier turns), then the parent's whole turns after the summary's boundary.
+ */
 export function forkSeed(ctx: SessionContext): NonNullable<ChildInit["seed"]> {
   const { log } = ctx.stores;
   const lastEnd = log.last("turn/end");
   if (!lastEnd) return [];
-  return log.page(-1, lastEnd.seq + 1).map((e) => ({ type: e.type, at: e.at, data: e.data }));
+  const compaction = log.last("context/compacted");
+  if (!compaction)
+    return log.page(-1, lastEnd.seq + 1).map((e) => ({ type: e.type, at: e.at, data: e.data }));
+  const { throughSeq } = compaction.data;
+  const after = log.page(throughSeq, Math.max(0, lastEnd.seq - throughSeq));
+  const firstTurn = after.findIndex((e) => e.type === "turn/start");
+  const kept = firstTurn < 0 ? [] : after.slice(firstTurn).filter((e) => e.type !== "context/compacted");
+  return [
+    { type: "context/compacted", at: compaction.at, data: { ...compaction.data, throughSeq: -1 } },
+    ...kept.map((e) => ({ type: e.type, at: e.at, data: e.data })),
+  ];
 }
 
 /** Delegation settings a child inherits from its parent. */

@@ -128,6 +128,15 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     return ok({ accepted: true });
   }
 
+  compact(caller: Caller): Outcome<{ accepted: true }> {
+    const session = this.#authorize(caller, "act");
+    if (!session.ok) return session;
+    const { ctx } = session.value.parts;
+    ctx.stores.transact(() => ctx.stores.compaction.request());
+    ctx.kick();
+    return ok({ accepted: true });
+  }
+
   async startRun(caller: Caller, request: StartRequest): Promise<Outcome<StartedRun>> {
     const session = this.#authorize(caller, "act");
     if (!session.ok) return session;

@@ -29,6 +29,8 @@ export function sessionView(ctx: SessionContext, header: SessionHeader): Session
   if (header.label !== undefined) view.label = header.label;
   const own = usage.own();
   if (own) view.usage = own;
+  const compaction = usage.compaction();
+  if (compaction) view.compactionUsage = compaction;
   const subtree = usage.subtree();
   if (subtree) view.subtreeUsage = subtree;
   if (header.options.budget) view.budget = { tokens: header.options.budget.tokens, used: usage.budgetUsed() };

@@ -1,3 +1,4 @@
+import { DEFAULT_CONTEXT_WINDOW } from "../../src/agent/compaction";
 import { DEFAULT_MODEL_CALL_POLICY, type ModelCallPolicy } from "../../src/agent/model-calls";
 import { MAX_STEPS_PER_TURN, type TurnSettings } from "../../src/agent/turn-settings";
 import { compact } from "../../src/core/compact";
@@ -8,14 +9,19 @@ import { defaultModelOf } from "../../src/platform/models";
 
 /**
  * A session's turn settings: its header's model, persona, sampling parameters and token budget,
- * over the deployment's vars (MAX_STEPS_PER_TURN, MODEL_TIMEOUT_SECONDS, MODEL_ATTEMPTS_PER_STEP,
- * MAX_LOG_BYTES, DEFAULT_MODEL), which are read once.
+ * and context window, over the deployment's vars (MAX_STEPS_PER_TURN, MODEL_TIMEOUT_SECONDS,
+ * MODEL_ATTEMPTS_PER_STEP, MAX_LOG_BYTES, DEFAULT_MODEL, DEFAULT_CONTEXT_WINDOW, COMPACTION_MODEL),
+ * which are read once.
  */
 export function turnSettingsOf(env: Env, header: { get(): SessionHeader | undefined }): () => TurnSettings {
   const maxSteps = positiveInt(env.MAX_STEPS_PER_TURN, MAX_STEPS_PER_TURN);
   const policy = modelPolicyOf(env);
   const maxLogBytes = positiveInt(env.MAX_LOG_BYTES, DEFAULT_MAX_LOG_BYTES);
   const defaultModel = defaultModelOf(env);
+  // optional: an embedding Worker's wrangler.toml need not set them
+  const vars = env as Partial<Pick<Env, "DEFAULT_CONTEXT_WINDOW" | "COMPACTION_MODEL">>;
+  const defaultContextWindow = positiveInt(vars.DEFAULT_CONTEXT_WINDOW, DEFAULT_CONTEXT_WINDOW);
+  const compactionRoute = vars.COMPACTION_MODEL?.trim() || undefined;
   return () => {
     const session = header.get();
     const options = session?.options;
@@ -32,6 +38,9 @@ export function turnSettingsOf(env: Env, header: { get(): SessionHeader | undefi
       policy,
       budgetTokens: options?.budget?.tokens,
       maxLogBytes,
+      contextWindow: options?.contextWindow,
+      defaultContextWindow,
+      compactionRoute,
     };
   };
 }

@@ -1,7 +1,5 @@
-import type { ContentBlock } from "../../src/contract/content";
 import type { EventData, EventType, SessionEvent, ToolCall } from "../../src/contract/events";
-import { CONVERSATION_EVENTS } from "../../src/contract/events";
-import type { ConversationMessage } from "../../src/agent/model";
+import { ContextView, VIEW_EVENTS } from "../../src/agent/context-view";
 import { fitEvent } from "../../src/core/event-budget";
 import { utf8Length } from "../../src/core/quotas";
 
@@ -27,6 +25,10 @@ export interface StoredEvent {
  * table. A read from inside the tail (a turn's own conversation, its last answer, a page after
  * a recent cursor) needs no query; a rollback forgets the tail.
  *
+ * The log keeps the session's model view (context-view.ts) the same way: read once per instance
+ * (the latest `context/compacted` and the events after its boundary, never the older part of the
+ * log), then fed every appended event; a rollback forgets it.
+ *
  * The log also knows its size (the UTF-8 bytes of its rows' `data`, for MAX_LOG_BYTES): asked of
  * SQLite once per instance (`octet_length` reads the row headers, not the data), then kept up to
  * date by every append; a rollback forgets it.
@@ -42,6 +44,8 @@ export class EventLog {
   #tailFrom: number | undefined;
   /** The bytes of `data` the table holds, once known (undefined: ask SQLite). */
   #bytes: number | undefined;
+  /** The model's view, once read. */
+  #view: ContextView | undefined;
 
   constructor(sql: SqlStorage) {
     this.#sql = sql;
@@ -52,6 +56,7 @@ export class EventLog {
     this.#nextSeq = 0;
     this.#tailFrom = 0;
     this.#bytes = 0;
+    this.#view = new ContextView();
   }
 
   /** The bytes of event data the log holds (what MAX_LOG_BYTES bounds). */
@@ -115,6 +120,7 @@ export class EventLog {
     this.#nextSeq = seq + 1;
     this.#grew(json);
     this.#remember({ seq, type, at, json });
+    this.#view?.observe(seq, type, data);
     this.#uncommitted.push({ seq, type, at, data } as SessionEvent);
     return seq;
   }
@@ -128,6 +134,7 @@ export class EventLog {
       this.#nextSeq = seq + 1;
       this.#grew(json);
       this.#remember({ seq, type: e.type, at: e.at, json });
+      this.#view?.observe(seq, e.type, e.data);
     }
   }
 
@@ -146,6 +153,7 @@ export class EventLog {
     this.#tailChars = 0;
     this.#tailFrom = undefined;
     this.#bytes = undefined;
+    this.#view = undefined;
   }
 
   /**
@@ -242,8 +250,14 @@ export class EventLog {
     return row ? { seq: row.seq, type, at: row.at, data: JSON.parse(row.data) } : undefined;
   }
 
-  conversation(fromSeq: number): ConversationMessage[] {
-    return this.ofTypes(CONVERSATION_EVENTS, fromSeq).map(toMessage);
+  /** The session's model view: built once from the latest compaction on, then kept up to date. */
+  view(): ContextView {
+    if (this.#view === undefined) {
+      const latest = this.last("context/compacted");
+      const from = latest ? latest.data.throughSeq + 1 : 0;
+      this.#view = ContextView.from(this.ofTypes(VIEW_EVENTS, from), latest);
+    }
+    return this.#view;
   }
 
   unansweredToolCalls(fromSeq: number): ToolCall[] {
@@ -257,25 +271,6 @@ export class EventLog {
 
 function parsed<T extends EventType = EventType>(e: StoredEvent): SessionEvent<T> {
   return { seq: e.seq, type: e.type as T, at: e.at, data: JSON.parse(e.json) };
-}
-
-function toMessage(e: SessionEvent<(typeof CONVERSATION_EVENTS)[number]>): ConversationMessage {
-  if (e.type === "user/message") {
-    const d = e.data as EventData["user/message"];
-    return { role: "user", content: d.content, source: d.source };
-  }
-  if (e.type === "assistant/message") {
-    const d = e.data as EventData["assistant/message"];
-    return { role: "assistant", content: d.content, toolCalls: d.toolCalls ?? [] };
-  }
-  const d = e.data as EventData["tool/result"];
-  return {
-    role: "tool",
-    toolCallId: d.toolCallId,
-    name: d.name,
-    content: d.content as ContentBlock[],
-    isError: d.isError,
-  };
 }
 
 /** How many of the leading sizes fit in `budget` (at least one, when there is one). */

@@ -16,6 +16,13 @@ export type FlagName =
   | "tree-slots"
   /** The tokens this session's own model steps used (usage-totals.ts). */
   | "usage"
+  /** The part of `usage` its compactions' summarizing calls used (usage-totals.ts). */
+  | "usage:compaction"
+  /**
+   * A compaction a caller asked for (POST …/compact), not yet done: the summarizing calls made for
+   * it while the session was idle (compaction-requests.ts).
+   */
+  | "compaction:requested"
   /** The tokens the one-shot runs it started reported with their results (usage-totals.ts). */
   | "usage:runs"
   /** What its local children reported of their subtrees (usage-totals.ts). */

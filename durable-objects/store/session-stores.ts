@@ -6,6 +6,7 @@ import { Epochs } from "./epochs";
 import type { EventLog } from "./event-log";
 import { UsageTotals } from "./usage-totals";
 import { Flags } from "./flags";
+import { CompactionRequests } from "./compaction-requests";
 import { Inbox } from "./inbox";
 import { Outbox } from "./outbox";
 import { Receipts } from "./receipts";
@@ -41,6 +42,8 @@ export class SessionStores implements DriverStores {
   readonly epochs: Epochs;
   readonly flags: Flags;
   readonly usage: UsageTotals;
+  /** A compaction a caller asked for, until one is written. */
+  readonly compaction: CompactionRequests;
   readonly remoteRuns: RemoteStore;
   readonly acpRuns: AcpStore;
   /** A continuable child's current epoch. */
@@ -84,6 +87,7 @@ export class SessionStores implements DriverStores {
     this.epochs = new Epochs(this.tables.sql("epochs"));
     this.flags = new Flags(this.tables.sql("flags"));
     this.usage = new UsageTotals(this.flags);
+    this.compaction = new CompactionRequests(this.flags);
     this.remoteRuns = new RemoteStore(this.tables.sql("remote_runs"));
     this.acpRuns = new AcpStore(this.tables.sql("acp_runs"));
     this.activation = new Activation(this.tables.sql("activation"));

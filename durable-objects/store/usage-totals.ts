@@ -12,9 +12,14 @@ import type { FlagName, Flags } from "./flags";
 export class UsageTotals {
   constructor(readonly flags: Flags) {}
 
-  /** This session's own model steps. */
+  /** This session's own model calls: its steps' and its compactions'. */
   own(): Usage | undefined {
     return this.#read("usage");
+  }
+
+  /** The part of `own()` its compactions' summarizing calls used (shown apart). */
+  compaction(): Usage | undefined {
+    return this.#read("usage:compaction");
   }
 
   /** The settled one-shot runs this session started, as their results reported. */
@@ -42,6 +47,12 @@ export class UsageTotals {
 
   addOwn(usage: Usage): void {
     this.flags.set("usage", JSON.stringify(addUsage(this.own(), usage)));
+  }
+
+  /** A compaction's summarizing call: counted as its own (usage and budget) and apart. */
+  addCompaction(usage: Usage): void {
+    this.addOwn(usage);
+    this.flags.set("usage:compaction", JSON.stringify(addUsage(this.compaction(), usage)));
   }
 
   addRuns(usage: Usage): void {

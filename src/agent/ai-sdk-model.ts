@@ -1,6 +1,7 @@
 import type { LanguageModelV2, LanguageModelV3, LanguageModelV4 } from "@ai-sdk/provider";
 import type { ToolCall, Usage } from "../contract/events";
 import type { ContentBlock } from "../contract/content";
+import { isContextOverflow, overflowDetails } from "./compaction";
 import { textOf } from "../contract/content";
 import {
   type ConversationMessage,
@@ -258,9 +259,17 @@ export function modelErrorOf(error: unknown, provider: string): ModelError {
     responseHeaders?: Record<string, string>;
     isRetryable?: unknown;
     name?: unknown;
+    responseBody?: unknown;
   };
   const status = typeof e.statusCode === "number" ? e.statusCode : undefined;
   const message = redact(typeof e.message === "string" ? e.message : String(error)).slice(0, 300);
+  // the provider's error code (OpenAI's `context_length_exceeded`) is in the body, not the message
+  const body = typeof e.responseBody === "string" ? e.responseBody.slice(0, 4096) : "";
+  if (isContextOverflow(status, `${message} ${body}`))
+    return new ModelError(`${provider}${status === undefined ? "" : ` answered ${status}`}: ${message}`, {
+      ...(status === undefined ? {} : { status }),
+      ...overflowDetails(`${message} ${body}`),
+    });
   const retryAfter = e.responseHeaders?.["retry-after"] ?? e.responseHeaders?.["Retry-After"];
   return new ModelError(`${provider}${status === undefined ? "" : ` answered ${status}`}: ${message}`, {
     ...(status === undefined ? {} : { status }),

@@ -1,7 +1,7 @@
 import type { ContentBlock } from "../contract/content";
 import type { EventData, EventType, ToolCall, Usage } from "../contract/events";
 import type { LoopState, PendingItem } from "../core/turn-plan";
-import type { ConversationMessage } from "./model";
+import type { ContextView } from "./context-view";
 
 /**
  * What a session's turns need of its storage (the session object's stores implement it):
@@ -20,11 +20,19 @@ export interface DriverStores {
   };
   log: {
     append<T extends EventType>(type: T, data: EventData[T]): number;
-    conversation(fromSeq: number): ConversationMessage[];
+    /** The model's view of the conversation (kept in memory; never the whole log). */
+    view(): ContextView;
     /** Tool calls of the last assistant message at or after `fromSeq` that have no result yet. */
     unansweredToolCalls(fromSeq: number): ToolCall[];
     /** The bytes the log holds (for its quota). */
     bytes(): number;
+  };
+  /** A compaction a caller asked for (POST …/compact), kept until one is written. */
+  compaction: {
+    /** Undefined when none is pending; else the idle summarizing calls begun for it. */
+    pending(): number | undefined;
+    attempted(): void;
+    done(): void;
   };
   runs: {
     /** Which tool calls (by call key) are long-running work already in flight. */
@@ -33,6 +41,8 @@ export interface DriverStores {
   usage: {
     /** Inside the transaction that appends a step's `assistant/message`: the usage it reported. */
     addOwn(usage: Usage): void;
+    /** Inside the transaction that appends a `context/compacted`: its summarizing call's usage. */
+    addCompaction(usage: Usage): void;
     /** What counts against the session's token budget so far. */
     budgetUsed(): number;
   };

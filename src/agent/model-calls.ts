@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { untilAborted } from "../core/abort";
 import { compact } from "../core/compact";
+import { isContextOverflow, overflowDetails } from "./compaction";
 import { abortableDelay, type ModelClient, ModelError, type ModelReply, type ModelRequest } from "./model";
 
 /**
@@ -154,12 +155,16 @@ function checkedReply(reply: ModelReply): ModelReply {
  */
 function asModelError(error: unknown): ModelError {
   if (error instanceof ModelError) return error;
-  const e = error as { message?: unknown; status?: unknown; statusCode?: unknown } | undefined;
+  const e = error as
+    | { message?: unknown; status?: unknown; statusCode?: unknown; code?: unknown }
+    | undefined;
   const status =
     typeof e?.status === "number" ? e.status : typeof e?.statusCode === "number" ? e.statusCode : undefined;
   const message = typeof e?.message === "string" ? e.message : String(error);
+  const code = typeof e?.code === "string" ? e.code : "";
   return new ModelError(message.slice(0, 1000), {
     ...(status === undefined ? {} : { status }),
+    ...(isContextOverflow(status, `${code} ${message}`) ? overflowDetails(message) : {}),
     ...(status === undefined && error instanceof TypeError ? { retryable: true } : {}),
   });
 }

@@ -20,14 +20,32 @@ export interface ModelParams {
   maxOutputTokens?: number;
 }
 
+/**
+ * Why a model is called: `step` for a step of a turn; `compaction` for writing the summary that
+ * replaces the older part of a session's view (README "Long sessions"). A compaction request has no
+ * tools, `system` is the summarizing instruction and `turn` one user message holding the replaced
+ * conversation as text; the reply's text is the summary.
+ */
+export type ModelPurpose = "step" | "compaction";
+
 export interface ModelRequest {
   /** The route the session was configured with, e.g. `scripted` or `openai:gpt-4o-mini`. */
   model: string;
+  /** Absent means `step` (a client written before compaction existed sees only steps). */
+  purpose?: ModelPurpose;
   system?: string;
-  /** The messages of the current turn, oldest first. */
+  /** The messages of the current turn, oldest first (cut like the rest of the view). */
   turn: ConversationMessage[];
-  /** The whole conversation including the current turn; read lazily because it can be long. */
+  /**
+   * The session's view, the current turn included: the latest compaction's summary (as a first user
+   * message, also in `summary`), then every conversation message after it, oldest first. Bounded
+   * by the session's context window; a single message too large for it is cut with a marker.
+   */
   history(): ConversationMessage[];
+  /** The latest compaction's summary when the view starts with one. */
+  summary?: string;
+  /** The session's context window in tokens (README "Long sessions"). */
+  contextWindow?: number;
   tools: ToolSpec[];
   /** The session's sampling parameters; a client passes on the ones its model supports. */
   params?: ModelParams;
@@ -64,6 +82,11 @@ export interface ModelClient {
    * may want more); `Infinity` for none (`scripted`, whose `think` steps wait on purpose).
    */
   readonly timeoutMs?: number;
+  /**
+   * The context window in tokens of the model behind this client, when it knows it: a session
+   * without its own `contextWindow` uses it before the deployment's DEFAULT_CONTEXT_WINDOW.
+   */
+  readonly contextWindow?: number;
 }
 
 export interface ModelErrorDetails {
@@ -73,6 +96,14 @@ export interface ModelErrorDetails {
   retryAfter?: string;
   /** Whether another attempt may succeed; default: a 408, 409, 429 or 5xx status. */
   retryable?: boolean;
+  /**
+   * The model refused the request as longer than its context window: the session compacts and
+   * runs the step again once (never retried as it was). Detected from the provider's answer
+   * (`contextOverflow` in compaction.ts) when a client does not say.
+   */
+  contextOverflow?: boolean;
+  /** With `contextOverflow`: the model's own window in tokens, when its answer says it. */
+  contextLimit?: number;
 }
 
 /** A model failure whose message is safe to record in the log (no credentials, no payloads). */
@@ -81,18 +112,23 @@ export class ModelError extends Error {
   readonly status: number | undefined;
   readonly retryAfter: string | undefined;
   readonly retryable: boolean;
+  readonly contextOverflow: boolean;
+  readonly contextLimit: number | undefined;
 
   constructor(message: string, details: ModelErrorDetails = {}) {
     super(message);
     this.status = details.status;
     this.retryAfter = details.retryAfter;
+    this.contextOverflow = details.contextOverflow === true;
+    this.contextLimit = details.contextLimit;
     this.retryable =
-      details.retryable ??
-      (details.status !== undefined &&
-        (details.status === 408 ||
-          details.status === 409 ||
-          details.status === 429 ||
-          details.status >= 500));
+      !this.contextOverflow &&
+      (details.retryable ??
+        (details.status !== undefined &&
+          (details.status === 408 ||
+            details.status === 409 ||
+            details.status === 429 ||
+            details.status >= 500)));
   }
 }
 

@@ -13,7 +13,8 @@ import {
  * The deterministic `scripted` model (docs/api.md). On each call it reads the newest user message of
  * the current turn. A JSON text with a `script` array is played one answering step per call, the
  * step index being the number of assistant messages already in the turn; `think` entries wait
- * (abortably) and then play the next step in the same call. Any other text is echoed.
+ * (abortably) and then play the next step in the same call. Any other text is echoed. A compaction
+ * request is answered with `scriptedSummary` of its text.
  */
 
 const ScriptStep = z.union([
@@ -54,6 +55,7 @@ export class ScriptedModel implements ModelClient {
 
   async generate(request: ModelRequest): Promise<ModelReply> {
     const text = newestUserText(request.turn);
+    if (request.purpose === "compaction") return say(scriptedSummary(text));
     const script = parseScript(text);
     if (script === undefined) return say(`echo: ${text}`);
 
@@ -69,6 +71,15 @@ export class ScriptedModel implements ModelClient {
     }
     return say("done");
   }
+}
+
+/**
+ * The `scripted` model's summary of a compaction request's text: its length, its first and its
+ * last 80 characters (deterministic and bounded, whatever the conversation).
+ */
+export function scriptedSummary(text: string): string {
+  const flat = text.replace(/\s+/g, " ").trim();
+  return `scripted summary of ${flat.length} characters: "${flat.slice(0, 80)}" … "${flat.slice(-80)}"`;
 }
 
 function say(text: string): ModelReply {

@@ -3,15 +3,15 @@ import type { ToolCall } from "../contract/events";
 import { addUsage } from "../core/usage";
 import { faultPoint } from "../core/faults";
 import type { Plan } from "../core/turn-plan";
-import type { ModelClient, ModelReply } from "./model";
+import { contextWindowOf, overThreshold } from "./compaction";
+import { Compactor, type CompactorPorts } from "./compactor";
+import { type ModelClient, ModelError, type ModelReply, type ModelRequest, type ToolSpec } from "./model";
 import { callKey } from "./call-keys";
-import type { DriverStores } from "./driver-stores";
 import { callModel, type AttemptClaim } from "./model-calls";
 import { recordInbox } from "./external-session";
 import { claimAttempt, claimToolRun, stepRefusal, withoutAttempts } from "./step-limits";
 import { executeTool, type Tool, type ToolOutcome, toolSpecs } from "./tools";
-import type { TurnSettings } from "./turn-settings";
-import type { Fence, Turns } from "./turns";
+import type { Fence } from "./turns";
 
 /**
  * The turn driver: one step per call of `step()`: claim -> model call -> append -> tools.
@@ -22,14 +22,11 @@ import type { Fence, Turns } from "./turns";
  * state (plan, fence, ending a turn, answers) is `Turns` (turns.ts); the driver runs the steps.
  */
 
-/** What the turn driver runs with: the session's stores, turns and settings, and its ports. */
-export interface TurnDriverPorts<Host> {
-  stores: DriverStores;
-  turns: Turns;
-  /** Read at each step. */
-  settings(): TurnSettings;
-  /** The deployment's model routes. */
-  models: { client(route: string): ModelClient };
+/**
+ * What the turn driver runs with: the session's stores, turns and settings (read at each step),
+ * the model routes, and its ports.
+ */
+export interface TurnDriverPorts<Host> extends CompactorPorts {
   /** The tools the session's model sees now. */
   tools: { visibleTools(): Promise<Tool<unknown, Host>[]> };
   /** What the session's tools may ask of it. */
@@ -38,15 +35,37 @@ export interface TurnDriverPorts<Host> {
   live?: { delta(delta: { turn: number; step: number; attempt: number; text: string }): void };
 }
 
+function isOverflow(error: unknown): error is ModelError {
+  return error instanceof ModelError && error.contextOverflow;
+}
+
+/** A step the model refused as too long, which compaction could not save (its turn's `CONTEXT_OVERFLOW`). */
+class ContextOverflow extends Error {}
+
+function overflowFailure(window: number, error: ModelError, why: string): ContextOverflow {
+  return new ContextOverflow(
+    `CONTEXT_OVERFLOW: the model refused the step's request as longer than its context window ${why} ` +
+      `(the session's window: ${window} tokens; set a smaller contextWindow if the model's is smaller): ${error.message}`,
+  );
+}
+
 /** A step that starts nothing (the step budget ended the turn, or a restart's refusal answered). */
 const NOTHING: Fence = { epoch: -1, turn: -1, step: -1 };
 
 export class TurnDriver<Host> {
   readonly name = "turn driver";
   readonly #ports: TurnDriverPorts<Host>;
+  readonly #compactor: Compactor;
+  /**
+   * Windows models stated when they refused a request as too long, by route: smaller than the
+   * session's setting, they bound this instance's later views too (memory only: relearnt at most
+   * once per instance).
+   */
+  readonly #statedWindows = new Map<string, number>();
 
   constructor(ports: TurnDriverPorts<Host>) {
     this.#ports = ports;
+    this.#compactor = new Compactor(ports);
   }
 
   /** Runs one step. Resolves true when it made progress (more work may be owed). */
@@ -54,7 +73,7 @@ export class TurnDriver<Host> {
     const { stores, turns } = this.#ports;
     if (turns.external()) return stores.transact(() => recordInbox(stores));
     const started = stores.transact(() => this.#begin());
-    if (started === undefined) return false;
+    if (started === undefined) return this.#compactIdle();
     if (started.plan.kind === "tools") {
       await this.#runTools(started.plan.calls, started.fence);
       return true;
@@ -63,9 +82,55 @@ export class TurnDriver<Host> {
     return true;
   }
 
-  /** Due now while a step is owed (the drive loop's alarm). */
+  /** Due now while a step is owed, or a caller's compaction while no turn is open (the drive loop's alarm). */
   nextDue(): number | undefined {
-    return this.#ports.turns.owesStep() ? Date.now() : undefined;
+    return this.#ports.turns.owesStep() || this.#idleCompactionOwed() ? Date.now() : undefined;
+  }
+
+  #idleCompactionOwed(): boolean {
+    const { stores, turns } = this.#ports;
+    return (
+      stores.compaction.pending() !== undefined && stores.loop.get().openTurn === null && !turns.external()
+    );
+  }
+
+  /** The session's window and the characters its system prompt and tools add to every request. */
+  #sizing(tools: readonly ToolSpec[]): { client: ModelClient; window: number; fixedChars: number } {
+    const settings = this.#ports.settings();
+    const client = this.#ports.models.client(settings.modelRoute);
+    const configured = contextWindowOf(settings.contextWindow, client, settings.defaultContextWindow);
+    return {
+      client,
+      window: Math.min(configured, this.#statedWindows.get(settings.modelRoute) ?? configured),
+      fixedChars: (settings.system?.length ?? 0) + JSON.stringify(tools).length,
+    };
+  }
+
+  /**
+   * A caller's compaction while no turn is open: done at once, without starting a turn. A failed
+   * summarizing call gives the request up (the threshold still compacts before a step needs it).
+   */
+  async #compactIdle(): Promise<boolean> {
+    if (!this.#idleCompactionOwed()) return false;
+    const { stores, turns } = this.#ports;
+    const { policy } = this.#ports.settings();
+    const controller = new AbortController();
+    const release = turns.track(controller);
+    try {
+      const { window, fixedChars } = this.#sizing(toolSpecs(await this.#ports.tools.visibleTools()));
+      await this.#compactor.compact("request", {
+        window,
+        fixedChars,
+        signal: controller.signal,
+        claimAttempt: () => this.#compactor.claimIdle(policy.attemptsPerStep),
+      });
+    } catch (error) {
+      console.warn("a requested compaction failed", error instanceof Error ? error.message : error);
+      stores.transact(() => stores.compaction.done());
+    } finally {
+      release();
+    }
+    return true;
   }
 
   #begin(): { plan: Plan; fence: Fence } | undefined {
@@ -148,17 +213,34 @@ export class TurnDriver<Host> {
     const release = turns.track(controller);
     let reply: ModelReply | undefined;
     let failure: string | undefined;
+    let overflowed = false;
+    // every model call of the step, summarizing calls included, is claimed from its attempt
+    // budget; the first was claimed in the transaction that opened the step
+    let preclaimed = fence.attempt !== undefined;
+    let attempt = 0;
+    const claimAttempt = (lastError: string | undefined): AttemptClaim => {
+      const claim: AttemptClaim = preclaimed
+        ? { ok: true, attempt: fence.attempt!, remaining: policy.attemptsPerStep - fence.attempt! }
+        : this.#claimAttempt(fence, lastError, policy.attemptsPerStep);
+      preclaimed = false;
+      if (claim.ok) attempt = claim.attempt;
+      return claim;
+    };
     try {
-      const tools = await this.#ports.tools.visibleTools();
-      let attempt = 0;
-      reply = await callModel(
-        this.#ports.models.client(settings.modelRoute),
-        {
+      const specs = toolSpecs(await this.#ports.tools.visibleTools());
+      const { client, fixedChars } = this.#sizing(specs);
+      let { window } = this.#sizing(specs);
+      const site = () => ({ fence, window, fixedChars, signal: controller.signal, claimAttempt });
+      const request = (): ModelRequest => {
+        const view = stores.log.view();
+        return {
           model: settings.modelRoute,
-          ...compact({ system: settings.system }),
-          turn: stores.log.conversation(turnStartSeq),
-          history: () => stores.log.conversation(0),
-          tools: toolSpecs(tools),
+          purpose: "step",
+          ...compact({ system: settings.system, summary: view.compaction?.summary }),
+          turn: view.messages(window, turnStartSeq),
+          history: () => view.messages(window),
+          contextWindow: window,
+          tools: specs,
           ...(settings.params ? { params: settings.params } : {}),
           signal: controller.signal,
           ...(live
@@ -167,25 +249,44 @@ export class TurnDriver<Host> {
                   live.delta({ turn: fence.turn, step: fence.step, attempt, text }),
               }
             : {}),
-        },
-        policy,
-        {
+        };
+      };
+      const call = () =>
+        callModel(client, request(), policy, {
           // The claimed attempt needs no explicit flush: a Durable Object's output gate holds the
           // model's request until every earlier write is durable, so a call that left is counted.
           beforeCall: () => faultPoint(sessionId, "before-model"),
-          claimAttempt: (lastError) => {
-            const claim: AttemptClaim =
-              attempt === 0 && fence.attempt !== undefined
-                ? { ok: true, attempt: fence.attempt, remaining: policy.attemptsPerStep - fence.attempt }
-                : this.#claimAttempt(fence, lastError, policy.attemptsPerStep);
-            if (claim.ok) attempt = claim.attempt;
-            return claim;
-          },
-        },
-      );
+          claimAttempt,
+        });
+      const requested = stores.compaction.pending() !== undefined;
+      if (requested || overThreshold(stores.log.view().estimate(window, fixedChars), window)) {
+        // a failed summary leaves the view as it is: the step may still fit (an overflow says if not)
+        await this.#compactor.compact(requested ? "request" : "threshold", site()).catch((error: unknown) => {
+          if (controller.signal.aborted) throw error;
+        });
+      }
+      try {
+        reply = await call();
+      } catch (error) {
+        if (!isOverflow(error) || controller.signal.aborted) throw error;
+        // refused as too long: compact (within the window the model stated, if smaller), then the
+        // step once more; a second refusal ends the turn
+        if (error.contextLimit !== undefined && error.contextLimit < window) {
+          window = error.contextLimit;
+          this.#statedWindows.set(settings.modelRoute, window);
+        }
+        if (!(await this.#compactor.compact("overflow", site())))
+          throw overflowFailure(window, error, "there was nothing left to compact");
+        try {
+          reply = await call();
+        } catch (again) {
+          throw isOverflow(again) ? overflowFailure(window, again, "even after a compaction") : again;
+        }
+      }
       await faultPoint(sessionId, "after-model");
     } catch (error) {
       failure = error instanceof Error ? error.message : String(error);
+      overflowed = error instanceof ContextOverflow;
     } finally {
       release();
     }
@@ -194,7 +295,10 @@ export class TurnDriver<Host> {
       if (!turns.current(fence)) return []; // interrupted or superseded meanwhile: drop the result
       const loop = stores.loop.get();
       if (reply === undefined) {
-        turns.end(loop, "error", { error: (failure ?? "model call failed").slice(0, 4096) });
+        turns.end(loop, "error", {
+          error: (failure ?? "model call failed").slice(0, 4096),
+          ...(overflowed ? { code: "CONTEXT_OVERFLOW" as const } : {}),
+        });
         return [];
       }
       stores.log.append("assistant/message", {

@@ -24,4 +24,10 @@ export interface TurnSettings {
   budgetTokens: number | undefined;
   /** The log quota (MAX_LOG_BYTES), checked before each model step. */
   maxLogBytes: number;
+  /** The session's own context window (`contextWindow`), when it names one. */
+  contextWindow: number | undefined;
+  /** The window of a session and model route that name none (DEFAULT_CONTEXT_WINDOW). */
+  defaultContextWindow: number;
+  /** The route that writes compaction summaries (COMPACTION_MODEL), else the session's own. */
+  compactionRoute: string | undefined;
 }

@@ -16,7 +16,11 @@ export interface TurnEnds {
 }
 
 /** What ends a turn besides its reason: the interrupt's cause, or the error and its stable code. */
-export type TurnEndDetail = { cause?: string; error?: string; code?: "BUDGET_EXCEEDED" | "QUOTA_EXCEEDED" };
+export type TurnEndDetail = {
+  cause?: string;
+  error?: string;
+  code?: "BUDGET_EXCEEDED" | "QUOTA_EXCEEDED" | "CONTEXT_OVERFLOW";
+};
 
 /** The position of one step: a result is appended only while the loop is still there (`current`). */
 export interface Fence {

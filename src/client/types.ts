@@ -174,6 +174,8 @@ export interface ModelParams {
   temperature?: number;
   /** 1 to 1,000,000 output tokens per model step. */
   maxOutputTokens?: number;
+  /** The context window in tokens the session's model view is kept within (children inherit it). */
+  contextWindow?: number;
 }
 
 export interface CreateSessionRequest extends Placement, ModelParams {
@@ -208,8 +210,10 @@ export interface SessionView extends Placement {
   label?: string;
   model: string;
   lastSeq: number;
-  /** The tokens this session's own model steps used. */
+  /** The tokens this session's own model calls used, compactions included. */
   usage?: Usage;
+  /** The part of `usage` its compactions' summarizing calls used. */
+  compactionUsage?: Usage;
   /**
    * Its tree's total: its own usage plus what its local children reported of their subtrees as
    * their runs and epochs ended (a child at work adds its part when that run or epoch ends).

@@ -23,7 +23,7 @@ export interface ChildInit {
   descriptor: Descriptor;
   options: AgentOptions;
   prompt: ContentBlock[];
-  /** Fork: the parent's balanced completed-turn prefix (events from seq 0). */
+  /** Fork: the parent's view as of its last turn end (child-spec.ts `forkSeed`). */
   seed?: Pick<SessionEvent, "type" | "at" | "data">[];
   outputSchema?: Record<string, unknown>;
   /** Placement of the child (its jurisdiction is the parent's, if the parent has one). */

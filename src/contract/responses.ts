@@ -45,6 +45,7 @@ export const SessionView = z
     model: z.string(),
     lastSeq: z.number().int(),
     usage: Usage.optional(),
+    compactionUsage: Usage.optional(),
     subtreeUsage: Usage.optional(),
     budget: z.object({ tokens: z.number().int(), used: z.number().int() }).optional(),
     mcpServers: z.array(z.object({ name: z.string(), url: z.string() })).optional(),

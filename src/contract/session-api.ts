@@ -30,6 +30,8 @@ export interface SessionApi {
     waitMs?: number,
   ): Answer<Outcome<EventPage>>;
   interrupt(caller: Caller): Answer<Outcome<{ accepted: true }>>;
+  /** Compacts the session's model view before its next model step (at once when no turn is open). */
+  compact(caller: Caller): Answer<Outcome<{ accepted: true }>>;
   startRun(caller: Caller, request: StartRequest): Answer<Outcome<StartedRun>>;
   runStatus(caller: Caller, runId: string, waitMs: number): Answer<Outcome<RunView>>;
   disposeRun(caller: Caller, runId: string): Answer<Outcome<{ accepted: true }>>;

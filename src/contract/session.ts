@@ -48,6 +48,11 @@ export interface AgentOptions {
   /** Output token cap of one model step (inherited like `temperature`). */
   maxOutputTokens?: number;
   /**
+   * The context window in tokens its model view is kept within (inherited like `temperature`);
+   * absent: the model route's own, else DEFAULT_CONTEXT_WINDOW (README "Long sessions").
+   */
+  contextWindow?: number;
+  /**
    * Tokens (input plus output) this session's model steps and the one-shot runs it starts may use;
    * a child gets what is left of its parent's when it starts (semantics.md §8).
    */
@@ -80,8 +85,10 @@ export interface SessionView {
   lastSeq: number;
   jurisdiction?: Jurisdiction;
   locationHint?: LocationHint;
-  /** The tokens this session's own model steps used (when its model reported any). */
+  /** The tokens this session's own model calls used (when its model reported any), compactions included. */
   usage?: Usage;
+  /** The part of `usage` its compactions' summarizing calls used. */
+  compactionUsage?: Usage;
   /**
    * Its tree's total: its own usage plus what its local children reported of their subtrees as
    * their runs and epochs ended (semantics.md §8).

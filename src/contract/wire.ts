@@ -16,10 +16,14 @@ export const ToolFilterSchema = z
 
 export const ModelRoute = z.string().min(1).max(200);
 
-/** A session's sampling parameters, on session creation and on start requests (children inherit them). */
+/**
+ * A session's model parameters, on session creation and on start requests (children inherit them
+ * unless their start names their own): sampling, and the context window its view is kept within.
+ */
 export const ModelParamsFields = {
   temperature: z.number().min(0).max(2).optional(),
   maxOutputTokens: z.number().int().min(1).max(1_000_000).optional(),
+  contextWindow: z.number().int().min(256).max(100_000_000).optional(),
 };
 
 /**
@@ -95,6 +99,9 @@ export const CreateSessionBody = z.strictObject({
   /** Depth in a delegation tree that began on another deployment (the depth cap still applies). */
   delegationDepth: z.number().int().min(0).max(64).optional(),
 });
+
+/** `POST /v1/sessions/:id/compact`: an empty body or `{}`. */
+export const CompactBody = z.strictObject({});
 
 export const SendMessageBody = z.strictObject({
   content: WireContent,

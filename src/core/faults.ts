@@ -3,7 +3,8 @@
  * interesting; it does nothing unless a test installed a plan for that scope (a session id). A
  * plan may throw (a crash right there) or wait (to stage a race). Each name says where it fires:
  * `before-drive` as a drive pass begins (accepted work is in the tables), `before-model` /
- * `after-model` around the model call, `before-append` / `after-append` around the step's
+ * `after-model` around the model call, `before-compact` / `after-compact` around a compaction's
+ * summarizing call (`after-compact` before its event is written), `before-append` / `after-append` around the step's
  * append, `before-send` / `after-send` around an outbox send (the row is committed; `after-send`
  * before it is marked delivered), `before-apply` as a delivery arrives, `in-alarm`, `in-init`
  * (a child's creation), `mid-drain` (between the children of a drain), `in-transaction` (as a
@@ -15,6 +16,8 @@ export type FaultPointName =
   | "before-drive"
   | "before-model"
   | "after-model"
+  | "before-compact"
+  | "after-compact"
   | "before-append"
   | "after-append"
   | "before-send"

@@ -1,6 +1,7 @@
 import { type IRequest, Router } from "itty-router";
 import { fail, SubagentError } from "../contract/errors";
 import {
+  CompactBody,
   CreateSessionBody,
   DirectoryQuery,
   EventsQuery,
@@ -183,6 +184,17 @@ export function buildRouter(deployment: Deployment, base = "") {
       const id = sessionIdParam(request);
       if (typeof id !== "string") return failure(id);
       return reply(await sessionStub(env, id).interrupt(caller), 202);
+    }),
+  );
+
+  router.post(
+    "/v1/sessions/:id/compact",
+    authed(async (request, env, caller) => {
+      const id = sessionIdParam(request);
+      if (typeof id !== "string") return failure(id);
+      const body = await readBody(request, CompactBody);
+      if (!body.ok) return failure(body);
+      return reply(await sessionStub(env, id).compact(caller), 202);
     }),
   );
 

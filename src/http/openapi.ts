@@ -3,6 +3,7 @@ import { DrainBody, FollowupBody } from "../contract/continuable";
 import * as R from "../contract/responses";
 import { StartSubagentBody } from "../contract/run";
 import {
+  CompactBody,
   CreateSessionBody,
   DirectoryQuery,
   EventsQuery,
@@ -136,6 +137,14 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     path: "/v1/sessions/{id}/interrupt",
     summary: "Interrupt the open turn",
     auth: "session",
+    ok: [202, "accepted", R.AcceptedFlag],
+  },
+  {
+    method: "post",
+    path: "/v1/sessions/{id}/compact",
+    summary: "Compact the session's model view before its next model step (at once when idle)",
+    auth: "session",
+    body: CompactBody,
     ok: [202, "accepted", R.AcceptedFlag],
   },
   {

@@ -112,6 +112,11 @@ export class SubagentsEntrypoint extends WorkerEntrypoint<Env> {
     return unwrap(await sessionStub(this.env, arg(sessionId, SessionIdArg)).interrupt(ADMIN));
   }
 
+  /** Compacts the session's model view before its next model step (at once when it is idle). */
+  async compact(sessionId: string): Promise<{ accepted: true }> {
+    return unwrap(await sessionStub(this.env, arg(sessionId, SessionIdArg)).compact(ADMIN));
+  }
+
   async events(sessionId: string, after = -1, limit = 100): Promise<EventPage> {
     const query = arg(
       { after, limit },

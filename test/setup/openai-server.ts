@@ -20,6 +20,14 @@ import { nodeHttp, type ServerResponse } from "./node-http.ts";
  *   user "stream slowly <x>" -> the normal answer, streamed one word per 150 ms
  *   any other user text  -> "hello from fake: <text>", finish "stop"
  *   a tool message       -> "tool said: <tool content>", finish "stop"
+ *   a summarizing request (a system message that asks to compact the conversation) -> a short
+ *                           summary: "summary of <N> characters: <the first 300>"
+ * A model named `ctx-<N>` has a context window of N tokens, counted as OpenAI bills them roughly
+ * (a token per four characters of the messages and tools, four per message): a longer request is
+ * refused exactly as OpenAI refuses it (400, `invalid_request_error`, `param: "messages"`, code
+ * `context_length_exceeded`, the message stating the window), and an answered one reports that
+ * count as `prompt_tokens`. A `ctxq-<N>` model refuses alike with a message that does not state
+ * it. Other models report one prompt token per message.
  * When started with an `apiKey`, a request whose Authorization is not `Bearer <apiKey>` gets 401.
  * A request with `"stream": true` is answered as server-sent events (`chat.completion.chunk`s, the
  * usage in a last chunk when `stream_options.include_usage` is set, then `data: [DONE]`).
@@ -113,13 +121,31 @@ function offersEcho(tools: unknown): boolean {
   );
 }
 
+/** A `ctx-<N>` (or `ctxq-<N>`) model's context window, in tokens. */
+function windowOf(model: string): number | undefined {
+  const match = /^ctxq?-(\d+)$/.exec(model);
+  return match ? Number(match[1]) : undefined;
+}
+
+/** The request's size in tokens: four characters a token, four tokens a message. */
+function countTokens(messages: readonly ChatMessage[], tools: unknown): number {
+  let chars = tools === undefined ? 0 : JSON.stringify(tools).length;
+  for (const m of messages) {
+    chars += 16 + contentText(m.content).length;
+    const calls = (m as { tool_calls?: unknown }).tool_calls;
+    if (calls !== undefined) chars += JSON.stringify(calls).length;
+  }
+  return Math.ceil(chars / 4);
+}
+
 function completion(
   index: number,
   model: string,
-  messages: ChatMessage[],
+  prompt: { messages: ChatMessage[]; tokens?: number },
   message: Record<string, unknown>,
   finish: string,
 ) {
+  const { messages } = prompt;
   const answer = typeof message.content === "string" ? message.content : "";
   return {
     id: `chatcmpl-${index}`,
@@ -130,9 +156,9 @@ function completion(
       { index: 0, message: { role: "assistant", ...message }, finish_reason: finish, logprobs: null },
     ],
     usage: {
-      prompt_tokens: messages.length,
+      prompt_tokens: prompt.tokens ?? messages.length,
       completion_tokens: answer.split(/\s+/).filter(Boolean).length,
-      total_tokens: messages.length + answer.split(/\s+/).filter(Boolean).length,
+      total_tokens: (prompt.tokens ?? messages.length) + answer.split(/\s+/).filter(Boolean).length,
     },
   };
 }
@@ -146,11 +172,32 @@ function answer(index: number, body: unknown, authorization: string): unknown {
     throw new HttpError(400, "messages must be a non-empty array");
   if (tools !== undefined && !Array.isArray(tools)) throw new HttpError(400, "tools must be an array");
   const last = messages[messages.length - 1] as ChatMessage;
+  const window = windowOf(model);
+  const prompt = { messages, ...(window === undefined ? {} : { tokens: countTokens(messages, tools) }) };
+  if (window !== undefined && prompt.tokens! > window)
+    throw new HttpError(
+      400,
+      model.startsWith("ctxq-")
+        ? "The prompt is too long for this model."
+        : `This model's maximum context length is ${window} tokens. However, your messages resulted in ${prompt.tokens} tokens. Please reduce the length of the messages.`,
+      { param: "messages", code: "context_length_exceeded" },
+    );
+  const first = messages[0] as ChatMessage;
+  if (first.role === "system" && /compact the conversation/i.test(contentText(first.content))) {
+    const text = contentText(last.content);
+    return completion(
+      index,
+      model,
+      prompt,
+      { content: `summary of ${text.length} characters: ${text.slice(0, 300)}` },
+      "stop",
+    );
+  }
 
   if (last.role === "tool") {
     if (typeof last.tool_call_id !== "string") throw new HttpError(400, "a tool message needs tool_call_id");
     const text = `tool said: ${contentText(last.content)}`;
-    return completion(index, model, messages, { content: text }, "stop");
+    return completion(index, model, prompt, { content: text }, "stop");
   }
   if (last.role !== "user")
     throw new HttpError(400, `the last message must be user or tool, got ${String(last.role)}`);
@@ -162,7 +209,7 @@ function answer(index: number, body: unknown, authorization: string): unknown {
       return completion(
         index,
         model,
-        messages,
+        prompt,
         {
           content: null,
           tool_calls: [
@@ -176,7 +223,7 @@ function answer(index: number, body: unknown, authorization: string): unknown {
         "tool_calls",
       );
     case "be long":
-      return completion(index, model, messages, { content: "this answer is cut" }, "length");
+      return completion(index, model, prompt, { content: "this answer is cut" }, "length");
     case "fail please":
       throw new HttpError(500, "fake failure", { received_authorization: authorization });
   }
@@ -190,7 +237,7 @@ function answer(index: number, body: unknown, authorization: string): unknown {
   }
   switch (said) {
     default:
-      return completion(index, model, messages, { content: `hello from fake: ${said}` }, "stop");
+      return completion(index, model, prompt, { content: `hello from fake: ${said}` }, "stop");
   }
 }
 

@@ -11,7 +11,7 @@ function reads(log: EventLog, end: number): unknown {
   return cursors.map((from) => ({
     from,
     page: log.page(from - 1, 50),
-    conversation: log.conversation(from),
+    view: log.view().messages(128_000, from),
     results: log.ofTypes(["tool/result", "turn/end"], from),
     lastAnswer: log.last("assistant/message", from),
     lastStart: log.last("turn/start", from),
