@@ -1,6 +1,7 @@
 // The dashboard in a real browser (the packaged Chromium of lib/browser.mjs, driven by playwright-core) against
 // `wrangler dev`: sign in, create a session, talk to it, start a continuable child, watch the tree,
-// interrupt and follow up, and check that what the page shows is what the API says.
+// interrupt and follow up, compact a session's context, and check that what the page shows is what
+// the API says.
 //
 // The screenshot goes to test-results/dashboard.png; with UPDATE_SCREENSHOT=1 also to
 // docs/dashboard.png (the committed one the README shows).
@@ -8,6 +9,7 @@ import assert from "node:assert/strict";
 import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { build } from "esbuild";
 import { assetsModule, bundle } from "../../ui/build.mjs";
 import { allEvents, api } from "./lib/api.mjs";
 import { launchBrowser } from "./lib/browser.mjs";
@@ -32,6 +34,30 @@ async function eventually(read, check, timeoutMs = STEP_MS, what = "a condition"
       throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
     await sleep(150);
   }
+}
+
+/** The client SDK (src/client), bundled as the package ships it, for calls made as a user's code would. */
+async function importClientSdk() {
+  const result = await build({
+    absWorkingDir: REPO_ROOT,
+    entryPoints: ["src/client/index.ts"],
+    bundle: true,
+    format: "esm",
+    platform: "neutral",
+    write: false,
+    logLevel: "silent",
+  });
+  const code = Buffer.from(result.outputFiles[0].text).toString("base64");
+  return import(`data:text/javascript;base64,${code}`);
+}
+
+/** Sends one message and waits until the session has ended one more turn. */
+async function talk(server, id, content) {
+  const turnEnds = async () => (await allEvents(server, id)).filter((e) => e.type === "turn/end").length;
+  const before = await turnEnds();
+  const sent = await api(server, "POST", `/v1/sessions/${id}/messages`, { body: { content } });
+  assert.equal(sent.status, 202);
+  await eventually(turnEnds, (n) => n > before, STEP_MS, `a turn to answer ${JSON.stringify(content)}`);
 }
 
 /** The dashboard's state for a descendant row (running / waiting / idle / settled). */
@@ -440,5 +466,71 @@ describe("the dashboard in a real browser", { timeout: 300_000 }, () => {
         .screenshot({ path: join(REPO_ROOT, "test-results", `dashboard-tree-${name}.png`) });
     }
     await page.setViewportSize({ width: 1280, height: 860 });
+  });
+
+  it("marks a compaction in the transcript with its trigger, its token figures and its summary folded", async () => {
+    const made = await api(server, "POST", "/v1/sessions", {
+      body: { label: "compacted", model: "scripted" },
+    });
+    assert.equal(made.status, 201);
+    const id = made.body.id;
+    for (const content of ["first question", "second question", "third question"]) {
+      await talk(server, id, content);
+    }
+    const { SubagentsClient } = await importClientSdk();
+    const client = new SubagentsClient({ baseUrl: server.url, token: server.token });
+    assert.deepEqual(await client.compact(id), { accepted: true });
+    const log = await eventually(
+      () => allEvents(server, id),
+      (events) => events.some((e) => e.type === "context/compacted"),
+      STEP_MS,
+      "a context/compacted event in the log",
+    );
+    const event = log.find((e) => e.type === "context/compacted");
+    assert.equal(event.data.trigger, "request");
+    assert.ok(event.data.summary.length > 0, "the summary has text");
+
+    await page.click(`#session-list [data-session-id="${id}"] button`);
+    const marker = page.locator(`[data-transcript-for="${id}"] [data-event-type="context/compacted"]`);
+    await marker.waitFor();
+    assert.deepEqual(await marker.evaluate((el) => ({ ...el.dataset })), {
+      eventType: "context/compacted",
+      seq: String(event.seq),
+      trigger: "request",
+      throughSeq: String(event.data.throughSeq),
+      tokensBefore: String(event.data.tokensBefore),
+      tokensAfter: String(event.data.tokensAfter),
+    });
+    const [before, afterwards] = await page.evaluate(
+      ([b, a]) => [b.toLocaleString(), a.toLocaleString()],
+      [event.data.tokensBefore, event.data.tokensAfter],
+    );
+    const line = await marker.textContent();
+    assert.match(line, /context compacted \(request\)/);
+    assert.ok(line.includes(`${before} → ${afterwards} tokens (estimated)`), line);
+    if (event.data.usage) {
+      const { inputTokens, outputTokens } = event.data.usage;
+      const [input, output] = await page.evaluate(
+        ([i, o]) => [i.toLocaleString(), o.toLocaleString()],
+        [inputTokens, outputTokens],
+      );
+      assert.ok(line.includes(`summary call ${input} in / ${output} out`), line);
+    }
+    // the log keeps everything: every earlier entry is still in the transcript
+    const expected = expectedEntries(await allEvents(server, id));
+    await eventually(
+      () => shownEntries(page, id),
+      (shown) => JSON.stringify(shown) === JSON.stringify(expected),
+      STEP_MS,
+      `the transcript to show ${JSON.stringify(expected)}`,
+    );
+
+    const summary = marker.locator("details.compaction-summary");
+    const summaryText = summary.locator(".text");
+    assert.equal(await summary.evaluate((el) => el.open), false, "the summary starts folded");
+    assert.equal(await summaryText.isVisible(), false, "a folded summary is not shown");
+    await summary.locator("summary").click();
+    await summaryText.waitFor({ state: "visible" });
+    assert.equal(await summaryText.textContent(), event.data.summary);
   });
 });
