@@ -108,7 +108,11 @@ describe("compaction through an OpenAI-compatible server with a context limit", 
   it("a 2,000-token window answers 50 follow-ups of 1,000 characters; the log keeps them all, later requests carry the summary, not the early turns", async () => {
     const marker = `m${crypto.randomUUID().slice(0, 8)}`;
     const from = (await fakeRequests()).count;
-    const { id } = await createSession({ model: "openai:ctx-2000", contextWindow: 2000 });
+    const { id } = await createSession({
+      model: "openai:ctx-2000",
+      contextWindow: 2000,
+      budget: { tokens: 10_000_000 },
+    });
     const texts = Array.from(
       { length: 50 },
       (_, i) => `${marker} ${i} ${"x".repeat(1000 - marker.length - 4 - String(i).length)}`,
@@ -135,6 +139,12 @@ describe("compaction through an OpenAI-compatible server with a context limit", 
     const session = await view(id);
     expect(session.compactionUsage.inputTokens).toBeGreaterThan(0);
     expect(session.usage.inputTokens).toBeGreaterThan(session.compactionUsage.inputTokens);
+    expect(session.budget.used).toBe(session.usage.inputTokens + session.usage.outputTokens);
+    const summed = compactions.reduce(
+      (n, c) => n + (c.data as { usage: { inputTokens: number } }).usage.inputTokens,
+      0,
+    );
+    expect(session.compactionUsage.inputTokens).toBe(summed);
   }, 120_000);
 
   it("a window set too large overflows: the refused step compacts and runs again once, and the turn completes", async () => {
@@ -184,6 +194,19 @@ describe("compaction through an OpenAI-compatible server with a context limit", 
 });
 
 describe("the view across the object's life", () => {
+  it("sends a message over a quarter of the window cut, with a marker; the log keeps it whole", async () => {
+    const marker = `m${crypto.randomUUID().slice(0, 8)}`;
+    const from = (await fakeRequests()).count;
+    const { id } = await createSession({ model: "openai:ctx-4000", contextWindow: 4000 });
+    const big = `${marker} ${"w".repeat(30_000)}`;
+    expect((await turn(id, big)).data.reason).toBe("completed");
+    const [request] = await requestsWith(marker, from);
+    const sent = messagesOf(request!).find((m) => m.content.startsWith(marker))!;
+    expect(sent.content.length).toBeLessThanOrEqual(4000);
+    expect(sent.content).toMatch(/\[… \d+ characters cut here; the session's log keeps the whole text\]$/);
+    expect(userTexts(await allEvents(id))).toEqual([big]);
+  });
+
   it("a cold object rebuilds the view from its latest compaction", async () => {
     const marker = `m${crypto.randomUUID().slice(0, 8)}`;
     const { id } = await createSession({ model: "openai:fake-model" });
