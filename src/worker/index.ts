@@ -18,10 +18,11 @@ export type { ModelFactory } from "../agent/user-models";
 export type {
   ConversationMessage,
   ModelClient,
+  ModelPurpose,
   ModelReply,
   ModelRequest,
   ModelStopReason,
   ToolSpec,
 } from "../agent/model";
 export type { ContentBlock, TextBlock } from "../contract/content";
-export type { MessageSource, ToolCall, Usage } from "../contract/events";
+export type { CompactionTrigger, MessageSource, ToolCall, Usage } from "../contract/events";
