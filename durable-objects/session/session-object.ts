@@ -129,7 +129,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   }
 
   compact(caller: Caller): Outcome<{ accepted: true }> {
-    const session = this.#authorize(caller, "act");
+    const session = this.#authorize(caller, "maintain");
     if (!session.ok) return session;
     const { ctx } = session.value.parts;
     ctx.stores.transact(() => ctx.stores.compaction.request());

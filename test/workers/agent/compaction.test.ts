@@ -1,10 +1,19 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
-import { api, createSession, expectError, startRun, view, waitForRun } from "../../support/api";
+import {
+  api,
+  createSession,
+  expectError,
+  rpc,
+  startChild,
+  startRun,
+  view,
+  waitForRun,
+} from "../../support/api";
 import { type FakeRequest, fakeRequests } from "../../support/fake-openai";
 import { faults, never, removeAllFaults } from "../../support/faults";
 import { allEvents, ofType, textOf, userTexts, waitForEvents, type WireEvent } from "../../support/logs";
-import { evict, stub } from "../../support/objects";
+import { evict, specOf, stub } from "../../support/objects";
 
 /**
  * Compaction (README "Long sessions"): the model's view is the latest summary plus the turns after
@@ -85,8 +94,8 @@ describe("compaction on request", () => {
     );
   });
 
-  it("takes an empty body or {}, refuses anything else, and needs the session's token", async () => {
-    const { id, token } = await createSession({ model: "scripted" });
+  it("takes an empty body or {}, refuses anything else, and needs the session's token or an ancestor's", async () => {
+    const { id, token } = await createSession({ model: "scripted", contextWindow: 64_000 });
     expect((await api("POST", `/v1/sessions/${id}/compact`, { body: {} })).status).toBe(202);
     expect((await api("POST", `/v1/sessions/${id}/compact`, { body: {}, token })).status).toBe(202);
     expectError(
@@ -97,10 +106,19 @@ describe("compaction on request", () => {
     const other = await createSession({ model: "scripted" });
     expectError(await api("POST", `/v1/sessions/${id}/compact`, { token: other.token }), 404, "NOT_FOUND");
     // a session with one turn has nothing older than the turn it keeps: the request is answered, nothing is written
-    await turn(id, "only question");
-    await api("POST", `/v1/sessions/${id}/compact`);
-    await runDurableObjectAlarm(stub(id));
-    expect(ofType(await allEvents(id), "context/compacted")).toEqual([]);
+    // a child inherits the window; its tree's token and the RPC entrypoint may ask too
+    const inherited = await startRun(id, { provider: "spawn", prompt: "child question" });
+    expect((await specOf(id, inherited.body.id)).options.contextWindow).toBe(64_000);
+    const own = await startRun(id, { provider: "spawn", prompt: "child question", contextWindow: 8_000 });
+    expect((await specOf(id, own.body.id)).options.contextWindow).toBe(8_000);
+    const { childId } = await startChild(id, { prompt: "child question" });
+    expect((await api("POST", `/v1/sessions/${childId}/compact`, { token })).status).toBe(202);
+    expect(await rpc.compact(childId)).toEqual({ accepted: true });
+    const single = await createSession({ model: "scripted" });
+    await turn(single.id, "only question");
+    await api("POST", `/v1/sessions/${single.id}/compact`);
+    await runDurableObjectAlarm(stub(single.id));
+    expect(ofType(await allEvents(single.id), "context/compacted")).toEqual([]);
   });
 });
 

@@ -26,6 +26,7 @@ function routes(target: string, token: string): [string, () => Promise<ApiResult
     ["send", () => api("POST", `/v1/sessions/${target}/messages`, { token, body: { content: "hi" } })],
     ["events", () => api("GET", `/v1/sessions/${target}/events`, { token })],
     ["interrupt", () => api("POST", `/v1/sessions/${target}/interrupt`, { token })],
+    ["compact", () => api("POST", `/v1/sessions/${target}/compact`, { token })],
     ["children", () => api("GET", `/v1/sessions/${target}/children`, { token })],
     ["descendants", () => api("GET", `/v1/sessions/${target}/descendants`, { token })],
     ["outbox", () => api("GET", `/v1/sessions/${target}/outbox`, { token })],

@@ -359,6 +359,18 @@ const BAD_INPUTS: BadInput[] = [
     run: (a, b) => api("POST", `/v1/sessions/${a.id}/interrupt`, { token: b.token }),
   },
   {
+    name: "another session's token compacting",
+    status: 404,
+    code: "NOT_FOUND",
+    run: (a, b) => api("POST", `/v1/sessions/${a.id}/compact`, { token: b.token }),
+  },
+  {
+    name: "a compaction request with a field",
+    status: 400,
+    code: "INVALID_REQUEST",
+    run: (a) => api("POST", `/v1/sessions/${a.id}/compact`, { body: { trigger: "request" } }),
+  },
+  {
     name: "another session's token reading events",
     status: 404,
     code: "NOT_FOUND",
