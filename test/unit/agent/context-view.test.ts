@@ -75,7 +75,12 @@ describe("the context view", () => {
     // idle (turn 4 ended, none open): the next turn is the current one, so only turn 4 stays
     const idle = new Log();
     for (let n = 1; n <= 4; n++) idle.turn(n, `question ${n}`, n % 2);
-    expect(idle.view().plan(null)!.replaced.map((i) => i.turn)).toEqual([1, 1, 1, 1, 2, 2, 3, 3, 3, 3]);
+    expect(
+      idle
+        .view()
+        .plan(null)!
+        .replaced.map((i) => i.turn),
+    ).toEqual([1, 1, 1, 1, 2, 2, 3, 3, 3, 3]);
     // two turns in all: nothing older than the kept ones, nothing to replace
     const short = new Log();
     short.turn(1, "a");
