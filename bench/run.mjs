@@ -9,7 +9,8 @@
 //   --quick                 a quick look: n=100, events=10000, fewer delegation rounds, a 10 s load
 //                           hold; implies --no-readme unless --readme is given
 //   --no-readme             print only, do not touch bench/README.md
-//   --budget-seconds=<s>    give up after this long (default 240 plus the load hold)
+//   --only=step-at-10k-events  measure that row alone and print it (writes nothing)
+//   --budget-seconds=<s>    give up after this long (default 300 plus the load hold)
 //   --render                measure nothing: write the generated blocks of bench/README.md and
 //                           README.md again from the last run's test-results/bench.json (after a
 //                           change of bench/targets.json, say); the figures stay that run's
@@ -24,6 +25,7 @@ import { pressure } from "./lib/cpu.mjs";
 import * as delegation from "./lib/delegation.mjs";
 import { loadTest, STABLE } from "./lib/load.mjs";
 import { startStreamingModel, streamingRounds } from "./lib/streaming.mjs";
+import { stepAtLongLog } from "./lib/long-session.mjs";
 import { alignTable, grid, terminalTable } from "./lib/report.mjs";
 import {
   loadTargets,
@@ -55,7 +57,12 @@ const QUICK = args.get("quick") === "true";
 const N = int("n", QUICK ? 100 : 500, 2_000);
 const EVENTS = int("events", QUICK ? 10_000 : 100_000, 1_000_000);
 const LOAD_SECONDS = int("load-seconds", QUICK ? 10 : 60, 600);
-const WRITE_README = args.get("no-readme") !== "true" && (!QUICK || args.get("readme") === "true");
+/** The row `--only` measures alone (no other row has a reason to run by itself). */
+const ONLY = args.get("only");
+if (ONLY !== undefined && ONLY !== "step-at-10k-events")
+  throw new Error("--only takes one row: --only=step-at-10k-events");
+const WRITE_README =
+  ONLY === undefined && args.get("no-readme") !== "true" && (!QUICK || args.get("readme") === "true");
 const TARGETS = loadTargets();
 
 if (args.get("render") === "true") {
@@ -80,6 +87,10 @@ const PLAN = {
   loadSessions: 40,
   loadSteps: [100, 200, 300, 400, 600, 800],
   stepSeconds: QUICK ? 2 : 3,
+  // the `step-at-10k-events` row: 5,000 echo turns make 10,000 conversation events (whatever the
+  // options: the row is defined by that length), and its rounds of echo turns
+  stepTurns: 5_000,
+  stepRounds: Math.min(N, 100),
 };
 const extra = process.argv.slice(2);
 const command = extra.length > 0 ? `npm run bench -- ${extra.join(" ")}` : "npm run bench";
@@ -123,6 +134,7 @@ function summaryRows(f) {
     row("spawn-to-result", f.spawn.spawn, "spawn floor", f.spawn.floor),
     row("subagent-tool", f.tool.extra, "spawn floor", f.spawn.floor),
     row("fanout-per-child", f.fanout.perChild, "fan-out floor", f.fanout.floorPerChild),
+    row("step-at-10k-events", f.step.long, "echo turn on a fresh session", f.step.fresh),
     row("session-cold-open-large", f.coldLarge, "cold open of a fresh session", f.coldFresh),
     // this runtime over the peer on the same work (below 1: this runtime is faster)
     peer("peer-spawn", f.spawn.spawn, "Agents SDK spawn", f.spawn.peer),
@@ -139,14 +151,14 @@ const pressureAtStart = pressure();
 // the streaming model the `openai:` route reaches (its first-token rows)
 const model = await startStreamingModel();
 const worker = await startWorker({ bindings: { OPENAI_BASE_URL: model.baseUrl } });
-ensurePeerInstalled(log);
-const peerWorker = await startPeer();
+if (ONLY === undefined) ensurePeerInstalled(log);
+const peerWorker = ONLY === undefined ? await startPeer() : undefined;
 let stopping = false;
 const stop = async () => {
   if (stopping) return;
   stopping = true;
   await worker.stop();
-  await peerWorker.stop();
+  await peerWorker?.stop();
   await model.close();
 };
 /** Stops workerd (at most 10 s) and exits with `code`. */
@@ -155,14 +167,84 @@ const bail = (code) => {
   void stop().finally(() => process.exit(code));
 };
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => bail(130));
-// the safety net: 4 minutes plus the load hold, unless --budget-seconds says otherwise (a busy
+// the safety net: 5 minutes plus the load hold, unless --budget-seconds says otherwise (a busy
 // machine runs every step slower; the run records its load average and CPU pressure)
-const RUN_BUDGET_MS = int("budget-seconds", 240 + LOAD_SECONDS, 3_600) * 1_000;
+const RUN_BUDGET_MS = int("budget-seconds", 300 + LOAD_SECONDS, 3_600) * 1_000;
 const hardStop = setTimeout(() => {
   console.error(`bench: gave up after ${RUN_BUDGET_MS / 1000} s`);
   bail(2);
 }, RUN_BUDGET_MS);
 hardStop.unref();
+
+/** The `step-at-10k-events` row and its comparisons (bench/lib/long-session.mjs). */
+async function measureStep(admin) {
+  log(
+    `one echo turn on a session of ${PLAN.stepTurns} turns after a compaction, beside a fresh ` +
+      `session's (${PLAN.stepRounds} interleaved rounds before the compaction and as many after)`,
+  );
+  return stepAtLongLog(admin, {
+    turns: PLAN.stepTurns,
+    concurrency: 32,
+    n: PLAN.stepRounds,
+    warmup: 5,
+    budgetMs: 120_000,
+    log,
+  });
+}
+
+/** The row's table (ratios to the fresh session's turn in the same rounds) and its lines. */
+function stepReport(step) {
+  const fresh = { p50: step.fresh.p50, p99: step.fresh.p99 };
+  const conversation = step.build.conversationEvents.toLocaleString("en-US");
+  const rows = [
+    { name: "echo turn, fresh session (same rounds)", ...step.fresh, floor: fresh },
+    {
+      name: `echo turn, ${conversation} conversation events, after a compaction`,
+      ...step.long,
+      floor: fresh,
+      targetKey: "step-at-10k-events",
+    },
+  ];
+  const b = step.build;
+  const c = step.compaction;
+  const per = (r) =>
+    `${r.statements} statements, ${r.rowsRead} rows read, ${r.rowsWritten} written` +
+    (r.uncounted > 0 ? ` (${r.uncounted} statements not counted)` : "");
+  const lines = [
+    `Long session: ${b.turns} plain text messages, each answered in a turn of its own: ` +
+      `${b.conversationEvents} conversation events, ${b.events} events in all, built in ` +
+      `${(b.builtMs / 1000).toFixed(1)} s (sent through the RPC entrypoint by \`/bench/send\`, 500 a request, ` +
+      `32 in flight; the last accepted at ${(b.sentMs / 1000).toFixed(1)} s; at most ${b.maxPending} messages ` +
+      `pending at once), every event then read back and ` +
+      `checked in ${(b.readMs / 1000).toFixed(1)} s; compactions before the one asked for: ${b.compactions}. ` +
+      `\`POST …/compact\` wrote its \`context/compacted\` in ${ms(c.ms)} ms, the log then holding ` +
+      `${c.conversationEvents} conversation events (the rounds before it added theirs): through seq ` +
+      `${c.throughSeq}, estimated ${c.tokensBefore} tokens before, ${c.tokensAfter} after.`,
+    `Before the compaction, in rounds of their own (${step.before.long.n}): p50 ${ms(step.before.long.p50)} ms ` +
+      `on the long session vs ${ms(step.before.fresh.p50)} ms fresh ` +
+      `(${ratio(step.before.long.p50, step.before.fresh.p50)}), p99 ${ms(step.before.long.p99)} vs ` +
+      `${ms(step.before.fresh.p99)} ms.`,
+    "SQLite per echo turn after the compaction (every object of the Worker, 20 turns each, counted by " +
+      `\`/bench/sql\`): long session ${per(step.rows.long)}; fresh session ${per(step.rows.fresh)}.`,
+  ];
+  return { rows, lines };
+}
+
+if (ONLY !== undefined) {
+  try {
+    log(`workerd up at ${worker.url} (build ${ms(worker.buildMs)} ms, start ${ms(worker.startMs)} ms)`);
+    const { rows, lines } = stepReport(await measureStep(new Client(worker.url, worker.adminToken)));
+    console.log(
+      ["", terminalTable(withTargets(rows, TARGETS), { floorName: "fresh" }), "", ...lines, ""].join("\n"),
+    );
+  } catch (error) {
+    process.exitCode = 1;
+    console.error(error instanceof Error ? error.stack : error);
+  } finally {
+    await stop();
+  }
+  process.exit();
+}
 
 try {
   log(`workerd up at ${worker.url} (build ${ms(worker.buildMs)} ms, start ${ms(worker.startMs)} ms)`);
@@ -201,6 +283,7 @@ try {
     budgetMs: 45_000,
     peer,
   });
+  const step = await measureStep(admin);
   log(`building a session with ${EVENTS} events through POST /v1/sessions/:id/messages`);
   const large = await bench.buildLargeSession(admin, { events: EVENTS, concurrency: 32, budgetMs: 120_000 });
   log(`  ${large.events} events from ${large.messages} messages in ${(large.totalMs / 1000).toFixed(1)} s`);
@@ -251,6 +334,7 @@ try {
     { name: "GET session, fresh, cold open", ...coldFresh, floor },
     { name: `GET session, ${k(large.events)} events, cold open`, ...coldLarge, floor },
   ];
+  const stepTable = stepReport(step);
   const spawnFloor = { p50: spawn.floor.p50, p99: spawn.floor.p99 };
   const fanoutFloor = { p50: fanout.floorPerChild.p50, p99: fanout.floorPerChild.p99 };
   const delegationRows = [
@@ -453,6 +537,7 @@ try {
       fanout,
       coldLarge,
       coldFresh,
+      step,
     }),
     report: {
       n: N,
@@ -460,6 +545,7 @@ try {
       fanoutChildren: fanout.children,
       largeEvents: large.events,
       latency: rows,
+      step: stepTable.rows,
       delegation: delegationRows,
       streaming: streamingRows,
       loadTable,
@@ -467,6 +553,7 @@ try {
       lines: {
         build: buildLine,
         cold: coldLine,
+        step: stepTable.lines,
         delegation: delegationLines,
         streaming: streamingLine,
         load: loadLines,
@@ -487,6 +574,11 @@ try {
       "",
       buildLine,
       coldLine,
+      "",
+      terminalTable(withTargets(stepTable.rows, TARGETS), { floorName: "fresh" }),
+      "",
+      ...stepTable.lines,
+      "",
       ...delegationLines,
       streamingLine,
       ...loadLines,

@@ -35,6 +35,7 @@ function summaryLabels(report) {
     "spawn-to-result": "spawn to result (one-shot, full turn, durable result)",
     "subagent-tool": "`subagent` tool: message to final answer, minus the echo turn",
     "fanout-per-child": `fan-out of ${report.fanoutChildren} children, per child`,
+    "step-at-10k-events": "echo turn on a session of 10,000 conversation events, after a compaction",
     "session-cold-open-large": `opening a session with ${report.largeEvents.toLocaleString("en-US")} events, cold`,
     "peer-spawn": "spawn to result, against the Agents SDK starting a new agent and calling it",
     "peer-agent-tool":
@@ -102,6 +103,17 @@ export function resultsBlock(results, targets) {
     r.lines.build,
     r.lines.cold,
     "",
+    // runs written before the row existed have no long-session part
+    ...(r.step === undefined
+      ? []
+      : [
+          "Long session (ratios to the same echo turn on a fresh session, in the same rounds):",
+          "",
+          table(withTargets(r.step, targets), { floorName: "fresh session" }),
+          "",
+          ...r.lines.step,
+          "",
+        ]),
     "Delegation (ratios to the floor measured in the same rounds: the spawn floor per spawn, the fan-out floor per child):",
     "",
     table(withTargets(r.delegation, targets), { floorName: "floor" }),

@@ -11,7 +11,7 @@ export { FloorObject } from "./floor-object";
 
 export default {
   async fetch(request: Request, env: BenchEnv, ctx: ExecutionContext): Promise<Response> {
-    if (new URL(request.url).pathname.startsWith("/bench/")) return benchRoute(request, env);
+    if (new URL(request.url).pathname.startsWith("/bench/")) return benchRoute(request, env, ctx);
     return product.fetch(request, env, ctx);
   },
 } satisfies ExportedHandler<BenchEnv>;
