@@ -65,6 +65,7 @@ async function runSeed(seed: number): Promise<{ report: SeedReport; detail: stri
       const op = await runner.call("create", root.ref, "POST", "/v1/sessions", {
         backgroundMode: root.backgroundMode,
         label: `${root.ref} seed ${seed}`,
+        ...(root.contextWindow === undefined ? {} : { contextWindow: root.contextWindow }),
       });
       if (op.outcome === "ok") runner.bind(root.ref, String(op.result?.id));
     }

@@ -37,8 +37,16 @@ export {
  * it counts as quiet: long enough for a parent's watchdog at its longest interval to look twice.
  */
 
-/** Fault points inside a call that catches errors (the model call): a crash there is a reset. */
-const RESETTING_POINTS = new Set<FaultPointName>(["before-model", "after-model"]);
+/**
+ * Fault points inside a call that catches errors (the model call, the summarizing call and the
+ * compaction around it, whose failure the step outlives): a crash there is a reset.
+ */
+const RESETTING_POINTS = new Set<FaultPointName>([
+  "before-model",
+  "after-model",
+  "before-compact",
+  "after-compact",
+]);
 
 export type Outcome = "ok" | "fail" | "ambiguous";
 

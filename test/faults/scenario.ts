@@ -25,7 +25,13 @@ export const POINTS: readonly FaultPointName[] = [
  * Points of the rules drawn from their own stream, also checked to fire: storage failures, and
  * the platform's delivery of an alarm (where the harness loses one; not a point of the runtime).
  */
-export const EXTRA_POINTS: readonly string[] = ["in-transaction", "alarm-delivery", "in-registry"];
+export const EXTRA_POINTS: readonly string[] = [
+  "in-transaction",
+  "alarm-delivery",
+  "in-registry",
+  "before-compact",
+  "after-compact",
+];
 
 /** The provider registry's scope in rules (one object per deployment). */
 export const REGISTRY_REF = "registry";
@@ -85,7 +91,12 @@ export interface FaultRule {
 export interface RootSpec {
   ref: string;
   backgroundMode: "continuable" | "one-shot";
+  /** A window that makes the session compact before most steps (`SMALL_CONTEXT_WINDOW`). */
+  contextWindow?: number;
 }
+
+/** Tokens: less than the scripted session's tool specs alone, so every step past the second turn compacts. */
+export const SMALL_CONTEXT_WINDOW = 1000;
 
 export interface ChildSpec {
   ref: string;
@@ -356,6 +367,22 @@ export function generate(seed: number): Scenario {
       kind: registry.pick(["crash", "overloaded", "abort"] as const),
       after: registry.int(0, 6),
       times: registry.int(1, 2),
+    });
+  }
+
+  // compaction: in some seeds one root (and the children that inherit its window) gets a window
+  // so small that its tools alone pass the threshold: from its third turn on every step compacts
+  // first; a rule crashes or aborts around the summarizing call. A fourth stream of its own.
+  const compacting = new Rng(seed * 15485863 + 5);
+  if (compacting.chance(0.4)) {
+    const root = compacting.pick(roots);
+    root.contextWindow = SMALL_CONTEXT_WINDOW;
+    rules.push({
+      scope: root.ref,
+      point: compacting.pick(["before-compact", "after-compact"] as const),
+      kind: compacting.pick(["crash", "abort"] as const),
+      after: compacting.int(0, 2),
+      times: compacting.int(1, 2),
     });
   }
 
