@@ -287,8 +287,11 @@ export function writeSeed(ctx: SessionContext, seed: ChildInit["seed"]): void {
   const { stores } = ctx;
   stores.log.appendSeed(seed);
   stores.log.append("session/end-seed", { seedLength: seed.length });
-  const turns = seed.flatMap((e) => (e.type === "turn/start" ? [(e.data as { turn: number }).turn] : []));
-  stores.loop.set({ ...stores.loop.get(), turns: Math.max(0, ...turns) });
+  const turns = seed.reduce(
+    (n, e) => (e.type === "turn/start" ? Math.max(n, (e.data as { turn: number }).turn) : n),
+    0,
+  );
+  stores.loop.set({ ...stores.loop.get(), turns });
 }
 
 /**

@@ -38,12 +38,19 @@ export const SUMMARY_INSTRUCTION = [
 
 /** One message of the summarizing call's text holds at most this much (a summary keeps the gist). */
 const MAX_ENTRY_CHARS = 4_000;
+/** Fitted messages are not cut shorter than this: older ones are left out whole instead. */
+const MIN_ENTRY_CHARS = 200;
+/** A summary's length, in tokens, at most (and at most an eighth of the window). */
+export const MAX_SUMMARY_TOKENS = 4_096;
+/** Characters per token assumed when fitting the summarizing call's text (denser than estimates). */
+const FIT_CHARS_PER_TOKEN = 3;
 
 /**
  * The summarizing call's request: the replaced part of the view (with the previous summary, if
- * any) as one text, so every model can answer it without the tools the conversation used. Each
- * message is cut to MAX_ENTRY_CHARS and the text fitted to half the window; the summary may take
- * up to an eighth of it.
+ * any) as one text, so every model can answer it without the tools the conversation used. The
+ * summary may take an eighth of the window (at most MAX_SUMMARY_TOKENS); the previous summary is
+ * kept whole, each message is cut to MAX_ENTRY_CHARS, and the text is fitted to what the window
+ * leaves (oldest messages left out whole when cutting would leave little of each).
  */
 export function compactionRequest(input: {
   model: string;
@@ -54,25 +61,26 @@ export function compactionRequest(input: {
   signal: AbortSignal;
 }): ModelRequest {
   const { window } = input;
-  const entries = [
-    ...(input.previousSummary === undefined ? [] : [`[earlier summary]\n${input.previousSummary}`]),
-    ...input.plan.replaced.map((i) => entryOf(i.message)),
-  ];
-  const transcript = fitted(
-    entries.map((e) => cutEntry(e, MAX_ENTRY_CHARS)),
-    (window * CHARS_PER_TOKEN) / 2,
-  ).join("\n\n");
+  const maxOutputTokens = summaryTokens(window, input.params);
+  const room =
+    (window - maxOutputTokens - Math.ceil(SUMMARY_INSTRUCTION.length / CHARS_PER_TOKEN) - 64) *
+    FIT_CHARS_PER_TOKEN;
+  const previous =
+    input.previousSummary === undefined
+      ? []
+      : [cutEntry(`[earlier summary]\n${input.previousSummary}`, Math.max(MIN_ENTRY_CHARS, room / 2))];
+  const budget = room - previous.reduce((n, e) => n + e.length + 2, 0);
+  const messages = fitted(
+    input.plan.replaced.map((i) => cutEntry(entryOf(i.message), MAX_ENTRY_CHARS)),
+    budget,
+  );
   const turn: ConversationMessage[] = [
     {
       role: "user",
-      content: [{ type: "text", text: transcript }],
+      content: [{ type: "text", text: [...previous, ...messages].join("\n\n") }],
       source: { kind: "user" },
     },
   ];
-  const maxOutputTokens = Math.max(
-    64,
-    Math.min(input.params?.maxOutputTokens ?? Number.POSITIVE_INFINITY, Math.floor(window / 8)),
-  );
   return {
     model: input.model,
     purpose: "compaction",
@@ -84,6 +92,14 @@ export function compactionRequest(input: {
     contextWindow: window,
     signal: input.signal,
   };
+}
+
+/** The summary's output cap: an eighth of the window, at most MAX_SUMMARY_TOKENS and the session's own cap. */
+export function summaryTokens(window: number, params: ModelParams | undefined): number {
+  return Math.max(
+    64,
+    Math.min(params?.maxOutputTokens ?? MAX_SUMMARY_TOKENS, MAX_SUMMARY_TOKENS, Math.floor(window / 8)),
+  );
 }
 
 /** One message of the replaced part as a line of the summarizing call's text. */
@@ -100,26 +116,43 @@ function entryOf(message: ConversationMessage): string {
   return [...(text ? [`[assistant]\n${text}`] : []), ...calls].join("\n");
 }
 
-/** The entries cut to one common length so that together they fit `budget` characters. */
+/**
+ * The entries, joined by blank lines, in at most `budget` characters: the longest cut to one common
+ * length (short ones stay whole); when that length would be under MIN_ENTRY_CHARS, the oldest
+ * entries are left out whole instead, behind one line that says how many.
+ */
 export function fitted(entries: readonly string[], budget: number): string[] {
-  const total = entries.reduce((n, e) => n + e.length, 0);
-  if (total <= budget) return [...entries];
-  // the largest cap c with sum(min(length, c)) <= budget: short entries stay whole
-  const lengths = entries.map((e) => e.length).sort((a, b) => a - b);
-  let left = budget;
-  let cap = 0;
-  for (const [index, length] of lengths.entries()) {
-    const share = left / (lengths.length - index);
-    if (length > share) {
-      cap = Math.floor(share);
-      break;
-    }
-    left -= length;
-    cap = length;
+  let kept = entries;
+  let omitted = 0;
+  for (;;) {
+    const head = omitted > 0 ? [`[${omitted} earlier messages omitted]`] : [];
+    const room = budget - head.reduce((n, e) => n + e.length + 2, 0) - 2 * kept.length;
+    const cap = commonCap(
+      kept.map((e) => e.length),
+      room,
+    );
+    if (cap >= MIN_ENTRY_CHARS || kept.length <= 1)
+      return [...head, ...kept.map((e) => cutEntry(e, Math.max(cap, MIN_ENTRY_CHARS)))];
+    const dropped = Math.ceil(kept.length / 2);
+    kept = kept.slice(dropped);
+    omitted += dropped;
   }
-  return entries.map((e) => cutEntry(e, cap));
 }
 
+/** The largest length c with sum(min(length, c)) <= budget (Infinity when all fit whole). */
+function commonCap(lengths: readonly number[], budget: number): number {
+  if (lengths.reduce((n, l) => n + l, 0) <= budget) return Number.POSITIVE_INFINITY;
+  const sorted = [...lengths].sort((a, b) => a - b);
+  let left = budget;
+  for (const [index, length] of sorted.entries()) {
+    const share = left / (sorted.length - index);
+    if (length > share) return Math.max(0, Math.floor(share));
+    left -= length;
+  }
+  return Number.POSITIVE_INFINITY;
+}
+
+/** `entry` in at most `cap` characters, with a marker saying how much was cut. */
 function cutEntry(entry: string, cap: number): string {
   if (entry.length <= cap) return entry;
   const kept = Math.max(0, cap - 40);

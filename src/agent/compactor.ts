@@ -1,9 +1,10 @@
 import type { CompactionTrigger } from "../contract/events";
 import { textOf } from "../contract/content";
 import { faultPoint } from "../core/faults";
-import { compactionRequest } from "./compaction";
+import { compactionRequest, overThreshold } from "./compaction";
+import type { CompactionPlan } from "./context-view";
 import type { DriverStores } from "./driver-stores";
-import type { ModelClient } from "./model";
+import { type ModelClient, ModelError, type ModelReply } from "./model";
 import { type AttemptClaim, callModel } from "./model-calls";
 import type { TurnSettings } from "./turn-settings";
 import type { Fence, Turns } from "./turns";
@@ -16,9 +17,12 @@ export interface CompactionSite {
   /** The characters of the step's system prompt and tool specs (for the estimates). */
   fixedChars: number;
   signal: AbortSignal;
-  /** Claims each summarizing call from a durable budget (the step's attempts, or the idle request's). */
+  /** Claims each summarizing call from a durable budget (the step's compactions', or the idle request's). */
   claimAttempt(lastError: string | undefined): AttemptClaim;
 }
+
+/** A request the model refused as too long, which compaction could not save (a turn's `CONTEXT_OVERFLOW`). */
+export class ContextOverflow extends Error {}
 
 /** What a compactor works with: the session's stores, turns and settings, and the model routes. */
 export interface CompactorPorts {
@@ -43,15 +47,15 @@ export class Compactor {
     this.#ports = ports;
   }
 
-  /** Resolves whether a compaction was written; rejects with the summarizing call's failure. */
+  /**
+   * Resolves whether a compaction was written; rejects with the summarizing call's failure (a
+   * `ContextOverflow` when even the summarizing call was refused as too long).
+   */
   async compact(trigger: CompactionTrigger, site: CompactionSite): Promise<boolean> {
     const { stores, turns } = this.#ports;
     const settings = this.#ports.settings();
     const view = stores.log.view();
-    const openTurn = site.fence ? site.fence.turn : null;
-    // a refused request keeps only the turn in progress when nothing older is left to replace
-    const plan =
-      view.plan(openTurn) ?? (trigger === "overflow" ? view.plan(openTurn, { tight: true }) : undefined);
+    const plan = this.#plan(trigger, site);
     if (!plan) {
       // nothing older than the turns kept verbatim: a caller's request is answered by that
       if (stores.compaction.pending() !== undefined) stores.transact(() => stores.compaction.done());
@@ -60,24 +64,35 @@ export class Compactor {
     const previous = view.compaction;
     const tokensBefore = view.estimate(site.window, site.fixedChars);
     const route = settings.compactionRoute ?? settings.modelRoute;
-    const reply = await callModel(
-      this.#ports.models.client(route),
-      compactionRequest({
+    const client = this.#ports.models.client(route);
+    // the summarizing model's own window bounds its request, when it declares a smaller one
+    let window = Math.min(site.window, client.contextWindow ?? site.window);
+    let reply: ModelReply | undefined;
+    for (let refusals = 0; reply === undefined; ) {
+      const request = compactionRequest({
         model: route,
         previousSummary: previous?.summary,
         plan,
-        window: site.window,
+        window,
         params: settings.params,
         signal: site.signal,
-      }),
-      settings.policy,
-      {
-        claimAttempt: site.claimAttempt,
-        beforeCall: () => faultPoint(settings.sessionId, "before-compact"),
-      },
-    );
+      });
+      try {
+        reply = await callModel(client, request, settings.policy, {
+          claimAttempt: site.claimAttempt,
+          beforeCall: () => faultPoint(settings.sessionId, "before-compact"),
+        });
+      } catch (error) {
+        if (!(error instanceof ModelError && error.contextOverflow) || site.signal.aborted) throw error;
+        // refused as too long itself: once more within the window it states (else a quarter)
+        if (++refusals > 1)
+          throw new ContextOverflow(`the summarizing call was refused as too long too: ${error.message}`);
+        window = Math.min(window, error.contextLimit ?? Math.floor(window / 4));
+      }
+    }
     await faultPoint(settings.sessionId, "after-compact");
     const summary = textOf(reply.content).trim() || "(the model wrote no summary)";
+    const usage = reply.usage;
     return stores.transact(() => {
       const still = site.fence ? turns.current(site.fence) : stores.loop.get().openTurn === null;
       const now = stores.log.view();
@@ -88,23 +103,44 @@ export class Compactor {
         tokensBefore,
         tokensAfter: now.estimateAfter(site.window, site.fixedChars, summary, plan.throughSeq),
         trigger,
-        ...(reply.usage ? { usage: reply.usage } : {}),
+        ...(usage ? { usage } : {}),
       });
-      if (reply.usage) stores.usage.addCompaction(reply.usage);
+      if (usage) stores.usage.addCompaction(usage);
       stores.compaction.done();
       return true;
     });
   }
 
   /**
+   * What to replace: the turns before the current one and the one before it. After a refused
+   * request, the one before the current turn too when keeping it would leave the view over the
+   * threshold (or nothing older is left).
+   */
+  #plan(trigger: CompactionTrigger, site: CompactionSite): CompactionPlan | undefined {
+    const view = this.#ports.stores.log.view();
+    const openTurn = site.fence ? site.fence.turn : null;
+    const plan = view.plan(openTurn);
+    if (trigger !== "overflow") return plan;
+    const fits =
+      plan !== undefined &&
+      !overThreshold(view.estimateAfter(site.window, site.fixedChars, "", plan.throughSeq), site.window);
+    return fits ? plan : (view.plan(openTurn, { tight: true }) ?? plan);
+  }
+
+  /**
    * The next summarizing call of a caller's request while the session is idle, from the request's
-   * own durable count: a restart during each call gives the request up after `attemptsPerStep`.
+   * own durable count: a restart during each call gives the request up after `attemptsPerStep`,
+   * and a spent token budget gives it up at once.
    */
   claimIdle(attemptsPerStep: number): AttemptClaim {
     const { stores } = this.#ports;
+    const { budgetTokens } = this.#ports.settings();
     return stores.transact((): AttemptClaim => {
       const begun = stores.compaction.pending();
       if (begun === undefined) return { ok: false, reason: "no compaction is pending" };
+      // a spent token budget pays for no more model calls, summaries included
+      if (budgetTokens !== undefined && stores.usage.budgetUsed() >= budgetTokens)
+        return { ok: false, reason: `the session's token budget of ${budgetTokens} is spent` };
       if (begun >= attemptsPerStep)
         return { ok: false, reason: `the compaction's summarizing call failed ${begun} times` };
       stores.compaction.attempted();

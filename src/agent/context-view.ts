@@ -166,7 +166,10 @@ export class ContextView {
     return { replaced, throughSeq: replaced[replaced.length - 1]!.seq };
   }
 
-  /** An item as the model sees it: whole, or cut to the limit of its turn. */
+  /**
+   * An item as the model sees it: whole, or cut to the limit of its turn. A quarter of the window
+   * in tokens is `window` characters (CHARS_PER_TOKEN 4); a sixteenth, `window / 4`.
+   */
   #shown(item: ViewItem, window: number): { message: ConversationMessage; chars: number } {
     const limit = this.#overflowed.has(item.turn) ? window / 4 : window;
     if (item.chars <= limit) return item;

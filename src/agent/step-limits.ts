@@ -59,9 +59,29 @@ export function claimAttempt(
   };
 }
 
+/** The next summarizing call of the current step's compactions, and the loop state that records it. */
+export function claimCompactionAttempt(
+  loop: LoopState,
+  attemptsPerStep: number,
+): { claim: AttemptClaim; next?: LoopState } {
+  const used = loop.compactionAttempts ?? 0;
+  if (used >= attemptsPerStep)
+    return { claim: { ok: false, reason: `the step's compactions made ${used} summarizing calls` } };
+  return {
+    claim: { ok: true, attempt: used + 1, remaining: attemptsPerStep - used - 1 },
+    next: { ...loop, compactionAttempts: used + 1 },
+  };
+}
+
 /** The loop state of a new step (or a closed turn): its attempts and their last failure forgotten. */
 export function withoutAttempts(loop: LoopState): LoopState {
-  const { attempts: _attempts, lastModelError: _last, toolRuns: _runs, ...rest } = loop;
+  const {
+    attempts: _attempts,
+    lastModelError: _last,
+    toolRuns: _runs,
+    compactionAttempts: _compactions,
+    ...rest
+  } = loop;
   return rest;
 }
 

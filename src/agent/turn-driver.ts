@@ -4,12 +4,18 @@ import { addUsage } from "../core/usage";
 import { faultPoint } from "../core/faults";
 import type { Plan } from "../core/turn-plan";
 import { contextWindowOf, overThreshold } from "./compaction";
-import { Compactor, type CompactorPorts } from "./compactor";
+import { Compactor, type CompactorPorts, ContextOverflow } from "./compactor";
 import { type ModelClient, ModelError, type ModelReply, type ModelRequest, type ToolSpec } from "./model";
 import { callKey } from "./call-keys";
 import { callModel, type AttemptClaim } from "./model-calls";
 import { recordInbox } from "./external-session";
-import { claimAttempt, claimToolRun, stepRefusal, withoutAttempts } from "./step-limits";
+import {
+  claimAttempt,
+  claimCompactionAttempt,
+  claimToolRun,
+  stepRefusal,
+  withoutAttempts,
+} from "./step-limits";
 import { executeTool, type Tool, type ToolOutcome, toolSpecs } from "./tools";
 import type { Fence } from "./turns";
 
@@ -38,9 +44,6 @@ export interface TurnDriverPorts<Host> extends CompactorPorts {
 function isOverflow(error: unknown): error is ModelError {
   return error instanceof ModelError && error.contextOverflow;
 }
-
-/** A step the model refused as too long, which compaction could not save (its turn's `CONTEXT_OVERFLOW`). */
-class ContextOverflow extends Error {}
 
 function overflowFailure(window: number, error: ModelError, why: string): ContextOverflow {
   return new ContextOverflow(
@@ -214,8 +217,8 @@ export class TurnDriver<Host> {
     let reply: ModelReply | undefined;
     let failure: string | undefined;
     let overflowed = false;
-    // every model call of the step, summarizing calls included, is claimed from its attempt
-    // budget; the first was claimed in the transaction that opened the step
+    // every model call of the step is claimed from its attempt budget, the first in the
+    // transaction that opened the step; its compactions' calls from a budget of their own
     let preclaimed = fence.attempt !== undefined;
     let attempt = 0;
     const claimAttempt = (lastError: string | undefined): AttemptClaim => {
@@ -226,11 +229,25 @@ export class TurnDriver<Host> {
       if (claim.ok) attempt = claim.attempt;
       return claim;
     };
+    const claimCompaction = (): AttemptClaim =>
+      stores.transact((): AttemptClaim => {
+        if (!turns.current(fence)) return { ok: false, reason: "the step was superseded" };
+        const { claim, next } = claimCompactionAttempt(stores.loop.get(), policy.attemptsPerStep);
+        if (next) stores.loop.set(next);
+        return claim;
+      });
     try {
       const specs = toolSpecs(await this.#ports.tools.visibleTools());
-      const { client, fixedChars } = this.#sizing(specs);
-      let { window } = this.#sizing(specs);
-      const site = () => ({ fence, window, fixedChars, signal: controller.signal, claimAttempt });
+      const sizing = this.#sizing(specs);
+      const { client, fixedChars } = sizing;
+      let { window } = sizing;
+      const site = () => ({
+        fence,
+        window,
+        fixedChars,
+        signal: controller.signal,
+        claimAttempt: claimCompaction,
+      });
       const request = (): ModelRequest => {
         const view = stores.log.view();
         return {
@@ -259,7 +276,10 @@ export class TurnDriver<Host> {
           claimAttempt,
         });
       const requested = stores.compaction.pending() !== undefined;
-      if (requested || overThreshold(stores.log.view().estimate(window, fixedChars), window)) {
+      // the reply's tokens share the window with the request (OpenAI counts max_tokens against it)
+      const estimate =
+        stores.log.view().estimate(window, fixedChars) + (settings.params?.maxOutputTokens ?? 0);
+      if (requested || overThreshold(estimate, window)) {
         // a failed summary leaves the view as it is: the step may still fit (an overflow says if not)
         await this.#compactor.compact(requested ? "request" : "threshold", site()).catch((error: unknown) => {
           if (controller.signal.aborted) throw error;

@@ -22,6 +22,12 @@ export interface LoopState {
   attempts?: number;
   lastModelError?: string;
   /**
+   * Summarizing calls begun for the current step's compactions (README "Long sessions"), from a
+   * budget of their own as large as the step's, so compacting never makes a step more fragile and
+   * a restart loop during compactions still stops.
+   */
+  compactionAttempts?: number;
+  /**
    * Times the current step's tool calls began to run: the first when the calls were appended,
    * one more for each re-run after a restart cut them short. Bounded (MAX_TOOL_RUNS).
    */

@@ -185,16 +185,38 @@ describe("the summarizing call", () => {
     expect(text).toContain("[result of echo]\nr");
     expect(text.endsWith("[assistant]\nanswer 2")).toBe(true);
     expect(request.history()).toEqual(request.turn);
+
+    // a large window: the summary's cap stays modest, and an earlier summary is folded in whole
+    const earlier = `${"e".repeat(10_000)} end of the earlier summary`;
+    const wide = compactionRequest({
+      model: "m",
+      previousSummary: earlier,
+      plan,
+      window: 1_000_000,
+      params: undefined,
+      signal: new AbortController().signal,
+    });
+    expect(wide.params).toEqual({ maxOutputTokens: 4096 });
+    expect(textOf(wide.turn[0]!.content).startsWith(`[earlier summary]\n${earlier}\n\n[user]`)).toBe(true);
   });
 
-  it("fits its text to a budget by cutting only the longest entries to one common length", () => {
+  it("fits its text to a budget: the longest entries cut to one length, else the oldest left out whole", () => {
+    const joined = (parts: string[]) => parts.join("\n\n").length;
     const entries = ["a".repeat(10), "b".repeat(1000), "c".repeat(2000)];
     const out = fitted(entries, 1010);
+    expect(joined(out)).toBeLessThanOrEqual(1010);
     expect(out[0]).toBe(entries[0]);
-    expect(out.reduce((n, e) => n + e.length, 0)).toBeLessThanOrEqual(1010 + 2 * 40);
-    expect(out[1]).toMatch(/^b{460} \[… 540 characters cut\]$/);
-    expect(out[2]).toMatch(/^c{460} \[… 1540 characters cut\]$/);
+    const kept = (e: string) => /^([bc]+) \[… \d+ characters cut\]$/.exec(e)![1]!.length;
+    expect(kept(out[1]!)).toBe(kept(out[2]!));
     expect(fitted(entries, 10_000)).toEqual(entries);
+
+    // a hundred long entries in a small budget: the newest stay (each at least 200 characters)
+    const many = Array.from({ length: 100 }, (_, i) => `${i} ${"x".repeat(1000)}`);
+    const fit = fitted(many, 2000);
+    expect(joined(fit)).toBeLessThanOrEqual(2000);
+    const omitted = Number(/^\[(\d+) earlier messages omitted\]$/.exec(fit[0]!)![1]);
+    expect(fit.slice(1).map((e) => e.split(" ")[0])).toEqual(many.slice(omitted).map((e) => e.split(" ")[0]));
+    for (const e of fit.slice(1)) expect(e.length).toBeGreaterThanOrEqual(200);
   });
 });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   claimAttempt,
+  claimCompactionAttempt,
   claimToolRun,
   MAX_TOOL_RUNS,
   stepRefusal,
@@ -40,6 +41,20 @@ describe("step limits", () => {
     expect(third).toEqual({
       claim: { ok: false, reason: "the model step failed 2 times; last: still busy" },
     });
+    expect(withoutAttempts(second.next!)).toEqual(open);
+  });
+
+  it("claim a step's summarizing calls from a budget of their own, which leaves the step's attempts whole", () => {
+    const first = claimCompactionAttempt(open, 2);
+    expect(first.claim).toEqual({ ok: true, attempt: 1, remaining: 1 });
+    const second = claimCompactionAttempt(first.next!, 2);
+    expect(second.next).toMatchObject({ compactionAttempts: 2 });
+    expect(claimCompactionAttempt(second.next!, 2).claim).toEqual({
+      ok: false,
+      reason: "the step's compactions made 2 summarizing calls",
+    });
+    expect(claimAttempt(second.next!, 2, undefined).claim).toEqual({ ok: true, attempt: 1, remaining: 1 });
+    expect(stepRefusal(second.next!, limits)).toBeUndefined();
     expect(withoutAttempts(second.next!)).toEqual(open);
   });
 

@@ -123,6 +123,24 @@ describe("compaction on request", () => {
 });
 
 describe("compaction through an OpenAI-compatible server with a context limit", () => {
+  it("a spent token budget pays for no summary: a requested compaction is given up without a model call", async () => {
+    const marker = `m${crypto.randomUUID().slice(0, 8)}`;
+    const { id } = await createSession({ model: "openai:fake-model", budget: { tokens: 1 } });
+    for (const n of [1, 2, 3]) await turn(id, `${marker} ${n}`);
+    const from = (await fakeRequests()).count;
+    expect((await api("POST", `/v1/sessions/${id}/compact`)).status).toBe(202);
+    await runDurableObjectAlarm(stub(id));
+    expect(ofType(await allEvents(id), "context/compacted")).toEqual([]);
+    expect(
+      (await fakeRequests(from)).requests
+        .filter(isSummaryRequest)
+        .filter((r) => JSON.stringify(r.body).includes(marker)),
+    ).toEqual([]);
+    // the request is given up, not left owed
+    await runDurableObjectAlarm(stub(id));
+    expect((await requestsWith(marker, from)).length).toBe(0);
+  });
+
   it("a 2,000-token window answers 50 follow-ups of 1,000 characters; the log keeps them all, later requests carry the summary, not the early turns", async () => {
     const marker = `m${crypto.randomUUID().slice(0, 8)}`;
     const from = (await fakeRequests()).count;
