@@ -181,7 +181,9 @@ describe("idle subscribers on a large log (README, Security and limits: Streams)
   it("keeps workerd's memory far below one log per idle subscriber, and a reader still gets every event in order", {
     timeout: 540_000,
   }, async () => {
-    const { id } = await createSession(server);
+    // a window wide enough that the echoed messages reach the log whole (the model's view would
+    // otherwise cut a message over a quarter of the window, and the echo with it)
+    const { id } = await createSession(server, { contextWindow: 10_000_000 });
     for (let turn = 0; turn < TURNS; turn++) {
       const res = await api(server, "POST", `/v1/sessions/${id}/messages`, {
         body: { content: `${turn} ${"m".repeat(MESSAGE_CHARS)}` },
