@@ -1,5 +1,6 @@
 import { quoteAll } from "../../src/core/quote";
 import { EXTERNAL_MODEL } from "../../src/agent/external-session";
+import { childRequirements } from "../../src/core/approvals";
 import { compact } from "../../src/core/compact";
 import type { ChildInit } from "../../src/contract/child-init";
 import { fail, type Outcome, ok } from "../../src/contract/errors";
@@ -36,6 +37,8 @@ export interface ChildRequest {
   temperature?: number | undefined;
   maxOutputTokens?: number | undefined;
   contextWindow?: number | undefined;
+  requireApproval?: string[] | undefined;
+  approvalTimeoutSeconds?: number | undefined;
   mcpServers?: McpServerSpec[] | undefined;
   jurisdiction?: Jurisdiction | undefined;
   locationHint?: LocationHint | undefined;
@@ -141,6 +144,11 @@ export function placeChild(
       ...(left === undefined ? {} : { budget: { tokens: Math.max(1, left) } }),
       // MCP servers: the start request's, else the parent's
       ...compact({ mcpServers: request.mcpServers ?? header.options.mcpServers }),
+      // approvals: the parent's requirements plus the start's own (never fewer), its timeout or the parent's
+      ...compact({
+        requireApproval: childRequirements(header.options.requireApproval, request.requireApproval),
+        approvalTimeoutSeconds: request.approvalTimeoutSeconds ?? header.options.approvalTimeoutSeconds,
+      }),
     },
     placement: placementOf({ jurisdiction: jurisdiction.value, locationHint: request.locationHint }),
   });

@@ -14,10 +14,12 @@ import type { ProviderScope } from "../../src/contract/provider";
 import { failure } from "../../src/contract/respond";
 import type { RunView, StartedRun, StartRequest } from "../../src/contract/run";
 import { CALLER_HEADER, type Caller, type SessionHeader, type SessionView } from "../../src/contract/session";
+import type { ApprovalDecision } from "../../src/contract/events";
 import type {
   CreateSession,
   EventPage,
   OutboxEntry,
+  PendingApproval,
   SendInput,
   SessionRpc,
 } from "../../src/contract/session-api";
@@ -35,7 +37,7 @@ import { admitUserMessage } from "./admission";
 import { createSession } from "./creation";
 import { childEntriesOf, descendantListing } from "./discovery";
 import { assembleParts, type Parts } from "./session-parts";
-import { listingEntry, sessionView } from "./session-view";
+import { listingEntry, pendingApproval, sessionView } from "./session-view";
 import { subscriberCap } from "./subscribers";
 
 /**
@@ -129,12 +131,50 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   }
 
   compact(caller: Caller): Outcome<{ accepted: true }> {
-    const session = this.#authorize(caller, "maintain");
+    const session = this.#authorize(caller, "oversee");
     if (!session.ok) return session;
     const { ctx } = session.value.parts;
     ctx.stores.transact(() => ctx.stores.compaction.request());
     ctx.kick();
     return ok({ accepted: true });
+  }
+
+  approvals(caller: Caller): Outcome<{ approvals: PendingApproval[] }> {
+    const session = this.#authorize(caller, "read");
+    if (!session.ok) return session;
+    return ok({ approvals: session.value.parts.stores.approvals.pending().map(pendingApproval) });
+  }
+
+  async decideApproval(
+    caller: Caller,
+    approvalId: string,
+    decision: { decision: ApprovalDecision; reason?: string },
+  ): Promise<Outcome<{ approvalId: string; decision: ApprovalDecision }>> {
+    const session = this.#authorize(caller, "oversee");
+    if (!session.ok) return session;
+    const { header, parts } = session.value;
+    // only approvals of this session's subtree: a child's path can neither see nor decide its parent's
+    const row = parts.stores.approvals.get(approvalId);
+    if (!row) return fail("NOT_FOUND", `no approval ${approvalId} in this session's subtree`);
+    const by = caller.kind === "admin" ? "admin" : header.id;
+    if (row.sessionId === header.id) return this.decideAsked(approvalId, decision, by);
+    return sessionStub(this.env, row.sessionId).decideAsked(approvalId, decision, by);
+  }
+
+  decideAsked(
+    approvalId: string,
+    { decision, reason }: { decision: ApprovalDecision; reason?: string },
+    by: string,
+  ): Outcome<{ approvalId: string; decision: ApprovalDecision }> {
+    const parts = this.#parts;
+    if (!parts) return fail("NOT_FOUND", `no approval ${approvalId}`);
+    const outcome = parts.approvals.decide(approvalId, decision, reason, by);
+    if (outcome === "unknown") return fail("NOT_FOUND", `no approval ${approvalId}`);
+    if (outcome === "conflict") {
+      const taken = parts.stores.approvals.get(approvalId)?.decision;
+      return fail("ALREADY_DECIDED", `approval ${approvalId} was already decided: ${taken}`);
+    }
+    return ok({ approvalId, decision });
   }
 
   async startRun(caller: Caller, request: StartRequest): Promise<Outcome<StartedRun>> {

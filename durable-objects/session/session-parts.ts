@@ -23,6 +23,7 @@ import { AlarmClock } from "./alarm-clock";
 import { DriveLoop } from "./drive-loop";
 import { SessionSignals } from "./signals";
 import { McpFace } from "./mcp-face";
+import { SessionApprovals } from "./approvals";
 import { turnSettingsOf } from "./turn-settings";
 
 /** A session's parts, built once its schema exists: what the shell's RPC methods reach. */
@@ -39,10 +40,11 @@ export interface Parts {
   delivery: Delivery;
   remote: RemoteRuns;
   mcp: McpFace;
+  approvals: SessionApprovals;
 }
 
 /** Envelope kinds that reach an object through `deliver` (a callback leaves the deployment instead). */
-const DELIVERED_KINDS = ["run-result", "cancel-run", "report", "settled"] as const;
+const DELIVERED_KINDS = ["run-result", "cancel-run", "report", "settled", "approval"] as const;
 
 /**
  * The composition of a session object over its (migrated) storage, in one direction: each thing
@@ -92,6 +94,8 @@ export function assembleParts(
   const drains = new Drains(ctx);
   const children = signals.add(new ContinuableParent(ctx, drains));
   const self = signals.add(new ContinuableChild(ctx, drains, runs));
+  // a turn's end denies its pending approvals (before a callback or a result reads the turn)
+  const approvals = signals.add(new SessionApprovals(ctx, settings));
   // last: a callback carries the turn's result after the runs and the one-shot child saw its end
   signals.add(callbacks);
   signals.requireHandlers(DELIVERED_KINDS);
@@ -104,16 +108,31 @@ export function assembleParts(
     models: ctx.models,
     tools: ctx,
     host,
+    approvals,
     live: subscribers,
   });
-  // the order their hooks run: a cut-short drain before any model step, then the step, then the
-  // outbox, then repairs and transports
+  // the order their hooks run: a cut-short drain before any model step, then approvals that timed
+  // out, then the step, then the outbox, then repairs and transports
   const loop = new DriveLoop(
     alarm,
-    [self, driver, delivery, runs, local, children, oneShot, remote, acp, a2a, callbacks, watch],
+    [self, approvals, driver, delivery, runs, local, children, oneShot, remote, acp, a2a, callbacks, watch],
     signals,
     stores.header,
   );
   const mcp = new McpFace(ctx, host, runs);
-  return { stores, ctx, subscribers, loop, runs, oneShot, children, drains, self, delivery, remote, mcp };
+  return {
+    stores,
+    ctx,
+    subscribers,
+    loop,
+    runs,
+    oneShot,
+    children,
+    drains,
+    self,
+    delivery,
+    remote,
+    mcp,
+    approvals,
+  };
 }

@@ -1,4 +1,6 @@
+import type { ApprovalRow } from "../store/approvals";
 import type { ChildEntry } from "../../src/contract/listing";
+import type { PendingApproval } from "../../src/contract/session-api";
 import type { SessionHeader, SessionView } from "../../src/contract/session";
 import { placementOf } from "../../src/core/placement";
 import { entryOf } from "./discovery";
@@ -7,7 +9,12 @@ import type { SessionContext } from "./session-context";
 /** running: a turn is open or work is owed; waiting: children it owns still run; idle otherwise. */
 export function sessionStatus(ctx: SessionContext): "running" | "waiting" | "idle" {
   const { stores, turns } = ctx;
-  if (stores.loop.get().openTurn !== null || turns.owesStep()) return "running";
+  const owes = turns.owesStep();
+  if (stores.loop.get().openTurn !== null || owes) {
+    // a turn that has nothing to do until a person decides is waiting
+    const id = ctx.header()?.id;
+    return !owes && id !== undefined && stores.approvals.ownPending(id).length > 0 ? "waiting" : "running";
+  }
   return stores.children.ownedContinuable().length + stores.runs.unsettledCount() > 0 ? "waiting" : "idle";
 }
 
@@ -49,4 +56,10 @@ export function listingEntry(ctx: SessionContext, expectedParent: string): Child
   const live =
     ctx.header()?.mode === "continuable" ? ctx.stores.activation.get() !== undefined : status !== "idle";
   return entryOf(ctx, expectedParent, { status, live });
+}
+
+/** A pending approval as `GET …/approvals` lists it. */
+export function pendingApproval(row: ApprovalRow): PendingApproval {
+  const { approvalId, sessionId, tool, args, toolCallId, requestedAt } = row;
+  return { approvalId, sessionId, tool, args, toolCallId, requestedAt };
 }

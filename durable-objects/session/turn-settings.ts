@@ -1,4 +1,5 @@
 import { DEFAULT_CONTEXT_WINDOW } from "../../src/agent/compaction";
+import { deploymentRequirements } from "../../src/core/approvals";
 import { DEFAULT_MODEL_CALL_POLICY, type ModelCallPolicy } from "../../src/agent/model-calls";
 import { MAX_STEPS_PER_TURN, type TurnSettings } from "../../src/agent/turn-settings";
 import { compact } from "../../src/core/compact";
@@ -10,7 +11,8 @@ import { defaultModelOf } from "../../src/platform/models";
 /**
  * A session's turn settings: its header's model, persona, sampling parameters and token budget,
  * and context window, over the deployment's vars (MAX_STEPS_PER_TURN, MODEL_TIMEOUT_SECONDS,
- * MODEL_ATTEMPTS_PER_STEP, MAX_LOG_BYTES, DEFAULT_MODEL, DEFAULT_CONTEXT_WINDOW, COMPACTION_MODEL),
+ * MODEL_ATTEMPTS_PER_STEP, MAX_LOG_BYTES, DEFAULT_MODEL, DEFAULT_CONTEXT_WINDOW, COMPACTION_MODEL,
+ * REQUIRE_APPROVAL),
  * which are read once.
  */
 export function turnSettingsOf(env: Env, header: { get(): SessionHeader | undefined }): () => TurnSettings {
@@ -19,9 +21,14 @@ export function turnSettingsOf(env: Env, header: { get(): SessionHeader | undefi
   const maxLogBytes = positiveInt(env.MAX_LOG_BYTES, DEFAULT_MAX_LOG_BYTES);
   const defaultModel = defaultModelOf(env);
   // optional: an embedding Worker's wrangler.toml need not set them
-  const vars = env as Partial<Pick<Env, "DEFAULT_CONTEXT_WINDOW" | "COMPACTION_MODEL">>;
+  const vars = env as Partial<Pick<Env, "DEFAULT_CONTEXT_WINDOW" | "COMPACTION_MODEL" | "REQUIRE_APPROVAL">>;
   const defaultContextWindow = positiveInt(vars.DEFAULT_CONTEXT_WINDOW, DEFAULT_CONTEXT_WINDOW);
   const compactionRoute = vars.COMPACTION_MODEL?.trim() || undefined;
+  const deployment = deploymentRequirements(vars.REQUIRE_APPROVAL);
+  if (deployment.invalid)
+    console.error(
+      'REQUIRE_APPROVAL is not a JSON list of tool names or prefixes ending in "*": every call needs approval',
+    );
   return () => {
     const session = header.get();
     const options = session?.options;
@@ -41,6 +48,9 @@ export function turnSettingsOf(env: Env, header: { get(): SessionHeader | undefi
       contextWindow: options?.contextWindow,
       defaultContextWindow,
       compactionRoute,
+      requireApproval: [...deployment.patterns, ...(options?.requireApproval ?? [])],
+      approvalTimeoutMs:
+        options?.approvalTimeoutSeconds === undefined ? undefined : options.approvalTimeoutSeconds * 1000,
     };
   };
 }

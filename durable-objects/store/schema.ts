@@ -162,6 +162,25 @@ export const SESSION_MIGRATIONS: readonly string[] = [
    ) STRICT;
    CREATE TABLE tree_slots (child_id TEXT PRIMARY KEY) STRICT;
    CREATE TABLE cancelled_runs (run_id TEXT PRIMARY KEY, parent TEXT NOT NULL) STRICT;`,
+  // 15: approvals (README "Approvals"): the ones this session asked for (with the call they hold,
+  // its deadline and how many runs an approved call began) and those its descendants asked for,
+  // as their envelopes told it
+  `CREATE TABLE approvals (
+     approval_id TEXT PRIMARY KEY,
+     session_id TEXT NOT NULL,
+     tool_call_id TEXT NOT NULL,
+     tool TEXT NOT NULL,
+     args TEXT NOT NULL,
+     requested_at INTEGER NOT NULL,
+     call_key TEXT UNIQUE,
+     turn INTEGER,
+     expires_at INTEGER,
+     decision TEXT CHECK (decision IN ('approve', 'deny')),
+     reason TEXT,
+     decided_by TEXT,
+     runs INTEGER NOT NULL DEFAULT 0
+   ) STRICT;
+   CREATE INDEX approvals_pending ON approvals (requested_at) WHERE decision IS NULL;`,
 ];
 
 /**
@@ -250,6 +269,7 @@ export const TABLES_ON_FIRST_USE = [
   "continuable_starts",
   "tree_slots",
   "cancelled_runs",
+  "approvals",
 ] as const;
 export type TableOnFirstUse = (typeof TABLES_ON_FIRST_USE)[number];
 

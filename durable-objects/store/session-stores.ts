@@ -7,6 +7,7 @@ import type { EventLog } from "./event-log";
 import { UsageTotals } from "./usage-totals";
 import { Flags } from "./flags";
 import { CompactionRequests } from "./compaction-requests";
+import { Approvals } from "./approvals";
 import { Inbox } from "./inbox";
 import { Outbox } from "./outbox";
 import { Receipts } from "./receipts";
@@ -54,6 +55,8 @@ export class SessionStores implements DriverStores {
   readonly treeSlots: TreeSlots;
   /** Cancels that outran their one-shot child's creation. */
   readonly cancelledRuns: CancelledRuns;
+  /** The approvals it asked for and those its descendants asked for. */
+  readonly approvals: Approvals;
   /** The tables created on first use (schema.ts), and the SQL of each for its store. */
   readonly tables: FirstUseTables;
   readonly #loopRow: SingleRow<LoopState>;
@@ -94,6 +97,7 @@ export class SessionStores implements DriverStores {
     this.continuableStarts = new ContinuableStarts(this.tables.sql("continuable_starts"));
     this.treeSlots = new TreeSlots(this.tables.sql("tree_slots"), this.flags);
     this.cancelledRuns = new CancelledRuns(this.tables.sql("cancelled_runs"));
+    this.approvals = new Approvals(this.tables.sql("approvals"));
     this.#loopRow = new SingleRow<LoopState>(this.sql, "loop");
     if (created) {
       log.startEmpty();

@@ -38,6 +38,12 @@ export interface DriverStores {
     /** Which tool calls (by call key) are long-running work already in flight. */
     inFlight(callKeys: readonly string[]): Set<string>;
   };
+  approvals: {
+    /** Which tool calls (by call key) wait for a person's decision. */
+    waiting(callKeys: readonly string[]): Set<string>;
+    /** Of these calls, the approved ones whose run has not begun; their first run is claimed. */
+    claimFirstRuns(callKeys: readonly string[]): Set<string>;
+  };
   usage: {
     /** Inside the transaction that appends a step's `assistant/message`: the usage it reported. */
     addOwn(usage: Usage): void;

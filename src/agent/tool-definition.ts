@@ -34,6 +34,8 @@ export interface ToolDefinition<E = unknown> {
   readonly input: z.ZodType;
   /** How long one call may run before it is an error result (default 5 minutes). */
   readonly timeoutMs?: number;
+  /** Every call waits for a person's decision before it runs (README "Approvals"). */
+  readonly needsApproval?: boolean;
   run(input: never, context: ToolRunContext<E>): Promise<ToolResult> | ToolResult;
 }
 
@@ -43,6 +45,7 @@ export interface ToolDefinitionInput<Input extends z.ZodType, E> {
   description: string;
   input: Input;
   timeoutMs?: number;
+  needsApproval?: boolean;
   run(input: z.output<Input>, context: ToolRunContext<E>): Promise<ToolResult> | ToolResult;
 }
 

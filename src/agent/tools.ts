@@ -36,6 +36,8 @@ export interface Tool<Args = unknown, Host = unknown> {
    * results arrive later and share no state between calls, such as starting a subagent.
    */
   concurrent?: boolean;
+  /** Every call waits for a person's decision before it runs (README "Approvals"). */
+  needsApproval?: boolean;
   run(args: Args, context: ToolContext, host: Host): Promise<ToolOutcome> | ToolOutcome;
 }
 

@@ -18,6 +18,7 @@ import {
 } from "./step-limits";
 import { executeTool, type Tool, type ToolOutcome, toolSpecs } from "./tools";
 import type { Fence } from "./turns";
+import type { ApprovalGate } from "./approval-gate";
 
 /**
  * The turn driver: one step per call of `step()`: claim -> model call -> append -> tools.
@@ -37,6 +38,8 @@ export interface TurnDriverPorts<Host> extends CompactorPorts {
   tools: { visibleTools(): Promise<Tool<unknown, Host>[]> };
   /** What the session's tools may ask of it. */
   host: Host;
+  /** Which calls wait for a person's decision before they run (none: every call runs). */
+  approvals?: ApprovalGate;
   /** Live text of a step while its model call streams it (not durable; attempt numbers restart a step's text). */
   live?: { delta(delta: { turn: number; step: number; attempt: number; text: string }): void };
 }
@@ -148,6 +151,10 @@ export class TurnDriver<Host> {
       stores.loop.set(loop);
     }
     if (plan.kind === "tools") {
+      const fence = { epoch: loop.epoch, turn: loop.openTurn!, step: loop.step };
+      // calls approved since they were made: their first run, claimed by their approvals
+      const keys = plan.calls.map((c) => callKey(loop.openTurn!, c.id));
+      if (stores.approvals.claimFirstRuns(keys).size === plan.calls.length) return { plan, fence };
       // unanswered calls that are not running: a restart cut their run short; run them again
       // (a durable, bounded claim) or answer them with the refusal
       const claimed = claimToolRun(loop);
@@ -163,7 +170,7 @@ export class TurnDriver<Host> {
         return { plan: { kind: "idle" }, fence: NOTHING };
       }
       stores.loop.set(claimed.next);
-      return { plan, fence: { epoch: loop.epoch, turn: loop.openTurn!, step: loop.step } };
+      return { plan, fence };
     }
     for (const messageId of plan.claim) this.#claim(messageId, loop.openTurn!);
     const settings = this.#ports.settings();
@@ -353,10 +360,28 @@ export class TurnDriver<Host> {
     if (toolCalls.length > 0) await this.#runTools(toolCalls, { ...fence, step: fence.step + 1 });
   }
 
-  async #runTools(calls: readonly ToolCall[], fence: Fence): Promise<void> {
-    const { stores, turns, host } = this.#ports;
+  async #runTools(made: readonly ToolCall[], fence: Fence): Promise<void> {
+    const { stores, turns, host, approvals } = this.#ports;
     const { sessionId } = this.#ports.settings();
     const tools = await this.#ports.tools.visibleTools();
+    // calls that need a person's decision wait for it (asked for here) unless it approved them
+    const gated = approvals
+      ? made.filter((c) =>
+          approvals.needs(
+            c,
+            tools.find((t) => t.name === c.name),
+          ),
+        )
+      : [];
+    const waiting =
+      gated.length === 0
+        ? new Set<ToolCall>()
+        : stores.transact(() =>
+            turns.current(fence)
+              ? new Set(gated.filter((c) => approvals!.admit(fence.turn, c) === "wait"))
+              : new Set(made),
+          );
+    const calls = made.filter((c) => !waiting.has(c));
     const run = async (call: ToolCall): Promise<ToolOutcome> => {
       const controller = new AbortController();
       const release = turns.track(controller);
@@ -398,7 +423,7 @@ export class TurnDriver<Host> {
           outcome.isError === true,
           outcome.structured,
         );
-        if (done && outcome.concludesTurn) this.#conclude(calls.slice(index + 1), fence);
+        if (done && outcome.concludesTurn) this.#conclude(made.slice(made.indexOf(call) + 1), fence);
         return done && !outcome.concludesTurn;
       });
       if (!appended) return; // the turn moved on (interrupt or a concluding tool): later calls do not run

@@ -30,4 +30,8 @@ export interface TurnSettings {
   defaultContextWindow: number;
   /** The route that writes compaction summaries (COMPACTION_MODEL), else the session's own. */
   compactionRoute: string | undefined;
+  /** Tool names and prefixes whose calls wait for approval: the session's and REQUIRE_APPROVAL's. */
+  requireApproval: readonly string[];
+  /** How long an approval may stay pending before it is denied (none: as long as it takes). */
+  approvalTimeoutMs: number | undefined;
 }

@@ -61,14 +61,21 @@ export class Turns implements TurnControl {
     const loop = stores.loop.get();
     const turn = loop.openTurn;
     const unanswered = loop.turnStartSeq === null ? [] : stores.log.unansweredToolCalls(loop.turnStartSeq);
-    const running =
-      turn === null ? new Set<string>() : stores.runs.inFlight(unanswered.map((c) => callKey(turn, c.id)));
+    const keys = turn === null ? [] : unanswered.map((c) => callKey(turn, c.id));
+    // long-running work in flight, and calls waiting for a person's decision: their answers come later
+    const running = keys.length === 0 ? new Set<string>() : stores.runs.inFlight(keys);
+    const waiting = keys.length === 0 ? new Set<string>() : stores.approvals.waiting(keys);
     return planStep({
       loop,
       pending: stores.inbox.pending(),
       unanswered,
       inFlight: new Set(
-        unanswered.filter((c) => turn !== null && running.has(callKey(turn, c.id))).map((c) => c.id),
+        unanswered
+          .filter((c) => {
+            const key = callKey(turn!, c.id);
+            return running.has(key) || waiting.has(key);
+          })
+          .map((c) => c.id),
       ),
     });
   }

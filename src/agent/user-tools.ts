@@ -32,6 +32,7 @@ function asTool<E>(definition: ToolDefinition<E>, env: E): Tool<unknown, Session
     description: definition.description,
     schema: definition.input,
     timeoutMs: definition.timeoutMs ?? DEFAULT_TOOL_TIMEOUT_MS,
+    ...(definition.needsApproval === true ? { needsApproval: true } : {}),
     async run(input, context): Promise<ToolOutcome> {
       const result = await definition.run(input as never, {
         env,

@@ -3,6 +3,7 @@ import { SubagentError } from "./errors";
 import { EventStream, type StreamOptions, type WebSocketFactory, type WebSocketLike } from "./stream";
 import { type CallOptions, type FetchLike, Transport } from "./transport";
 import type {
+  ApprovalDecision,
   ChildEntry,
   Content,
   CreatedSession,
@@ -13,6 +14,7 @@ import type {
   EventPage,
   Health,
   OutboxEntry,
+  PendingApproval,
   ProviderEventPage,
   ProviderInfo,
   RegisterProviderRequest,
@@ -205,6 +207,46 @@ export class SubagentsClient {
    */
   compact(sessionId: string, options?: CallOptions): Promise<{ accepted: true }> {
     return this.#http.request("POST", `/v1/sessions/${id(sessionId)}/compact`, { ...options, body: {} });
+  }
+  /**
+   * `GET /v1/sessions/:id/approvals`: the pending approvals of the session and all below it,
+   * oldest first (`sessionId` defaults to the token's own session).
+   */
+  async approvals(sessionId?: string, options?: CallOptions): Promise<PendingApproval[]> {
+    const path = `/v1/sessions/${id(sessionId ?? this.#ownSession("approvals"))}/approvals`;
+    const { approvals } = await this.#http.request<{ approvals: PendingApproval[] }>("GET", path, options);
+    return approvals;
+  }
+
+  /**
+   * `POST /v1/sessions/:id/approvals/:approvalId`: approve or deny a call that waits (the same
+   * decision again answers the same; the other is `ALREADY_DECIDED`). The path is the token's own
+   * session unless `options.sessionId` names the one that asked or an ancestor of it (an admin's
+   * client must name one).
+   */
+  async decide(
+    approvalId: string,
+    decision: ApprovalDecision,
+    reason?: string,
+    options?: CallOptions & { sessionId?: string },
+  ): Promise<{ approvalId: string; decision: ApprovalDecision }> {
+    const session = options?.sessionId ?? this.#ownSession("decide");
+    return this.#http.request("POST", `/v1/sessions/${id(session)}/approvals/${id(approvalId)}`, {
+      ...options,
+      body: reason === undefined ? { decision } : { decision, reason },
+    });
+  }
+
+  /** The token's own session, for a method whose session may be left out. */
+  #ownSession(method: string): string {
+    const own = this.tokenSession;
+    if (own === undefined)
+      throw new SubagentError(
+        0,
+        "INVALID_REQUEST",
+        `${method}: name the session (an admin token has none of its own)`,
+      );
+    return own;
   }
 
   // ---- delegation ----

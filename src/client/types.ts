@@ -124,6 +124,17 @@ export interface EventData {
     trigger: "threshold" | "overflow" | "request";
     usage?: Usage;
   };
+  /** A tool call waits for a person's decision (in the asking session's log and every ancestor's). */
+  "approval/requested": {
+    approvalId: string;
+    sessionId: string;
+    toolCallId: string;
+    tool: string;
+    args: unknown;
+    requestedAt: number;
+  };
+  /** How an approval ended: `by` is "admin" or the session whose path the decision came through. */
+  "approval/decided": { approvalId: string; decision: "approve" | "deny"; reason?: string; by: string };
   "outbox/dead-letter": { outboxId: string; target: string; kind: string; attempts: number; error: string };
 }
 
@@ -178,7 +189,28 @@ export interface ModelParams {
   contextWindow?: number;
 }
 
-export interface CreateSessionRequest extends Placement, ModelParams {
+/** Which tool calls wait for a person's decision, and for how long (children add to the list). */
+export interface ApprovalOptions {
+  /** Tool names, or prefixes ending in `*`. */
+  requireApproval?: string[];
+  /** An approval still pending this long is denied. */
+  approvalTimeoutSeconds?: number;
+}
+
+export type ApprovalDecision = "approve" | "deny";
+
+/** A pending approval of `GET /v1/sessions/:id/approvals` (the session's own and its descendants'). */
+export interface PendingApproval {
+  approvalId: string;
+  /** The session that asked. */
+  sessionId: string;
+  tool: string;
+  args: unknown;
+  toolCallId: string;
+  requestedAt: number;
+}
+
+export interface CreateSessionRequest extends Placement, ModelParams, ApprovalOptions {
   model?: string;
   /** Tokens (input plus output) the session and the one-shot runs it starts may use; children get what is left. */
   budget?: { tokens: number };
@@ -294,7 +326,7 @@ export interface McpServerSpec {
   token?: string;
 }
 
-interface StartCommon extends Placement, ModelParams {
+interface StartCommon extends Placement, ModelParams, ApprovalOptions {
   mcpServers?: McpServerSpec[];
   provider: string;
   prompt: Content;

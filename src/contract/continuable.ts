@@ -3,7 +3,7 @@ import type { ChildInit } from "./child-init";
 import { WireContent } from "./content";
 import type { MessageSource } from "./events";
 import { JurisdictionSchema, LocationHintSchema } from "./placement";
-import { McpServersField, ModelParamsFields, ModelRoute, ToolFilterSchema } from "./wire";
+import { ApprovalFields, McpServersField, ModelParamsFields, ModelRoute, ToolFilterSchema } from "./wire";
 
 /** A continuable start (HTTP body with mode "continuable", RPC argument, tool call). */
 export const ContinuableStartSchema = z.strictObject({
@@ -13,6 +13,7 @@ export const ContinuableStartSchema = z.strictObject({
   childId: z.string().min(1).max(128).optional(),
   model: ModelRoute.optional(),
   ...ModelParamsFields,
+  ...ApprovalFields,
   mcpServers: McpServersField.optional(),
   maxDepth: z.unknown().optional(),
   toolFilter: ToolFilterSchema.optional(),

@@ -1,5 +1,5 @@
 import type { ContentBlock } from "./content";
-import type { Usage } from "./events";
+import type { EventData, Usage } from "./events";
 import type { SubagentResult } from "./run";
 
 /**
@@ -13,7 +13,8 @@ export type Envelope =
   | CancelRunEnvelope
   | SettledEnvelope
   | ReportEnvelope
-  | CallbackEnvelope;
+  | CallbackEnvelope
+  | ApprovalEnvelope;
 
 interface EnvelopeBase {
   v: 1;
@@ -70,6 +71,17 @@ export interface ReportEnvelope extends EnvelopeBase {
   text: string;
   delivery: ReportDelivery;
 }
+
+/**
+ * Child -> parent, and on up the tree: an approval a session below asked for, or how it ended.
+ * Each ancestor appends the event to its own log, keeps the approval in its listing and passes
+ * the envelope on to its own parent.
+ */
+export type ApprovalEnvelope = EnvelopeBase &
+  (
+    | { kind: "approval"; event: "approval/requested"; data: EventData["approval/requested"] }
+    | { kind: "approval"; event: "approval/decided"; data: EventData["approval/decided"] }
+  );
 
 /** The outbox target of a callback: it leaves the deployment over HTTP, never to a session object. */
 export const CALLBACK_TARGET = "callback";

@@ -16,6 +16,8 @@ export type MessageSource =
 
 export type InboxLane = "next-turn" | "next-step";
 
+export type ApprovalDecision = "approve" | "deny";
+
 /** What made a session compact its model view: the threshold, a refused request, or a caller. */
 export type CompactionTrigger = "threshold" | "overflow" | "request";
 
@@ -112,6 +114,20 @@ export interface EventData {
     trigger: CompactionTrigger;
     usage?: Usage;
   };
+  /**
+   * A tool call waits for a person's decision (README "Approvals"): appended by the session that
+   * asked (`sessionId`) and by every ancestor it reached through the outbox.
+   */
+  "approval/requested": {
+    approvalId: string;
+    sessionId: string;
+    toolCallId: string;
+    tool: string;
+    args: JsonValue;
+    requestedAt: number;
+  };
+  /** How an approval ended: `by` is "admin" or the session whose path the decision came through. */
+  "approval/decided": { approvalId: string; decision: ApprovalDecision; reason?: string; by: string };
   "outbox/dead-letter": { outboxId: string; target: string; kind: string; attempts: number; error: string };
 }
 

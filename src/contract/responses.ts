@@ -73,6 +73,24 @@ export const EventPage = z.object({ events: z.array(SessionEvent), next: z.numbe
 export const Accepted = z.object({ messageId: z.string() });
 export const AcceptedFlag = z.object({ accepted: z.literal(true) });
 
+export const ApprovalList = z.object({
+  approvals: z.array(
+    z.object({
+      approvalId: z.string(),
+      sessionId: z.string(),
+      tool: z.string(),
+      args: z.unknown(),
+      toolCallId: z.string(),
+      requestedAt: z.number().int(),
+    }),
+  ),
+});
+
+export const ApprovalDecided = z.object({
+  approvalId: z.string(),
+  decision: z.enum(["approve", "deny"]),
+});
+
 export const SubagentResult = z.object({
   output: z.array(Text),
   structured: z.unknown().optional(),

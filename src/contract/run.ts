@@ -4,7 +4,7 @@ import type { ContentBlock } from "./content";
 import type { Usage } from "./events";
 import { WireContent } from "./content";
 import { JurisdictionSchema, LocationHintSchema } from "./placement";
-import { McpServersField, ModelParamsFields, ModelRoute, ToolFilterSchema } from "./wire";
+import { ApprovalFields, McpServersField, ModelParamsFields, ModelRoute, ToolFilterSchema } from "./wire";
 
 /** Known stop reasons; consumers treat any other value as a failure. */
 export type SubagentStopReason = "completed" | "aborted" | "error" | "max-tokens" | "refusal";
@@ -54,6 +54,7 @@ export const StartRequestSchema = z.strictObject({
   childId: z.string().min(1).max(128).optional(),
   model: ModelRoute.optional(),
   ...ModelParamsFields,
+  ...ApprovalFields,
   mcpServers: McpServersField.optional(),
   // Form and subset are checked by the start sequence itself, in the contract's order.
   outputSchema: z.unknown().optional(),

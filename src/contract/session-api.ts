@@ -2,7 +2,8 @@ import type { ChildInit } from "./child-init";
 import type { WireContent } from "./content";
 import type { Envelope } from "./envelope";
 import type { Outcome } from "./errors";
-import type { SessionEvent } from "./events";
+import type { ApprovalDecision, SessionEvent } from "./events";
+import type { JsonValue } from "./json";
 import type { RunView, StartRequest, StartedRun } from "./run";
 import type { AgentOptions, Caller, SessionView } from "./session";
 import type { ProviderInfo, ProviderScope } from "./provider";
@@ -32,6 +33,14 @@ export interface SessionApi {
   interrupt(caller: Caller): Answer<Outcome<{ accepted: true }>>;
   /** Compacts the session's model view before its next model step (at once when no turn is open). */
   compact(caller: Caller): Answer<Outcome<{ accepted: true }>>;
+  /** The pending approvals of this session and its descendants, oldest first. */
+  approvals(caller: Caller): Answer<Outcome<{ approvals: PendingApproval[] }>>;
+  /** Decides an approval of this session's subtree (routed to the session that asked). */
+  decideApproval(
+    caller: Caller,
+    approvalId: string,
+    decision: { decision: ApprovalDecision; reason?: string },
+  ): Answer<Outcome<{ approvalId: string; decision: ApprovalDecision }>>;
   startRun(caller: Caller, request: StartRequest): Answer<Outcome<StartedRun>>;
   runStatus(caller: Caller, runId: string, waitMs: number): Answer<Outcome<RunView>>;
   disposeRun(caller: Caller, runId: string): Answer<Outcome<{ accepted: true }>>;
@@ -57,6 +66,17 @@ export interface SessionApi {
   fetch(request: Request): Promise<Response>;
 }
 
+/** A pending approval as `GET /v1/sessions/:id/approvals` lists it. */
+export interface PendingApproval {
+  approvalId: string;
+  /** The session that asked. */
+  sessionId: string;
+  tool: string;
+  args: JsonValue;
+  toolCallId: string;
+  requestedAt: number;
+}
+
 /** One message this session sent or is sending to another session (dead letters included). */
 export interface OutboxEntry {
   id: string;
@@ -78,6 +98,12 @@ export interface SessionRpc extends SessionApi {
   deliver(envelope: Envelope): Answer<Outcome<{ applied: boolean }>>;
   followup(input: FollowupInput): Answer<Outcome<{ messageId: string; resumed: boolean }>>;
   interruptBy(authority: InterruptAuthority): Answer<Outcome<{ accepted: true }>>;
+  /** A decision for an approval this session asked for, routed from an ancestor's path. */
+  decideAsked(
+    approvalId: string,
+    decision: { decision: ApprovalDecision; reason?: string },
+    by: string,
+  ): Answer<Outcome<{ approvalId: string; decision: ApprovalDecision }>>;
   drainFrom(parentId: string): Answer<Outcome<{ drained: string[] }>>;
   /** At a tree's root: a slot for a session below one of its descendants (MAX_SESSIONS_PER_TREE). */
   reserveTreeSlot(childId: string): Answer<Outcome<void>>;

@@ -59,6 +59,10 @@ export interface AgentOptions {
   budget?: { tokens: number };
   /** MCP servers whose tools the model gets as `mcp__<name>__<tool>` (children inherit them). */
   mcpServers?: McpServerSpec[];
+  /** Tool names (or prefixes ending in `*`) whose calls wait for approval; a child adds its own. */
+  requireApproval?: string[];
+  /** An approval still pending this long is denied (inherited unless a start names its own). */
+  approvalTimeoutSeconds?: number;
 }
 
 /** A session's MCP server: its token is write-only (no view, event, listing or log shows it). */

@@ -16,6 +16,33 @@ export const ToolFilterSchema = z
 
 export const ModelRoute = z.string().min(1).max(200);
 
+/** A `requireApproval` pattern: a tool name (letters, digits, `_`, `-`, `.`, `:`), optionally ending in `*`. */
+export const APPROVAL_PATTERN = /^[A-Za-z0-9_.:-]{0,127}\*?$/;
+
+/**
+ * Which tool calls wait for a person's decision, and for how long (README "Approvals"): on
+ * session creation and on start requests; a child's list is its parent's plus its own, and its
+ * timeout its own or its parent's.
+ */
+export const ApprovalFields = {
+  requireApproval: z
+    .array(z.string().regex(APPROVAL_PATTERN, 'must be a tool name or a prefix ending in "*"'))
+    .max(64)
+    .optional(),
+  approvalTimeoutSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(30 * 24 * 3600)
+    .optional(),
+};
+
+/** `POST /v1/sessions/:id/approvals/:approvalId`. */
+export const DecideApprovalBody = z.strictObject({
+  decision: z.enum(["approve", "deny"]),
+  reason: z.string().max(2000).optional(),
+});
+
 /**
  * A session's model parameters, on session creation and on start requests (children inherit them
  * unless their start names their own): sampling, and the context window its view is kept within.
@@ -83,6 +110,7 @@ export const CreateSessionBody = z.strictObject({
   model: ModelRoute.optional(),
   ...ModelParamsFields,
   mcpServers: McpServersField.optional(),
+  ...ApprovalFields,
   /** A token budget (input plus output) for the session, shared down to its children. */
   budget: z.strictObject({ tokens: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER) }).optional(),
   persona: z.string().max(32_768).optional(),

@@ -3,13 +3,13 @@ import { type Caller, type SessionHeader, tenantOf } from "../contract/session";
 
 /**
  * Who may do what to a session. The admin may do everything. A session token acts as its own
- * session, and reads and maintains its descendants (`maintain`: what changes how a session
- * works, never what it does, such as compacting its model view). A token that claims this session or one of its ancestors
+ * session, and reads and oversees its descendants (`oversee`: what an ancestor may do for a
+ * session below it: compact its model view, decide the approvals of its subtree). A token that claims this session or one of its ancestors
  * but does not match is a wrong token (401); any other token learns nothing here (404). The Worker
  * (src/http/authed.ts) then asks the token's own session whether the token is valid at all, so an
  * invalid token is 401 whether or not the session it names or asks about exists.
  */
-export type Need = "read" | "maintain" | "act";
+export type Need = "read" | "oversee" | "act";
 
 export function checkAccess(
   header: SessionHeader | undefined,

@@ -3,6 +3,7 @@ import { fail, SubagentError } from "../contract/errors";
 import {
   CompactBody,
   CreateSessionBody,
+  DecideApprovalBody,
   DirectoryQuery,
   EventsQuery,
   SendMessageBody,
@@ -23,7 +24,7 @@ import { openApiDocument } from "./openapi";
 import { parseDirectoryCursor } from "./directory-cursor";
 import { addA2aRoutes } from "./a2a-route";
 import { unhandledFailure } from "./unhandled";
-import { sessionIdParam } from "./path-params";
+import { approvalIdParam, sessionIdParam } from "./path-params";
 
 /**
  * The public HTTP API (docs/api.md): auth -> validate -> route to the session's object. Every error
@@ -195,6 +196,28 @@ export function buildRouter(deployment: Deployment, base = "") {
       const body = await readBody(request, CompactBody);
       if (!body.ok) return failure(body);
       return reply(await sessionStub(env, id).compact(caller), 202);
+    }),
+  );
+
+  router.get(
+    "/v1/sessions/:id/approvals",
+    authed(async (request, env, caller) => {
+      const id = sessionIdParam(request);
+      if (typeof id !== "string") return failure(id);
+      return reply(await sessionStub(env, id).approvals(caller));
+    }),
+  );
+
+  router.post(
+    "/v1/sessions/:id/approvals/:approvalId",
+    authed(async (request, env, caller) => {
+      const id = sessionIdParam(request);
+      if (typeof id !== "string") return failure(id);
+      const approvalId = approvalIdParam(request);
+      if (typeof approvalId !== "string") return failure(approvalId);
+      const body = await readBody(request, DecideApprovalBody);
+      if (!body.ok) return failure(body);
+      return reply(await sessionStub(env, id).decideApproval(caller, approvalId, compact(body.value)));
     }),
   );
 

@@ -5,6 +5,7 @@ import { StartSubagentBody } from "../contract/run";
 import {
   CompactBody,
   CreateSessionBody,
+  DecideApprovalBody,
   DirectoryQuery,
   EventsQuery,
   SendMessageBody,
@@ -138,6 +139,22 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     summary: "Interrupt the open turn",
     auth: "session",
     ok: [202, "accepted", R.AcceptedFlag],
+  },
+  {
+    method: "get",
+    path: "/v1/sessions/{id}/approvals",
+    summary: "The pending approvals of the session and its descendants, oldest first",
+    auth: "session",
+    ok: [200, "the pending approvals", R.ApprovalList],
+  },
+  {
+    method: "post",
+    path: "/v1/sessions/{id}/approvals/{approvalId}",
+    summary:
+      "Decide an approval of the session's subtree: approve runs the call once, deny answers it `denied` (409 ALREADY_DECIDED for the other decision)",
+    auth: "session",
+    body: DecideApprovalBody,
+    ok: [200, "the decision", R.ApprovalDecided],
   },
   {
     method: "post",

@@ -11,3 +11,9 @@ export function sessionIdParam(request: IRequest, missing = "session not found")
   const id = request.params.id ?? "";
   return isSessionId(id) ? id : fail("NOT_FOUND", missing);
 }
+
+/** The approval id a route's path names (`:approvalId`, a UUID), or `404 NOT_FOUND`. */
+export function approvalIdParam(request: IRequest): string | Failure {
+  const id = request.params.approvalId ?? "";
+  return isSessionId(id) ? id : fail("NOT_FOUND", "approval not found");
+}

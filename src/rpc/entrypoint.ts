@@ -2,9 +2,9 @@ import { RpcTarget, WorkerEntrypoint } from "cloudflare:workers";
 import { type Outcome, SubagentError } from "../contract/errors";
 import { type StartRequest, StartRequestSchema, type SubagentResult } from "../contract/run";
 import type { SessionView } from "../contract/session";
-import type { EventPage } from "../contract/session-api";
+import type { EventPage, PendingApproval } from "../contract/session-api";
 import { ContinuableStartSchema, DrainBody, FollowupBody } from "../contract/continuable";
-import { CreateSessionBody, SendMessageBody } from "../contract/wire";
+import { CreateSessionBody, DecideApprovalBody, SendMessageBody } from "../contract/wire";
 import type { ChildEntry, DescendantListing } from "../contract/listing";
 import { compact } from "../core/compact";
 import { validate } from "../http/body";
@@ -115,6 +115,28 @@ export class SubagentsEntrypoint extends WorkerEntrypoint<Env> {
   /** Compacts the session's model view before its next model step (at once when it is idle). */
   async compact(sessionId: string): Promise<{ accepted: true }> {
     return unwrap(await sessionStub(this.env, arg(sessionId, SessionIdArg)).compact(ADMIN));
+  }
+
+  /** The pending approvals of the session and its descendants, oldest first. */
+  async approvals(sessionId: string): Promise<{ approvals: PendingApproval[] }> {
+    return unwrap(await sessionStub(this.env, arg(sessionId, SessionIdArg)).approvals(ADMIN));
+  }
+
+  /** Decides an approval of the session's subtree (`by` "admin"). */
+  async decide(
+    sessionId: string,
+    approvalId: string,
+    decision: unknown,
+    reason?: unknown,
+  ): Promise<{ approvalId: string; decision: "approve" | "deny" }> {
+    const body = compact(arg(reason === undefined ? { decision } : { decision, reason }, DecideApprovalBody));
+    return unwrap(
+      await sessionStub(this.env, arg(sessionId, SessionIdArg)).decideApproval(
+        ADMIN,
+        arg(approvalId, SessionIdArg),
+        body,
+      ),
+    );
   }
 
   async events(sessionId: string, after = -1, limit = 100): Promise<EventPage> {

@@ -240,6 +240,33 @@ describe("the client SDK against the Worker", () => {
     expect(await own.interrupt(a.id)).toEqual({ accepted: true });
   });
 
+  it("approvals: list the pending ones, decide with the token's own session or a named one, typed conflicts", async () => {
+    const admin = client();
+    const session = await admin.createSession({ requireApproval: ["echo"] });
+    const own = client(session.token);
+    await own.sendMessage(
+      session.id,
+      script({ call: [{ tool: "echo", args: { text: "sdk" } }] }, { say: "ok" }),
+    );
+    const [pending] = await eventually(
+      () => own.approvals(),
+      (list) => list.length === 1,
+    );
+    expect(pending).toMatchObject({ sessionId: session.id, tool: "echo", args: { text: "sdk" } });
+    expect(await admin.approvals(session.id)).toEqual([pending]);
+    expect(await own.decide(pending!.approvalId, "deny", "no")).toEqual({
+      approvalId: pending!.approvalId,
+      decision: "deny",
+    });
+    const conflict = await admin
+      .decide(pending!.approvalId, "approve", undefined, { sessionId: session.id })
+      .catch((e: unknown) => e);
+    expect(conflict).toMatchObject({ status: 409, code: "ALREADY_DECIDED" });
+    await expect(admin.decide(pending!.approvalId, "deny")).rejects.toMatchObject({
+      code: "INVALID_REQUEST",
+    });
+  });
+
   it("turns error envelopes into SubagentErrors with status, code and issues", async () => {
     const admin = client();
     const s = await admin.createSession();

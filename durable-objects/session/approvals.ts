@@ -1,0 +1,196 @@
+import type { ApprovalGate } from "../../src/agent/approval-gate";
+import { callKey } from "../../src/agent/call-keys";
+import type { Tool } from "../../src/agent/tools";
+import type { TurnSettings } from "../../src/agent/turn-settings";
+import type { ApprovalEnvelope } from "../../src/contract/envelope";
+import type { ApprovalDecision, EventData, ToolCall, TurnEndReason } from "../../src/contract/events";
+import type { JsonValue } from "../../src/contract/json";
+import { MAX_PENDING_APPROVALS, needsApproval } from "../../src/core/approvals";
+import type { DecisionOutcome } from "../store/approvals";
+import type { EnvelopeHandlers, SessionPart } from "./part";
+import type { SessionContext } from "./session-context";
+
+/**
+ * A session's approvals (README "Approvals"). A call that needs one does not run: it waits, with
+ * an `approval/requested` in this log that travels up the tree through the outbox to every
+ * ancestor's log. A decision (from this session's path or an ancestor's, routed here) is taken
+ * once, logged as `approval/decided` and sent up likewise: `approve` lets the call run (the turn
+ * driver runs it, as if the model had just made it), `deny` answers it with an error result
+ * starting `denied`. The end of the call's turn and the session's `approvalTimeoutSeconds` deny
+ * what is still pending. Each ancestor keeps what it heard, to list its subtree's pending
+ * approvals and route decisions down to the session that asked.
+ */
+export class SessionApprovals implements SessionPart, ApprovalGate {
+  readonly name = "approvals";
+  readonly #ctx: SessionContext;
+  readonly #settings: () => TurnSettings;
+  readonly envelopes: EnvelopeHandlers = { approval: (envelope) => this.#relay(envelope) };
+
+  constructor(ctx: SessionContext, settings: () => TurnSettings) {
+    this.#ctx = ctx;
+    this.#settings = settings;
+  }
+
+  needs(call: ToolCall, tool: Tool<unknown, unknown> | undefined): boolean {
+    return tool?.needsApproval === true || needsApproval(this.#settings().requireApproval, call.name);
+  }
+
+  admit(turn: number, call: ToolCall): "run" | "wait" {
+    const { stores } = this.#ctx;
+    const settings = this.#settings();
+    const key = callKey(turn, call.id);
+    const asked = stores.approvals.ofCalls([key]).get(key);
+    if (asked) return asked.decision === "approve" ? "run" : "wait";
+    const header = this.#ctx.header()!;
+    if (stores.approvals.ownPending(header.id).length >= MAX_PENDING_APPROVALS) {
+      this.#ctx.turns.answerDeferred(
+        turn,
+        call.id,
+        call.name,
+        [
+          {
+            type: "text",
+            text: `Error: the call was not run: this session already waits on ${MAX_PENDING_APPROVALS} approvals, the most it may`,
+          },
+        ],
+        true,
+      );
+      return "wait";
+    }
+    const now = Date.now();
+    const data: EventData["approval/requested"] = {
+      approvalId: crypto.randomUUID(),
+      sessionId: header.id,
+      toolCallId: call.id,
+      tool: call.name,
+      args: (call.args ?? {}) as JsonValue,
+      requestedAt: now,
+    };
+    const timeout = settings.approvalTimeoutMs;
+    stores.approvals.request({
+      ...data,
+      callKey: key,
+      turn,
+      ...(timeout ? { expiresAt: now + timeout } : {}),
+    });
+    stores.log.append("approval/requested", data);
+    this.#sendUp({ kind: "approval", event: "approval/requested", data });
+    return "wait";
+  }
+
+  /**
+   * Takes a decision for an approval this session asked for (from its own path or an ancestor's).
+   * `by`: "admin" or the session whose path the decision came through.
+   */
+  decide(
+    approvalId: string,
+    decision: ApprovalDecision,
+    reason: string | undefined,
+    by: string,
+  ): DecisionOutcome {
+    const { stores } = this.#ctx;
+    const outcome = stores.transact(() => {
+      const row = stores.approvals.get(approvalId);
+      if (!row || row.sessionId !== this.#ctx.header()?.id) return "unknown";
+      return this.#decide(approvalId, decision, reason, by);
+    });
+    if (outcome === "decided") this.#ctx.kick();
+    return outcome;
+  }
+
+  /** Inside the transaction that ends a turn: its pending approvals are denied. */
+  onTurnEnd(turn: number, reason: TurnEndReason): void {
+    const header = this.#ctx.header();
+    if (!header) return;
+    const why = reason === "aborted" ? "the turn was interrupted" : `the turn ended (${reason})`;
+    for (const row of this.#ctx.stores.approvals.ownPending(header.id))
+      if (row.turn === turn) this.#decide(row.approvalId, "deny", why, header.id, { answer: false });
+  }
+
+  /** The next approval to time out. */
+  nextDue(): number | undefined {
+    return this.#ctx.stores.approvals.nextExpiry();
+  }
+
+  /** Denies the approvals past their `approvalTimeoutSeconds`. */
+  async step(): Promise<boolean> {
+    const { stores } = this.#ctx;
+    const due = stores.approvals.nextExpiry();
+    if (due === undefined || due > Date.now()) return false;
+    const seconds = Math.round((this.#settings().approvalTimeoutMs ?? 0) / 1000);
+    stores.transact(() => {
+      const header = this.#ctx.header()!;
+      const now = Date.now();
+      for (const row of stores.approvals.ownPending(header.id))
+        if (row.expiresAt !== undefined && row.expiresAt <= now)
+          this.#decide(row.approvalId, "deny", `no decision came within ${seconds} s`, header.id);
+    });
+    this.#ctx.kick();
+    return true;
+  }
+
+  /**
+   * Inside a transaction: the decision of an own approval, logged, sent up and applied to its call
+   * (`answer: false` when its turn is ending: the call stays unanswered in a closed turn).
+   */
+  #decide(
+    approvalId: string,
+    decision: ApprovalDecision,
+    reason: string | undefined,
+    by: string,
+    { answer = true } = {},
+  ): DecisionOutcome {
+    const { stores, turns } = this.#ctx;
+    const outcome = stores.approvals.decide(approvalId, decision, reason, by);
+    if (outcome !== "decided") return outcome;
+    const data: EventData["approval/decided"] = { approvalId, decision, ...(reason ? { reason } : {}), by };
+    stores.log.append("approval/decided", data);
+    this.#sendUp({ kind: "approval", event: "approval/decided", data });
+    const row = stores.approvals.get(approvalId)!;
+    // a denied call is answered now (its turn goes on); an approved one runs at the next step
+    if (answer && decision === "deny" && row.turn !== undefined)
+      turns.answerDeferred(
+        row.turn,
+        row.toolCallId,
+        row.tool,
+        [{ type: "text", text: deniedText(reason) }],
+        true,
+      );
+    return outcome;
+  }
+
+  /** A descendant's approval or its decision, from a child: logged, kept and passed on up. */
+  #relay(envelope: ApprovalEnvelope): boolean {
+    const { stores } = this.#ctx;
+    if (envelope.event === "approval/requested") {
+      stores.log.append("approval/requested", envelope.data);
+      stores.approvals.observe(envelope.data);
+      this.#sendUp({ kind: "approval", event: "approval/requested", data: envelope.data });
+    } else {
+      const { approvalId, decision, reason, by } = envelope.data;
+      stores.log.append("approval/decided", envelope.data);
+      stores.approvals.decide(approvalId, decision, reason, by);
+      this.#sendUp({ kind: "approval", event: "approval/decided", data: envelope.data });
+    }
+    return false;
+  }
+
+  /** Sends an approval event on to the parent, if this session has one here. */
+  #sendUp(message: Pick<ApprovalEnvelope, "kind" | "event" | "data">): void {
+    const header = this.#ctx.header();
+    if (!header?.parentSession) return;
+    const stage = message.event === "approval/requested" ? "requested" : "decided";
+    this.#ctx.stores.outbox.enqueue({
+      v: 1,
+      id: `approval-${stage}:${message.data.approvalId}`,
+      from: header.id,
+      to: header.parentSession,
+      ...message,
+    } as ApprovalEnvelope);
+  }
+}
+
+/** A denied call's result: the word `denied`, then the reason. */
+export function deniedText(reason: string | undefined): string {
+  return reason ? `denied: ${reason}` : "denied";
+}
