@@ -25,8 +25,16 @@ import { type ContentBlock, MAX_CONTENT_BLOCKS } from "../contract/content";
 import type { Outcome } from "../contract/errors";
 import type { EventPage } from "../contract/session-api";
 import { sha256Hex } from "../core/hash";
-import { emptyFold, foldTask, isTerminal, latestQueued, messageDone, type TaskFold } from "./task-fold";
-import { artifactOf, contentOf, statusOf, taskOf } from "./wire";
+import {
+  emptyFold,
+  foldTask,
+  isTerminal,
+  latestQueued,
+  messageDone,
+  needsInput,
+  type TaskFold,
+} from "./task-fold";
+import { artifactOf, contentOf, decisionOf, statusOf, taskOf } from "./wire";
 
 /**
  * What the A2A face needs of the runtime, for one authenticated caller (an admin of one tenant):
@@ -40,6 +48,12 @@ export interface TaskSessions {
   /** A page of the session's log after `after`; an empty page waits up to `waitMs` for an event. */
   events(id: string, after: number, waitMs: number): Promise<Outcome<EventPage>>;
   interrupt(id: string): Promise<Outcome<unknown>>;
+  /** Decides an approval of the session's tree (README "Approvals"). */
+  decide(
+    id: string,
+    approvalId: string,
+    decision: { decision: "approve" | "deny"; reason?: string },
+  ): Promise<Outcome<unknown>>;
   /** The caller's top-level sessions, newest first, a page at a time. */
   list(limit: number, cursor: string | undefined): Promise<Outcome<{ ids: string[]; next: string | null }>>;
 }
@@ -96,7 +110,13 @@ export class SessionTaskHandler implements A2ARequestHandler {
     const { id, messageId, fold } = await this.#accept(params);
     if (params.configuration?.returnImmediately) return taskOf(id, fold, params.configuration.historyLength);
     const deadline = Date.now() + this.#limits.blockingWaitMs;
-    const settled = await this.#follow(id, fold, deadline, (f) => messageDone(f, messageId));
+    // a blocking send answers once its message is done, or waits on a person's decision
+    const settled = await this.#follow(
+      id,
+      fold,
+      deadline,
+      (f) => messageDone(f, messageId) || needsInput(f, messageId),
+    );
     return taskOf(id, settled, params.configuration?.historyLength);
   }
 
@@ -166,12 +186,20 @@ export class SessionTaskHandler implements A2ARequestHandler {
     throw new PushNotificationNotSupportedError("push notifications are not supported; stream or poll");
   }
 
-  /** Checks the message, creates or finds its session, sends it; the fold includes the new message. */
+  /**
+   * Checks the message, creates or finds its session, sends it; the fold includes the new message.
+   * A message to a task whose data part is a decision `{"approvalId", "decision", "reason"?}` decides
+   * that approval instead (logged as `approval/decided`, not as a message); it then stands for the
+   * task's latest message.
+   */
   async #accept(params: SendMessageRequest): Promise<{ id: string; messageId: string; fold: TaskFold }> {
     const message = params.message;
     if (!message?.messageId) throw new RequestMalformedError("message.messageId is required");
     if (params.configuration?.taskPushNotificationConfig)
       throw new PushNotificationNotSupportedError("push notifications are not supported; stream or poll");
+    const decision = decisionOf(message.parts);
+    const task = message.taskId || message.contextId;
+    if (decision && task) return this.#decide(task, decision);
     const content = contentOf(message.parts);
     if ("unsupported" in content)
       throw new ContentTypeNotSupportedError(
@@ -196,6 +224,24 @@ export class SessionTaskHandler implements A2ARequestHandler {
       throw new RequestMalformedError(sent.message);
     }
     return { id, messageId: sent.value.messageId, fold: await this.#read(id) };
+  }
+
+  async #decide(
+    id: string,
+    { approvalId, ...decision }: { approvalId: string; decision: "approve" | "deny"; reason?: string },
+  ): Promise<{ id: string; messageId: string; fold: TaskFold }> {
+    const decided = await this.#sessions.decide(id, approvalId, decision);
+    if (!decided.ok) {
+      if (decided.code === "NOT_FOUND" && decided.message === "session not found")
+        throw new TaskNotFoundError(`task ${id} not found`);
+      throw new RequestMalformedError(`${decided.code}: ${decided.message}`);
+    }
+    const fold = await this.#read(id);
+    // a descendant's decision reaches this log through the outbox: it is not pending any more
+    delete fold.approvals[approvalId];
+    const messageId = fold.latest?.messageId;
+    if (messageId === undefined) throw new RequestMalformedError(`task ${id} has no message to continue`);
+    return { id, messageId, fold };
   }
 
   /** The task as it is now: the whole log folded (a page at a time, no waiting). */
@@ -249,7 +295,8 @@ export class SessionTaskHandler implements A2ARequestHandler {
       return;
     }
     const deadline = Date.now() + this.#limits.streamMs;
-    const phaseOf = (fold: TaskFold) => fold.messages[messageId]?.phase;
+    const phaseOf = (fold: TaskFold) =>
+      needsInput(fold, messageId) ? "input-required" : fold.messages[messageId]?.phase;
     let fold = start;
     let announced = phaseOf(start);
     while (!messageDone(fold, messageId) && Date.now() < deadline) {

@@ -47,10 +47,33 @@ export interface TaskFold {
   history: FoldedMessage[];
   /** The final agent content of each ended turn that produced one, oldest first. */
   results: { turn: number; content: ContentBlock[] }[];
+  /**
+   * The tree's pending approvals (this session's and its descendants': their requests reach this
+   * log), by approval id, oldest first: a working task that waits on one needs the user's input.
+   */
+  approvals: Record<string, PendingApprovalFold>;
+}
+
+/** A pending approval as the task shows it (`GET …/approvals` has the same fields). */
+export interface PendingApprovalFold {
+  approvalId: string;
+  sessionId: string;
+  tool: string;
+  args: unknown;
+  toolCallId: string;
+  requestedAt: number;
 }
 
 export function emptyFold(): TaskFold {
-  return { cursor: -1, phase: "submitted", changedAt: 0, messages: {}, history: [], results: [] };
+  return {
+    cursor: -1,
+    phase: "submitted",
+    changedAt: 0,
+    messages: {},
+    history: [],
+    results: [],
+    approvals: {},
+  };
 }
 
 export function isTerminal(phase: TaskPhase): boolean {
@@ -69,6 +92,7 @@ export function foldTask(fold: TaskFold, events: readonly SessionEvent[]): TaskF
     messages: { ...fold.messages },
     history: [...fold.history],
     results: [...fold.results],
+    approvals: { ...fold.approvals },
   };
   /** Sets a message's state; the task's phase follows its latest message. */
   const set = (messageId: string, state: MessageState, at: number) => {
@@ -125,6 +149,16 @@ export function foldTask(fold: TaskFold, events: readonly SessionEvent[]): TaskF
           next.running = { ...next.running, content: data.content };
         break;
       }
+      case "approval/requested": {
+        const data = event.data as SessionEvent<"approval/requested">["data"];
+        next.approvals[data.approvalId] = { ...data };
+        break;
+      }
+      case "approval/decided": {
+        const data = event.data as SessionEvent<"approval/decided">["data"];
+        delete next.approvals[data.approvalId];
+        break;
+      }
       case "turn/end": {
         const data = event.data as SessionEvent<"turn/end">["data"];
         const content = next.running?.turn === data.turn ? next.running.content : [];
@@ -145,6 +179,17 @@ export function foldTask(fold: TaskFold, events: readonly SessionEvent[]): TaskF
     }
   }
   return next;
+}
+
+/** The tree's pending approvals, oldest first. */
+export function pendingApprovals(fold: TaskFold): PendingApprovalFold[] {
+  return Object.values(fold.approvals).sort((a, b) => a.requestedAt - b.requestedAt);
+}
+
+/** Whether a message still working waits on a person's decision (A2A `input-required`). */
+export function needsInput(fold: TaskFold, messageId = fold.latest?.messageId): boolean {
+  const phase = messageId === undefined ? fold.phase : (fold.messages[messageId]?.phase ?? fold.phase);
+  return phase === "working" && Object.keys(fold.approvals).length > 0;
 }
 
 /** Whether the message has reached the end of its turn (or was discarded). */

@@ -8,7 +8,14 @@ import {
   type TaskStatus,
 } from "@a2a-js/sdk";
 import type { ContentBlock } from "../contract/content";
-import { type FoldedMessage, isTerminal, type TaskFold, type TaskPhase } from "./task-fold";
+import {
+  type FoldedMessage,
+  isTerminal,
+  needsInput,
+  pendingApprovals,
+  type TaskFold,
+  type TaskPhase,
+} from "./task-fold";
 
 /**
  * Between the runtime's records and the A2A SDK's types (A2A 1.0, as `@a2a-js/sdk` models it):
@@ -64,6 +71,13 @@ export function statusOf(taskId: string, fold: TaskFold, messageId = fold.latest
   const result =
     turn !== undefined && isTerminal(phase) ? fold.results.find((r) => r.turn === turn)?.content : undefined;
   let statusMessage: Message | undefined;
+  // a working task whose turn (or a child's) waits on an approval asks for the user's decision
+  if (needsInput(fold, messageId))
+    return {
+      state: TaskState.TASK_STATE_INPUT_REQUIRED,
+      message: approvalsMessage(taskId, fold),
+      timestamp: new Date(fold.changedAt || Date.now()).toISOString(),
+    };
   if (result !== undefined) statusMessage = message(taskId, `turn-${turn}`, Role.ROLE_AGENT, result);
   else if (phase === "failed" && state?.reason !== undefined)
     statusMessage = message(taskId, `failure-${messageId}`, Role.ROLE_AGENT, [
@@ -74,6 +88,53 @@ export function statusOf(taskId: string, fold: TaskFold, messageId = fold.latest
     message: statusMessage,
     timestamp: new Date(fold.changedAt || Date.now()).toISOString(),
   };
+}
+
+/**
+ * The pending approvals as an agent message: a text naming them and a data part
+ * `{"approvals": [...]}`; a reply whose data part is `{"approvalId", "decision", "reason"?}` decides one.
+ */
+function approvalsMessage(taskId: string, fold: TaskFold): Message {
+  const approvals = pendingApprovals(fold);
+  const names = approvals.map((a) => `${a.tool} (${a.approvalId})`).join(", ");
+  return {
+    messageId: `${taskId}:approvals-${approvals
+      .map((a) => a.approvalId)
+      .join(",")
+      .slice(0, 200)}`,
+    contextId: taskId,
+    taskId,
+    role: Role.ROLE_AGENT,
+    parts: [
+      textPart(
+        `Waiting for a decision on ${approvals.length === 1 ? "a call" : `${approvals.length} calls`}: ${names}. ` +
+          'Reply with a data part {"approvalId", "decision": "approve" | "deny", "reason"?}.',
+      ),
+      {
+        content: { $case: "data", value: { approvals } as unknown as { [key: string]: unknown } },
+        metadata: undefined,
+        filename: "",
+        mediaType: "application/json",
+      },
+    ],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+}
+
+/** A decision carried by a message's data part: `{"approvalId", "decision", "reason"?}`. */
+export function decisionOf(
+  parts: readonly Part[],
+): { approvalId: string; decision: "approve" | "deny"; reason?: string } | undefined {
+  for (const part of parts) {
+    if (part.content?.$case !== "data") continue;
+    const value = part.content.value as Record<string, unknown> | undefined;
+    const { approvalId, decision, reason } = value ?? {};
+    if (typeof approvalId !== "string" || (decision !== "approve" && decision !== "deny")) continue;
+    return { approvalId, decision, ...(typeof reason === "string" ? { reason } : {}) };
+  }
+  return undefined;
 }
 
 export function artifactOf(turn: number, content: readonly ContentBlock[]): Artifact {

@@ -104,6 +104,7 @@ function sessionsFor(env: Env, deployment: Deployment, caller: Caller & { kind: 
     send: (id, content, key) => sessionStub(env, id).send(caller, { content, idempotencyKey: key }),
     events: (id, after, waitMs) => sessionStub(env, id).events(caller, { after, limit: 500 }, waitMs),
     interrupt: (id) => sessionStub(env, id).interrupt(caller),
+    decide: (id, approvalId, decision) => sessionStub(env, id).decideApproval(caller, approvalId, decision),
     async list(limit, cursor) {
       const before = cursor === undefined ? undefined : parseDirectoryCursor(cursor);
       if (cursor !== undefined && before === undefined)
