@@ -1,7 +1,7 @@
 // The dashboard in a real browser (the packaged Chromium of lib/browser.mjs, driven by playwright-core) against
 // `wrangler dev`: sign in, create a session, talk to it, start a continuable child, watch the tree,
-// interrupt and follow up, compact a session's context, and check that what the page shows is what
-// the API says.
+// interrupt and follow up, compact a session's context, decide a child's pending approvals, and check
+// that what the page shows is what the API says.
 //
 // The screenshot goes to test-results/dashboard.png; with UPDATE_SCREENSHOT=1 also to
 // docs/dashboard.png (the committed one the README shows).
@@ -18,6 +18,9 @@ import { startOpenAiServer } from "../setup/openai-server.ts";
 
 const STEP_MS = 20_000;
 const SLOW = JSON.stringify({ script: [{ think: 10_000 }, { say: "slow" }] });
+const ECHO_PING = { call: [{ tool: "echo", args: { text: "ping" } }] };
+/** Calls echo, then (after that call's result) echo again, then answers: two approvals one after the other. */
+const ECHO_TWICE = JSON.stringify({ script: [ECHO_PING, ECHO_PING, { say: "finished" }] });
 /** Log events the transcript does not show (bookkeeping), as the dashboard decides. */
 const SILENT = new Set(["turn/start", "agent/inbox/claimed", "subagent/descriptor"]);
 
@@ -532,5 +535,110 @@ describe("the dashboard in a real browser", { timeout: 300_000 }, () => {
     await summary.locator("summary").click();
     await summaryText.waitFor({ state: "visible" });
     assert.equal(await summaryText.textContent(), event.data.summary);
+  });
+
+  it("lists a child's pending approval at the root, denies it with a reason and approves the next from the page", async () => {
+    const made = await api(server, "POST", "/v1/sessions", {
+      body: { label: "approvals", model: "scripted", requireApproval: ["echo"] },
+    });
+    assert.equal(made.status, 201);
+    const rootId = made.body.id;
+    const started = await api(server, "POST", `/v1/sessions/${rootId}/subagents`, {
+      body: { provider: "spawn", mode: "continuable", label: "asker", prompt: ECHO_TWICE },
+    });
+    assert.equal(started.status, 202);
+    const askerId = started.body.childId;
+    const pendingAtRoot = async () =>
+      (await api(server, "GET", `/v1/sessions/${rootId}/approvals`)).body.approvals;
+    const toolResults = async () =>
+      (await allEvents(server, askerId)).filter((e) => e.type === "tool/result" && e.data.name === "echo");
+
+    await page.click(`#session-list [data-session-id="${rootId}"] button`);
+    // the root's panel names the child that asked, the tool and its arguments
+    const row = page.locator(`#approvals [data-session-id="${askerId}"]`);
+    await row.waitFor();
+    const [first] = await pendingAtRoot();
+    assert.equal(first.sessionId, askerId);
+    assert.equal(await row.getAttribute("data-approval-id"), first.approvalId);
+    assert.equal(await row.getAttribute("data-tool"), "echo");
+    const shown = await row.textContent();
+    assert.match(shown, /asked by asker \(/);
+    assert.ok(shown.includes('{"text":"ping"}'), shown);
+    await page.waitForSelector(
+      `#tree [data-session-id="${askerId}"][data-pending-approvals="1"] .badge.approval`,
+    );
+    // the root's transcript has the request (it travelled up), with controls while it is pending
+    const asked = (id) =>
+      `[data-transcript-for="${rootId}"] [data-event-type="approval/requested"][data-approval-id="${id}"]`;
+    await page.waitForSelector(`${asked(first.approvalId)}[data-pending="true"] [data-action="deny"]`);
+    assert.equal(await page.getAttribute(asked(first.approvalId), "data-session-id"), askerId);
+    await page.screenshot({ path: join(REPO_ROOT, "test-results", "dashboard-approvals.png") });
+    // and on a phone screen, still without sideways scrolling
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.waitForTimeout(200);
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(width <= 390, `the page is ${width}px wide on a 390px screen`);
+    assert.deepEqual(await overlappingBadges(page), [], "the tree's badges overlap on a phone screen");
+    await page.screenshot({ path: join(REPO_ROOT, "test-results", "dashboard-approvals-phone.png") });
+    await page.setViewportSize({ width: 1280, height: 860 });
+
+    // deny, with a reason, from the panel: the child's call is answered "denied: <reason>"
+    await row.locator('input[name="reason"]').fill("not in prod");
+    await row.locator('[data-action="deny"]').click();
+    const [deniedResult] = await eventually(
+      toolResults,
+      (rs) => rs.length === 1,
+      STEP_MS,
+      "the denied call's result",
+    );
+    assert.equal(deniedResult.data.isError, true);
+    assert.ok(
+      deniedResult.data.content[0].text.startsWith("denied: not in prod"),
+      deniedResult.data.content[0].text,
+    );
+    const decided = (await allEvents(server, askerId)).filter((e) => e.type === "approval/decided");
+    assert.deepEqual(
+      decided.map((e) => e.data),
+      [{ approvalId: first.approvalId, decision: "deny", reason: "not in prod", by: "admin" }],
+    );
+    const denial = page.locator(
+      `[data-transcript-for="${rootId}"] [data-event-type="approval/decided"][data-approval-id="${first.approvalId}"]`,
+    );
+    await denial.waitFor();
+    assert.equal(await denial.getAttribute("data-decision"), "deny");
+    assert.match(await denial.textContent(), /Denied[\s\S]*not in prod/);
+    await page.waitForSelector(`${asked(first.approvalId)}[data-pending="false"]`);
+    assert.equal(await page.locator(`${asked(first.approvalId)} .approval-actions`).count(), 0);
+
+    // the child's next call asks again: approve it from the child's own transcript, and it runs
+    const [second] = await eventually(
+      pendingAtRoot,
+      (as) => as.length === 1 && as[0].approvalId !== first.approvalId,
+      STEP_MS,
+      "the second approval",
+    );
+    await page.waitForSelector(`#approvals [data-approval-id="${second.approvalId}"]`);
+    await page.click(`#tree [data-session-id="${askerId}"] button`);
+    const own = `[data-transcript-for="${askerId}"] [data-event-type="approval/requested"][data-approval-id="${second.approvalId}"]`;
+    await page.click(`${own}[data-pending="true"] [data-action="approve"]`);
+    const results = await eventually(
+      toolResults,
+      (rs) => rs.length === 2,
+      STEP_MS,
+      "the approved call's result",
+    );
+    assert.deepEqual(
+      { isError: results[1].data.isError, text: results[1].data.content[0].text },
+      { isError: false, text: "ping" },
+    );
+    await page.waitForSelector(
+      `[data-transcript-for="${askerId}"] [data-event-type="approval/decided"][data-approval-id="${second.approvalId}"][data-decision="approve"]`,
+    );
+    // nothing waits any more: the list is empty (the panel hides) and the tree's badge is gone
+    await page.waitForSelector("#approvals-panel[hidden]", { state: "attached" });
+    assert.equal(await page.locator("#approvals [data-approval-id]").count(), 0);
+    await page.waitForSelector(`#tree [data-session-id="${askerId}"]:not([data-pending-approvals])`);
+    assert.equal(await page.locator(`${own} .approval-actions`).count(), 0);
+    assert.deepEqual(await pendingAtRoot(), []);
   });
 });

@@ -7,6 +7,7 @@ import {
   SubagentError,
   SubagentsClient,
 } from "../../src/client";
+import { ApprovalsPanel } from "./approvals";
 import { Controls } from "./controls";
 import { $, h, replace } from "./dom";
 import { shortId, when } from "./format";
@@ -20,7 +21,9 @@ import { type TreeNode, TreeView } from "./tree";
  * The dashboard: who is signed in, which top-level session's tree is shown and which session is
  * selected (kept in the URL fragment: ids only, never the token), and what keeps the views live:
  * the selected session's event stream, a stream on the tree's root, and a light poll for deeper
- * changes the root's log does not show.
+ * changes the root's log does not show. Every refresh also re-reads the tree's pending approvals;
+ * asked and decided approvals reach the root's log from anywhere in the tree, so its stream
+ * brings them at once.
  */
 
 const REFRESH_EVENTS = new Set([
@@ -29,6 +32,8 @@ const REFRESH_EVENTS = new Set([
   "turn/start",
   "turn/end",
   "agent/inbox/inserted",
+  "approval/requested",
+  "approval/decided",
 ]);
 
 export class Dashboard {
@@ -44,17 +49,27 @@ export class Dashboard {
   readonly list: SessionList;
   readonly transcript: TranscriptView;
   readonly controls: Controls;
+  readonly approvals: ApprovalsPanel;
 
   constructor() {
     this.tree = new TreeView($("#tree"), (id) => this.#pick(id));
     this.list = new SessionList($("#session-list"), $("#more-sessions"), $("#new-session"), (id) =>
       this.#pick(id, id),
     );
+    this.approvals = new ApprovalsPanel($("#approvals-panel"), $("#approvals"), $("#approvals-count"), {
+      client: () => this.client,
+      rootId: () => this.tree.rootId,
+      select: (id) => this.#pick(id),
+      labelOf: (id) => this.tree.node(id)?.label,
+      changed: () => this.scheduleRefresh(0),
+    });
     this.transcript = new TranscriptView($("#transcript"), $("#working"), {
       select: (id) => this.select(id),
       labelOf: (id) => this.tree.node(id)?.label,
       onEvent: (_id, event) => this.#onEvent(event),
       onState: (state) => this.#live(state),
+      approvalControls: (approvalId) =>
+        this.approvals.has(approvalId) ? this.approvals.controls(approvalId) : null,
     });
     this.controls = new Controls($("#controls"), {
       client: () => this.client,
@@ -118,6 +133,7 @@ export class Dashboard {
     this.#rootWatch?.close();
     this.#rootWatch = undefined;
     this.tree.setRoot(undefined);
+    this.approvals.clear();
     this.list.clear();
     for (const t of [this.#refreshTimer, this.#pollTimer]) if (t) clearTimeout(t);
     if (this.#listTimer) clearInterval(this.#listTimer);
@@ -136,7 +152,10 @@ export class Dashboard {
     if (!client) return;
     const own = client.tokenSession;
     const rootId = root ?? this.tree.rootId ?? own ?? id;
-    if (rootId !== this.tree.rootId) this.#watchRoot(client, rootId);
+    if (rootId !== this.tree.rootId) {
+      this.#watchRoot(client, rootId);
+      this.approvals.clear();
+    }
     this.tree.setRoot(rootId);
     this.#selected = id;
     this.#view = undefined;
@@ -175,15 +194,25 @@ export class Dashboard {
 
   async #refresh(): Promise<void> {
     const client = this.client;
-    if (!client || !this.tree.rootId) return;
-    try {
-      await this.tree.refresh(client);
-    } catch (error) {
-      showError(error, "reading the tree");
+    const rootId = this.tree.rootId;
+    if (!client || !rootId) return;
+    const [tree, approvals] = await Promise.allSettled([
+      this.tree.refresh(client),
+      this.approvals.refresh(client, rootId),
+    ]);
+    if (rootId !== this.tree.rootId) return;
+    if (approvals.status === "rejected") showError(approvals.reason, "reading the approvals");
+    else {
+      this.tree.setPending(this.approvals.counts());
+      this.transcript.syncApprovals();
+    }
+    if (tree.status === "rejected") {
+      showError(tree.reason, "reading the tree");
       return;
     }
     this.tree.select(this.#selected);
     this.transcript.relabel();
+    this.approvals.relabel();
     const root = this.tree.node(this.tree.rootId);
     if (root) this.list.setStatus(root.id, root.status);
     this.#header();

@@ -43,3 +43,24 @@ export function childStatus(entry: DescendantEntry): DisplayStatus {
 export function sessionStatus(view: SessionView): DisplayStatus {
   return view.status;
 }
+
+/** How long ago `at` was, coarsely ("just now", "42 s ago", "3 min ago", "2 h ago", "5 d ago"). */
+export function ago(at: number, now = Date.now()): string {
+  const s = Math.max(0, Math.floor((now - at) / 1000));
+  if (s < 5) return "just now";
+  if (s < 60) return `${s} s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86_400) return `${Math.floor(s / 3600)} h ago`;
+  return `${Math.floor(s / 86_400)} d ago`;
+}
+
+/** A value as one line of compact JSON, cut to `max` characters (with an ellipsis when cut). */
+export function summarize(value: unknown, max = 120): string {
+  let line: string;
+  try {
+    line = JSON.stringify(value) ?? String(value);
+  } catch {
+    line = String(value);
+  }
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+}

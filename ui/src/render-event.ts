@@ -5,8 +5,8 @@ import { clock, json, shortId, text } from "./format";
 /**
  * One transcript entry per log event that a person reads: messages by who sent them (the user, a
  * coordinator's relay, a subagent's report, a settlement notice), assistant answers with their tool
- * calls, tool results, child lifecycle edges, turn ends and context compactions. Bookkeeping events
- * render nothing.
+ * calls, tool results, child lifecycle edges, turn ends, context compactions, and approvals asked
+ * and decided. Bookkeeping events render nothing.
  */
 
 export interface RenderContext {
@@ -56,6 +56,10 @@ export function renderEvent(event: SessionEvent, ctx: RenderContext): HTMLElemen
       return turnEnd(event, data as Data<"turn/end">);
     case "context/compacted":
       return compacted(event, data as Data<"context/compacted">);
+    case "approval/requested":
+      return approvalRequested(event, data as Data<"approval/requested">, ctx);
+    case "approval/decided":
+      return approvalDecided(event, data as Data<"approval/decided">, ctx);
     case "agent/inbox/discarded": {
       const d = data as Data<"agent/inbox/discarded">;
       return entry(event, "marker", "discarded", [`a queued message was discarded: ${d.reason}`]);
@@ -274,6 +278,48 @@ function compacted(event: SessionEvent, d: Data<"context/compacted">): HTMLEleme
       "data-tokens-before": d.tokensBefore,
       "data-tokens-after": d.tokensAfter,
     },
+  );
+}
+
+/**
+ * A tool call waiting for a decision, in the asking session's log and every ancestor's. The
+ * `.approval-slot` holds Approve / Deny while the approval is pending in the tree's list (the
+ * transcript fills and empties it); `data-session-id` is the session that asked.
+ */
+function approvalRequested(
+  event: SessionEvent,
+  d: Data<"approval/requested">,
+  ctx: RenderContext,
+): HTMLElement {
+  return entry(
+    event,
+    "approval requested",
+    ["Approval asked: ", h("code", {}, d.tool)],
+    [
+      h("p", {}, "asked by ", sessionLink(d.sessionId, ctx), ` · call ${shortId(d.toolCallId)}`),
+      h("pre", { class: "approval-args" }, json(d.args)),
+      h("div", { class: "approval-slot" }),
+    ],
+    {
+      "data-approval-id": d.approvalId,
+      "data-session-id": d.sessionId,
+      "data-tool": d.tool,
+      "data-tool-call-id": d.toolCallId,
+    },
+  );
+}
+
+/** How an approval ended: the decision, the reason if one was given, and by whom ("admin" or a session's path). */
+function approvalDecided(event: SessionEvent, d: Data<"approval/decided">, ctx: RenderContext): HTMLElement {
+  return entry(
+    event,
+    `approval decided decision-${d.decision}`,
+    [d.decision === "approve" ? "Approved" : "Denied", ` · approval ${shortId(d.approvalId)}`],
+    [
+      h("p", {}, "by ", d.by === "admin" ? "admin" : sessionLink(d.by, ctx)),
+      d.reason ? h("p", { class: "text quote approval-reason" }, d.reason) : null,
+    ],
+    { "data-approval-id": d.approvalId, "data-decision": d.decision, "data-by": d.by },
   );
 }
 

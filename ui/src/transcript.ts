@@ -5,12 +5,16 @@ import { type RenderContext, renderEvent } from "./render-event";
 /**
  * The transcript of one session, fed by the SDK's reconnecting event stream: the whole log is
  * replayed, then live events are appended as they come. Switching sessions closes the old stream.
+ * An asked approval carries Approve / Deny while it is pending in the tree's list and this log has
+ * not yet recorded its decision; its entry's `data-pending` says which ("true" / "false").
  */
 
 export interface TranscriptHooks extends RenderContext {
   /** Every event of the shown session (after it is rendered). */
   onEvent(sessionId: string, event: SessionEvent): void;
   onState(state: StreamState): void;
+  /** Decision controls for an approval still pending in the tree's list, else null. */
+  approvalControls(approvalId: string): HTMLElement | null;
 }
 
 export class TranscriptView {
@@ -20,6 +24,8 @@ export class TranscriptView {
   #stream: EventStream | undefined;
   #sessionId: string | undefined;
   #openTurn = false;
+  /** Approvals whose decision this log has recorded. */
+  #decided = new Set<string>();
 
   constructor(container: HTMLElement, working: HTMLElement, hooks: TranscriptHooks) {
     this.#container = container;
@@ -37,6 +43,7 @@ export class TranscriptView {
     this.#sessionId = sessionId;
     this.#container.dataset.transcriptFor = sessionId;
     this.#container.replaceChildren();
+    this.#decided.clear();
     this.#setWorking(false);
     const stream = client.stream(sessionId, {
       onState: (state) => {
@@ -66,6 +73,23 @@ export class TranscriptView {
     }
   }
 
+  /** Shows or takes away the decision controls of every asked approval (the tree's list changed). */
+  syncApprovals(): void {
+    for (const el of this.#container.querySelectorAll<HTMLElement>('[data-event-type="approval/requested"]'))
+      this.#syncApproval(el);
+  }
+
+  #syncApproval(el: HTMLElement): void {
+    const id = el.dataset.approvalId ?? "";
+    const slot = el.querySelector(".approval-slot");
+    if (!slot) return;
+    const controls = this.#decided.has(id) ? null : this.#hooks.approvalControls(id);
+    el.dataset.pending = String(controls !== null);
+    if (!controls) slot.replaceChildren();
+    // controls already shown stay (with any reason being typed)
+    else if (slot.childElementCount === 0) slot.appendChild(controls);
+  }
+
   async #pump(stream: EventStream, sessionId: string): Promise<void> {
     try {
       for await (const event of stream) {
@@ -83,6 +107,15 @@ export class TranscriptView {
     if (event.type === "turn/end") this.#setWorking(false);
     const el = renderEvent(event, this.#hooks);
     if (!el) return;
+    if (event.type === "approval/requested") this.#syncApproval(el);
+    if (event.type === "approval/decided") {
+      const id = (event.data as { approvalId: string }).approvalId;
+      this.#decided.add(id);
+      for (const asked of this.#container.querySelectorAll<HTMLElement>(
+        '[data-event-type="approval/requested"]',
+      ))
+        if (asked.dataset.approvalId === id) this.#syncApproval(asked);
+    }
     const scroller = this.#container;
     const atBottom = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 80;
     scroller.appendChild(el);

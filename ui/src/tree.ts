@@ -5,7 +5,8 @@ import { childStatus, type DisplayStatus, shortId } from "./format";
 /**
  * The live tree of a top-level session: the root (GET /v1/sessions/:id) and its descendants
  * (GET /v1/sessions/:id/descendants, stable pre-order), one row per session with its state, mode,
- * label, depth and provider. Refreshes are serialized; one asked for during another runs after it.
+ * label, depth and provider, and a badge on each session with approvals pending (counts from the
+ * approvals panel). Refreshes are serialized; one asked for during another runs after it.
  */
 
 export interface TreeNode {
@@ -25,6 +26,10 @@ export class TreeView {
   readonly #container: HTMLElement;
   readonly #onSelect: (id: string) => void;
   #nodes = new Map<string, TreeNode>();
+  /** The rows as last loaded, in pre-order. */
+  #order: TreeNode[] = [];
+  /** Pending approvals per asking session. */
+  #pending = new Map<string, number>();
   #rootId: string | undefined;
   #selected: string | undefined;
   #running: Promise<void> | undefined;
@@ -54,6 +59,8 @@ export class TreeView {
     if (rootId === this.#rootId) return;
     this.#rootId = rootId;
     this.#nodes = new Map();
+    this.#order = [];
+    this.#pending = new Map();
     this.#painted = "";
     this.#container.replaceChildren();
   }
@@ -62,6 +69,12 @@ export class TreeView {
     this.#selected = id;
     for (const el of this.#container.querySelectorAll<HTMLElement>("[data-session-id]"))
       el.setAttribute("aria-current", String(el.dataset.sessionId === id));
+  }
+
+  /** Marks the sessions with approvals pending (session id -> how many); repaints if that changed. */
+  setPending(counts: Map<string, number>): void {
+    this.#pending = counts;
+    if (this.#order.length > 0) this.#render(this.#order);
   }
 
   /** Re-reads the tree from the API (coalescing overlapping calls). */
@@ -124,18 +137,20 @@ export class TreeView {
       });
     }
     this.#nodes = new Map(nodes.map((n) => [n.id, n]));
+    this.#order = nodes;
     this.#render(nodes);
   }
 
   #render(nodes: TreeNode[]): void {
     // an unchanged tree keeps its elements (nothing flickers, nothing a click holds goes away)
-    const painted = JSON.stringify(nodes);
+    const painted = JSON.stringify([nodes, nodes.map((n) => this.#pending.get(n.id) ?? 0)]);
     if (painted === this.#painted && this.#container.childElementCount > 0) return;
     this.#painted = painted;
     replace(
       this.#container,
-      nodes.map((n) =>
-        h(
+      nodes.map((n) => {
+        const pending = this.#pending.get(n.id) ?? 0;
+        return h(
           "li",
           {
             class: `node status-${n.status}`,
@@ -147,6 +162,7 @@ export class TreeView {
             "data-provider": n.provider,
             "data-parent-id": n.parentId ?? undefined,
             "data-tokens": n.tokens,
+            "data-pending-approvals": pending || undefined,
             style: `--depth: ${n.depth}`,
           },
           h(
@@ -155,11 +171,18 @@ export class TreeView {
             h("span", { class: "dot", "aria-hidden": "true" }),
             h("span", { class: "node-label" }, n.label ?? (n.depth === 0 ? "session" : "child")),
             h("span", { class: "node-id" }, shortId(n.id)),
-            // one cell for both badges, side by side: two items in one grid area would overlap
+            // one cell for every badge, side by side: two items in one grid area would overlap
             h(
               "span",
               { class: "badges" },
               h("span", { class: "badge status" }, n.status),
+              pending === 0
+                ? null
+                : h(
+                    "span",
+                    { class: "badge approval", title: "tool calls of this session waiting for a decision" },
+                    pending === 1 ? "1 approval" : `${pending} approvals`,
+                  ),
               n.tokens === undefined
                 ? null
                 : h(
@@ -176,8 +199,8 @@ export class TreeView {
                 : [n.mode ?? n.reason ?? "?", n.provider ? ` · ${n.provider}` : "", ` · depth ${n.depth}`],
             ),
           ),
-        ),
-      ),
+        );
+      }),
     );
   }
 }
