@@ -4,13 +4,20 @@ import {
   McpServer,
   type StandardSchemaWithJSON,
 } from "@modelcontextprotocol/server";
+import { z } from "zod";
 import type { SessionHost } from "../../src/agent/host";
 import { executeTool, type Tool, toolSpecs } from "../../src/agent/tools";
 import { textOf } from "../../src/contract/content";
+import { ApprovalDecided, ApprovalList } from "../../src/contract/responses";
+import { CALLER_HEADER, type Caller } from "../../src/contract/session";
+import type { PendingApproval } from "../../src/contract/session-api";
+import { DecideApprovalBody } from "../../src/contract/wire";
 import { renderForeground } from "../../src/core/run-rendering";
 import { logRefusal } from "../../src/core/quotas";
 import type { OneShotRuns } from "../delegation/one-shot/one-shot-runs";
+import type { ApprovalRow } from "../store/approvals";
 import type { SessionContext } from "./session-context";
+import { pendingApproval } from "./session-view";
 
 /**
  * A session's tools for any MCP client (docs/semantics.md §14): `POST /v1/sessions/:id/mcp`
@@ -22,8 +29,15 @@ import type { SessionContext } from "./session-context";
  * tools its model sees, under its tool filter, minus the child-only answering tools. A
  * foreground `subagent` call answers with the child's result (progress notifications while it
  * runs, when the client sent a progress token); a background one answers at once, and nothing
- * depends on the connection afterwards. Every call and its result are in the log as `mcp/call`
- * and `mcp/result`, so a transcript tells them apart from the model's own calls.
+ * depends on the connection afterwards. Every call of a session tool and its result are in the log
+ * as `mcp/call` and `mcp/result`, so a transcript tells them apart from the model's own calls.
+ *
+ * Two more tools are the caller's, not the model's (README "Approvals"): `pending_approvals`
+ * lists the pending approvals of the session and its descendants, and `decide_approval` decides
+ * one through the same path as `POST /v1/sessions/:id/approvals/:approvalId`, with the caller's
+ * authority (`by` is the session, or `admin` for an admin caller). They are logged as what they
+ * do (`approval/decided`), not as `mcp/call`. A foreground `subagent` call whose child (or a
+ * session below it) waits on an approval says so in its progress notifications.
  */
 
 /** Tools a child answers its parent with: not a caller's to use. */
@@ -32,6 +46,22 @@ const CHILD_ONLY = new Set(["report", "structured_output"]);
 const PROGRESS_EVERY_MS = 5_000;
 /** A foreground call's longest wait (its child keeps running after; task_output reads it later). */
 const FOREGROUND_LIMIT_MS = 10 * 60_000;
+/** The approval tools' names (fixed); a session tool of the same name is not offered over MCP. */
+const PENDING_APPROVALS = "pending_approvals";
+const DECIDE_APPROVAL = "decide_approval";
+/** `decide_approval`'s arguments: the HTTP route's body, with the approval's id beside it. */
+const DecideApprovalArgs = z.object({
+  approval_id: z
+    .string()
+    .min(1)
+    .describe("The approvalId of a pending approval, as pending_approvals lists it."),
+  decision: DecideApprovalBody.shape.decision.describe(
+    '"approve" runs the held call, once; "deny" answers it with an error result starting "denied".',
+  ),
+  reason: DecideApprovalBody.shape.reason.describe(
+    "Why, in a few words; a denied call's result carries it to the model that made the call.",
+  ),
+});
 
 export class McpFace {
   readonly #ctx: SessionContext;
@@ -45,17 +75,21 @@ export class McpFace {
     this.#runs = runs;
   }
 
+  /** Serves one MCP request; the session object has authorized its caller (in `CALLER_HEADER`) to act. */
   handle(request: Request): Promise<Response> {
-    this.#handler ??= createMcpHandler(() => this.#server(), { legacy: "stateless" });
+    this.#handler ??= createMcpHandler(({ requestInfo }) => this.#server(callerOf(requestInfo)), {
+      legacy: "stateless",
+    });
     return this.#handler.fetch(request);
   }
 
-  async #server(): Promise<McpServer> {
+  async #server(caller: Caller | null): Promise<McpServer> {
     const server = new McpServer({ name: "subagents-edge session", version: "0.1.0" });
     const tools = await this.#ctx.tools.visible(this.#ctx.header());
     const specs = toolSpecs(tools);
     for (const [i, tool] of tools.entries()) {
-      if (CHILD_ONLY.has(tool.name)) continue;
+      if (CHILD_ONLY.has(tool.name) || tool.name === PENDING_APPROVALS || tool.name === DECIDE_APPROVAL)
+        continue;
       const parameters = specs[i]?.parameters ?? { type: "object" };
       server.registerTool(
         tool.name,
@@ -63,7 +97,58 @@ export class McpFace {
         (async (args: unknown, extra: McpCallContext) => this.#call(tool, tools, args, extra)) as never,
       );
     }
+    this.#approvalTools(server, caller);
     return server;
+  }
+
+  /** `pending_approvals` and `decide_approval` (README "Approvals"). */
+  #approvalTools(server: McpServer, caller: Caller | null): void {
+    server.registerTool(
+      PENDING_APPROVALS,
+      {
+        description:
+          "Lists the tool calls waiting for a person's decision in this session and in every subagent below it, oldest first: " +
+          "each with its approvalId, the session that made the call, the tool, its arguments, the call's id and when it was requested (epoch ms). " +
+          "A call that waits does not run until it is approved, with decide_approval or by a person elsewhere (HTTP API, dashboard).",
+        inputSchema: z.object({}),
+        outputSchema: ApprovalList,
+      },
+      async () => {
+        const listed = { approvals: this.#pending().map(pendingApproval) };
+        return { content: [{ type: "text", text: JSON.stringify(listed) }], structuredContent: listed };
+      },
+    );
+    server.registerTool(
+      DECIDE_APPROVAL,
+      {
+        description:
+          "Decides a pending approval of this session or of a subagent below it (see pending_approvals): " +
+          '"approve" lets the held tool call run, exactly once; "deny" answers it with an error result starting "denied", then the reason. ' +
+          "Deciding the same way again answers the same; the other decision after one was taken is an error naming ALREADY_DECIDED, " +
+          "and an approval that is not in this session's subtree is NOT_FOUND.",
+        inputSchema: DecideApprovalArgs,
+        outputSchema: ApprovalDecided,
+      },
+      async ({ approval_id, decision, reason }) => {
+        const id = this.#ctx.header()?.id;
+        if (!caller || !id) return errorResult("UNAUTHENTICATED: no caller");
+        // the HTTP route's own path: the session object authorizes the caller and routes the
+        // decision to the session that asked
+        const decided = await this.#ctx
+          .session(id)
+          .decideApproval(caller, approval_id, reason === undefined ? { decision } : { decision, reason });
+        if (!decided.ok) return errorResult(`${decided.code}: ${decided.message}`);
+        return {
+          content: [{ type: "text", text: JSON.stringify(decided.value) }],
+          structuredContent: decided.value,
+        };
+      },
+    );
+  }
+
+  /** This session's pending approvals and its descendants', oldest first (they travel up to it). */
+  #pending(): ApprovalRow[] {
+    return this.#ctx.stores.approvals.pending();
   }
 
   async #call(
@@ -125,7 +210,7 @@ export class McpFace {
             params: {
               progressToken: token,
               progress: progress + 1,
-              message: `subagent ${run.childId} is running`,
+              message: progressMessage(run.childId, this.#waitingBelow(run)),
             },
           })
           .catch(() => {});
@@ -135,6 +220,48 @@ export class McpFace {
       isError: false,
     };
   }
+
+  /**
+   * The pending approvals a foreground child waits on, from this session's own store (every
+   * request travels up to every ancestor): the child's own, those of sessions deeper down, and
+   * this session's own that the run holds (a transport's request on the child's behalf, held as
+   * `<transport>:<runId>/…`, with no turn). A deeper session's request does not say which child it
+   * came through, so one below another child of this session is counted too; this session's other
+   * approvals and its other children's are not.
+   */
+  #waitingBelow(run: { runId: string; childId: string }): PendingApproval[] {
+    const { stores } = this.#ctx;
+    const self = this.#ctx.header()?.id;
+    const otherChild = (id: string) =>
+      id !== run.childId && (stores.children.has(id) || stores.runs.byChildId(id) !== undefined);
+    const heldByRun = (row: ApprovalRow) =>
+      row.turn === undefined && row.callKey?.split("/")[0]?.endsWith(`:${run.runId}`) === true;
+    return this.#pending()
+      .filter((row) => (row.sessionId === self ? heldByRun(row) : !otherChild(row.sessionId)))
+      .map(pendingApproval);
+  }
+}
+
+/** A foreground call's progress: the child runs, or it waits for a decision on its approvals. */
+function progressMessage(childId: string, waiting: readonly PendingApproval[]): string {
+  if (waiting.length === 0) return `subagent ${childId} is running`;
+  const which = waiting
+    .map(
+      (a) =>
+        `${a.tool} (approval ${a.approvalId}${a.sessionId === childId ? "" : `, session ${a.sessionId}`})`,
+    )
+    .join(", ");
+  return `subagent ${childId} waits for a decision on ${waiting.length === 1 ? "an approval" : `${waiting.length} approvals`}: ${which}; decide it with decide_approval`;
+}
+
+/** A tool error result whose text names the failure's code first. */
+function errorResult(text: string): { content: { type: "text"; text: string }[]; isError: true } {
+  return { content: [{ type: "text", text }], isError: true };
+}
+
+/** The caller the session object authorized, from the request the SDK hands the server factory. */
+function callerOf(request: Request | undefined): Caller | null {
+  return JSON.parse(request?.headers.get(CALLER_HEADER) ?? "null") as Caller | null;
 }
 
 /**

@@ -9,7 +9,11 @@ import { waitForTurnEnds } from "../../support/logs";
  * A session's MCP face lists each tool with the JSON schema its model is shown: an MCP client
  * (the official SDK's) driving the session sees a remote MCP server's tool arguments
  * (`mcp__<server>__<tool>`), and every other tool's, exactly as the model's request carries them.
+ * The approval tools (`pending_approvals`, `decide_approval`) are the MCP caller's, never the
+ * model's: listed over MCP, absent from the model's request.
  */
+
+const CALLER_ONLY = ["pending_approvals", "decide_approval"];
 
 const { TEST_MCP_URL, TEST_MCP_TOKEN } = env as unknown as { TEST_MCP_URL: string; TEST_MCP_TOKEN: string };
 
@@ -45,6 +49,11 @@ it("lists a remote MCP tool's arguments, and every tool's schema as the model's 
     properties: { a: { type: "number" }, b: { type: "number" } },
     required: ["a", "b"],
   });
-  for (const tool of listed) expect(tool.inputSchema, tool.name).toEqual(seenByModel.get(tool.name));
+  for (const name of CALLER_ONLY) {
+    expect(listed.map((t) => t.name)).toContain(name);
+    expect(seenByModel.has(name)).toBe(false);
+  }
+  for (const tool of listed.filter((t) => !CALLER_ONLY.includes(t.name)))
+    expect(tool.inputSchema, tool.name).toEqual(seenByModel.get(tool.name));
   await client.close();
 });
