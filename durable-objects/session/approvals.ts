@@ -25,6 +25,8 @@ export class SessionApprovals implements SessionPart, ApprovalGate {
   readonly #ctx: SessionContext;
   readonly #settings: () => TurnSettings;
   readonly envelopes: EnvelopeHandlers = { approval: (envelope) => this.#relay(envelope) };
+  /** Holders waiting in this instance for their approvals' decisions (an ACP agent's requests). */
+  readonly #waiters = new Map<string, (decided: { decision: ApprovalDecision; reason?: string }) => void>();
 
   constructor(ctx: SessionContext, settings: () => TurnSettings) {
     this.#ctx = ctx;
@@ -76,6 +78,57 @@ export class SessionApprovals implements SessionPart, ApprovalGate {
     stores.log.append("approval/requested", data);
     this.#sendUp({ kind: "approval", event: "approval/requested", data });
     return "wait";
+  }
+
+  /**
+   * An approval held by something other than a model's call: an ACP agent's permission request
+   * of a run this session owns (`holder` `acp:<runId>`). Resolves with the decision; `release`
+   * denies what a holder still holds when it stops waiting (its run ended or lost its connection).
+   */
+  ask(
+    holder: string,
+    request: { toolCallId: string; tool: string; args: JsonValue },
+  ): Promise<{ decision: ApprovalDecision; reason?: string }> {
+    const { stores } = this.#ctx;
+    const header = this.#ctx.header()!;
+    const approvalId = crypto.randomUUID();
+    const refused = stores.transact(() => {
+      if (stores.approvals.ownPending(header.id).length >= MAX_PENDING_APPROVALS) return true;
+      const now = Date.now();
+      const data: EventData["approval/requested"] = {
+        approvalId,
+        sessionId: header.id,
+        ...request,
+        requestedAt: now,
+      };
+      const timeout = this.#settings().approvalTimeoutMs;
+      stores.approvals.request({
+        ...data,
+        callKey: `${holder}/${approvalId}`,
+        ...(timeout ? { expiresAt: now + timeout } : {}),
+      });
+      stores.log.append("approval/requested", data);
+      this.#sendUp({ kind: "approval", event: "approval/requested", data });
+      return false;
+    });
+    if (refused)
+      return Promise.resolve({
+        decision: "deny",
+        reason: `this session already waits on ${MAX_PENDING_APPROVALS} approvals, the most it may`,
+      });
+    this.#ctx.kick(); // a timeout needs the alarm
+    return new Promise((resolve) => this.#waiters.set(approvalId, resolve));
+  }
+
+  /** Denies, with `reason`, the approvals `holder` still holds. */
+  release(holder: string, reason: string): void {
+    const { stores } = this.#ctx;
+    const header = this.#ctx.header();
+    if (!header) return;
+    stores.transact(() => {
+      for (const row of stores.approvals.ownPending(header.id))
+        if (row.callKey?.startsWith(`${holder}/`)) this.#decide(row.approvalId, "deny", reason, header.id);
+    });
   }
 
   /**
@@ -156,6 +209,12 @@ export class SessionApprovals implements SessionPart, ApprovalGate {
         [{ type: "text", text: deniedText(reason) }],
         true,
       );
+    // a holder waiting here (an ACP agent's request) hears it once the transaction is over
+    const waiter = this.#waiters.get(approvalId);
+    if (waiter) {
+      this.#waiters.delete(approvalId);
+      queueMicrotask(() => waiter({ decision, ...(reason ? { reason } : {}) }));
+    }
     return outcome;
   }
 

@@ -81,8 +81,11 @@ export function assembleParts(
   const callbacks = new CallbackSender(ctx);
   const delivery = signals.add(new Delivery(ctx, signals, callbacks));
   const deliver = delivery.deliver.bind(delivery);
+  // built before the transports (an ACP agent's permission requests are approvals), added to
+  // the signals with the parts below
+  const approvals = new SessionApprovals(ctx, settings);
   const remote = new RemoteRuns(ctx, deliver);
-  const acp = new AcpRuns(ctx, deliver);
+  const acp = new AcpRuns(ctx, deliver, approvals);
   const a2a = new A2aRuns(ctx, deliver);
   const runs = new OneShotRuns(ctx, [remote, acp, a2a]);
   const local = signals.add(runs.local);
@@ -95,7 +98,7 @@ export function assembleParts(
   const children = signals.add(new ContinuableParent(ctx, drains));
   const self = signals.add(new ContinuableChild(ctx, drains, runs));
   // a turn's end denies its pending approvals (before a callback or a result reads the turn)
-  const approvals = signals.add(new SessionApprovals(ctx, settings));
+  signals.add(approvals);
   // last: a callback carries the turn's result after the runs and the one-shot child saw its end
   signals.add(callbacks);
   signals.requireHandlers(DELIVERED_KINDS);

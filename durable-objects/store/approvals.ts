@@ -50,9 +50,12 @@ interface Row extends Record<string, SqlStorageValue> {
 export class Approvals {
   constructor(readonly sql: TableSql) {}
 
-  /** This session asks: a pending approval holding the call `callKey`. */
+  /**
+   * This session asks: a pending approval holding `callKey` (a model's call of `turn`, or, with no
+   * turn, what another holder names: an ACP agent's permission request).
+   */
   request(
-    row: EventData["approval/requested"] & { callKey: string; turn: number; expiresAt?: number },
+    row: EventData["approval/requested"] & { callKey: string; turn?: number; expiresAt?: number },
   ): void {
     this.sql.exec(
       `INSERT INTO approvals (approval_id, session_id, tool_call_id, tool, args, requested_at, call_key, turn, expires_at)
@@ -64,7 +67,7 @@ export class Approvals {
       JSON.stringify(row.args),
       row.requestedAt,
       row.callKey,
-      row.turn,
+      row.turn ?? null,
       row.expiresAt ?? null,
     );
   }

@@ -2,7 +2,9 @@ import type { ContentBlock } from "../../src/contract/content";
 import { type Outcome, ok } from "../../src/contract/errors";
 import type { SubagentResult } from "../../src/contract/run";
 import { AcpConnection, type AcpTimeouts } from "../../src/providers/acp-client";
-import { failedResult } from "../../src/providers/acp-protocol";
+import { failedResult, permissionOptionFor } from "../../src/providers/acp-protocol";
+import type { ApprovalDecision } from "../../src/contract/events";
+import type { JsonValue } from "../../src/contract/json";
 import type { ProviderKind } from "../../src/contract/provider";
 import { prepareOutOfProcess, publishOutOfProcess } from "./out-of-process";
 import type { ResultSink } from "./far-side-runs";
@@ -10,6 +12,11 @@ import type { RunRow } from "../store/runs";
 import type { SessionPart } from "../session/part";
 import type { ChildTransport, TransportStart } from "./transport";
 import type { SessionContext } from "../session/session-context";
+
+/** What holds the approvals of a run's permission requests. */
+function holderOf(runId: string): string {
+  return `acp:${runId}`;
+}
 
 /** The child id prefix of ACP runs (`acp:<runId>`): how the parent tells them from other runs. */
 const PREFIX = "acp:";
@@ -21,6 +28,15 @@ export const MAX_ACP_RESUMES = 3;
 const ACP_WATCHDOG_MS = 15_000;
 
 const LOST = "connection lost: the session restarted while the ACP agent was running";
+
+/** Approvals held by runs (the session's approvals part): an agent's permission requests wait on them. */
+export interface PermissionApprovals {
+  ask(
+    holder: string,
+    request: { toolCallId: string; tool: string; args: JsonValue },
+  ): Promise<{ decision: ApprovalDecision; reason?: string }>;
+  release(holder: string, reason: string): void;
+}
 
 /** An agent that could not be reached is tried this many times in all, backing off from `ACP_RETRY_MS`. */
 export const ACP_CONNECT_ATTEMPTS = 5;
@@ -38,7 +54,10 @@ const ACP_RETRY_MS = 250;
  * agent does not offer `session/load` ends `error` saying so (a run whose prompt never went out
  * starts over), `aborted` if it had been cancelled. An agent that could not be reached (no answer
  * to the upgrade, HTTP 429 or 5xx) is tried again, ACP_CONNECT_ATTEMPTS times in all. The result never rejects: transport failures
- * are `error` with a bounded diagnostic, without credentials.
+ * are `error` with a bounded diagnostic, without credentials. The agent's permission requests (a
+ * coding agent asking to edit a file or run a command) are approvals of this session (README
+ * "Approvals"): approve answers with the agent's allow-once option, deny with its reject-once
+ * option, and a run that ends, is cancelled or loses its connection denies what it still waits on.
  */
 export class AcpRuns implements ChildTransport, SessionPart {
   readonly name = "ACP transport";
@@ -53,10 +72,12 @@ export class AcpRuns implements ChildTransport, SessionPart {
   readonly #owed = new Map<string, SubagentResult>();
   /** Runs waiting to try an unreachable agent again, with the timer of the next try (memory only). */
   readonly #retrying = new Map<string, ReturnType<typeof setTimeout>>();
+  readonly #approvals: PermissionApprovals;
 
-  constructor(ctx: SessionContext, sink: ResultSink, timeouts?: AcpTimeouts) {
+  constructor(ctx: SessionContext, sink: ResultSink, approvals: PermissionApprovals, timeouts?: AcpTimeouts) {
     this.#ctx = ctx;
     this.#sink = sink;
+    this.#approvals = approvals;
     this.#timeouts = timeouts;
   }
 
@@ -136,6 +157,10 @@ export class AcpRuns implements ChildTransport, SessionPart {
    */
   #reconnect(run: RunRow): void {
     const { stores } = this.#ctx;
+    this.#approvals.release(
+      holderOf(run.runId),
+      "the connection to the agent was lost; it asks again if it resumes",
+    );
     const row = stores.acpRuns.get(run.runId);
     if (!row || run.cancelRequested) {
       this.#apply(run.runId, failedResult(LOST, "", []));
@@ -165,6 +190,16 @@ export class AcpRuns implements ChildTransport, SessionPart {
     const connection = new AcpConnection(target, prompt, {
       ...(this.#timeouts ? { timeouts: this.#timeouts } : {}),
       ...(resume === undefined ? {} : { resume }),
+      onPermission: async (request) => {
+        const provider = this.#ctx.stores.runs.get(runId)?.spec.provider ?? "acp";
+        const { decision } = await this.#approvals.ask(holderOf(runId), {
+          toolCallId: String(request.toolCall.toolCallId ?? "").slice(0, 256) || "permission",
+          tool: provider,
+          args: { toolCall: request.toolCall, options: request.options } as unknown as JsonValue,
+        });
+        // a run cancelled meanwhile answers `cancelled` (its approval was denied saying so)
+        return this.#unwanted(runId) ? undefined : permissionOptionFor(request.options, decision);
+      },
       onSession: (sessionId, canLoad) => {
         const { stores } = this.#ctx;
         stores.transact(() => {
@@ -177,6 +212,8 @@ export class AcpRuns implements ChildTransport, SessionPart {
     this.#live.set(runId, connection);
     void connection.result.then((result) => {
       this.#live.delete(runId);
+      const cancelled = this.#ctx.stores.runs.get(runId)?.cancelRequested === true;
+      this.#approvals.release(holderOf(runId), cancelled ? "the run was cancelled" : "the run ended");
       // the agent never saw this attempt: try again, backing off, while attempts remain
       if (connection.unreachable && attempts < ACP_CONNECT_ATTEMPTS && !this.#unwanted(runId)) {
         const timer = setTimeout(

@@ -9,6 +9,8 @@ import {
   loadSessionParams,
   newSessionParams,
   offersLoadSession,
+  type PermissionRequest,
+  permissionRequestOf,
   promptParams,
   promptResult,
   upgradeUrl,
@@ -20,8 +22,9 @@ import { scrub } from "./remote-protocol";
  * `Upgrade` header), then the official ACP SDK's client side over the socket (its JSON-RPC
  * framing, dispatch and message checks): `initialize` -> `session/new` (its cwd the placeholder
  * ACP_SESSION_CWD: where the agent works is its side's to decide) -> `session/prompt`,
- * accumulating `agent_message_chunk` texts as the output; the agent's permission requests are
- * declined and its other requests refused. A connection that resumes a
+ * accumulating `agent_message_chunk` texts as the output; the agent's permission requests go to
+ * `onPermission` (an approval of the session that owns the run; without one they are answered
+ * `cancelled`) and its other requests are refused. A connection that resumes a
  * run (its object restarted) sends `session/load` for the run's session instead of
  * `session/new`, when the agent's `initialize` offers it (the history it replays is not output),
  * then `session/cancel` (an agent that outlived the old connection stops the old prompt) and
@@ -57,6 +60,11 @@ export interface AcpRunOptions {
   onSession?: (sessionId: string, canLoad: boolean) => void;
   /** Resume this session of the agent (`session/load`) instead of starting a new one. */
   resume?: string;
+  /**
+   * The agent asks permission for a tool call: resolves the option to answer with, or undefined
+   * to answer `cancelled`.
+   */
+  onPermission?: (request: PermissionRequest) => Promise<string | undefined>;
 }
 
 const CANCELLED = "the run was cancelled by its parent";
@@ -78,6 +86,7 @@ export class AcpConnection {
 
   readonly #onSession: ((sessionId: string, canLoad: boolean) => void) | undefined;
   readonly #resume: string | undefined;
+  readonly #onPermission: AcpRunOptions["onPermission"];
   /** While `session/load` replays the session's history, its updates are not this run's output. */
   #replaying = false;
   #unreachable = false;
@@ -87,6 +96,7 @@ export class AcpConnection {
     this.#timeouts = options.timeouts ?? ACP_TIMEOUTS;
     this.#onSession = options.onSession;
     this.#resume = options.resume;
+    this.#onPermission = options.onPermission;
     this.result = new Promise((resolve) => {
       this.#resolve = resolve;
     });
@@ -166,7 +176,15 @@ export class AcpConnection {
         )
           this.#output += update.content.text ?? "";
       })
-      .onRequest(methods.client.session.requestPermission, () => ({ outcome: { outcome: "cancelled" } }));
+      .onRequest(methods.client.session.requestPermission, async ({ params }) => {
+        const optionId =
+          this.#onPermission && !this.#finished && !this.#cancelled
+            ? await this.#onPermission(permissionRequestOf(params))
+            : undefined;
+        return optionId === undefined || this.#cancelled
+          ? { outcome: { outcome: "cancelled" as const } }
+          : { outcome: { outcome: "selected" as const, optionId } };
+      });
     await app.connectWith(this.#stream(socket), async (context) => {
       this.#context = context;
       const init = await this.#call(

@@ -108,3 +108,44 @@ export function failedResult(
     diagnostic: capDiagnostic(scrub(diagnostic, secrets)),
   };
 }
+
+/** An ACP agent's `session/request_permission`, as the runtime reads it. */
+export interface PermissionRequest {
+  toolCall: { toolCallId?: string; title?: string; kind?: string; rawInput?: unknown } & Record<
+    string,
+    unknown
+  >;
+  options: { optionId: string; name?: string; kind?: string }[];
+}
+
+/** The request's parts the runtime reads (tolerant: anything else is an empty request). */
+export function permissionRequestOf(params: unknown): PermissionRequest {
+  const p = (params ?? {}) as { toolCall?: unknown; options?: unknown };
+  const toolCall =
+    typeof p.toolCall === "object" && p.toolCall !== null
+      ? (p.toolCall as PermissionRequest["toolCall"])
+      : {};
+  const options = Array.isArray(p.options)
+    ? (p.options as unknown[]).filter(
+        (o): o is PermissionRequest["options"][number] =>
+          typeof o === "object" && o !== null && typeof (o as { optionId?: unknown }).optionId === "string",
+      )
+    : [];
+  return { toolCall, options };
+}
+
+/**
+ * The agent's own option for a decision: approve takes its allow-once option (else allow-always),
+ * deny its reject-once (else reject-always); undefined when it offers none (answered `cancelled`).
+ */
+export function permissionOptionFor(
+  options: PermissionRequest["options"],
+  decision: "approve" | "deny",
+): string | undefined {
+  const kinds = decision === "approve" ? ["allow_once", "allow_always"] : ["reject_once", "reject_always"];
+  for (const kind of kinds) {
+    const option = options.find((o) => o.kind === kind);
+    if (option) return option.optionId;
+  }
+  return undefined;
+}

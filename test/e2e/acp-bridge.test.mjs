@@ -8,7 +8,7 @@
 // /proc (the bridge's children), never assumed.
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, realpathSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { request } from "node:http";
 import { join } from "node:path";
@@ -355,6 +355,50 @@ describe("subagents-edge acp-bridge", () => {
     }
     // the run's connection ended with the run: its agent process is gone too
     await until(() => agentPids().every((pid) => !alive(pid)), "every agent to end with its connection");
+  });
+
+  it("a coding agent that asks permission before it writes a file writes it after approve, and not after deny", async () => {
+    const server = await startDevServer();
+    const files = mkdtempSync(join(tmpdir(), "acp-writes-"));
+    try {
+      const put = await api(server, "PUT", "/v1/providers/coder", {
+        body: { kind: "acp", url: `ws://127.0.0.1:${bridge.port}`, token: TOKEN },
+      });
+      assert.equal(put.status, 201, JSON.stringify(put.body));
+      const { id } = await createSession(server);
+      const attempt = async (file, decision) => {
+        const path = join(files, file);
+        const started = await api(server, "POST", `/v1/sessions/${id}/subagents`, {
+          body: { provider: "coder", mode: "one-shot", prompt: `write ${path} hello from ${file}` },
+        });
+        assert.equal(started.status, 201, JSON.stringify(started.body));
+        // the agent's request is an approval of the session that owns the run, naming the provider
+        const asked = await waitForEvents(server, id, (es) =>
+          es.some((e) => e.type === "approval/requested" && e.data.args.toolCall.rawInput.path === path),
+        );
+        const request = asked.find(
+          (e) => e.type === "approval/requested" && e.data.args.toolCall.rawInput.path === path,
+        );
+        assert.equal(request.data.tool, "coder");
+        assert.equal(existsSync(path), false, "nothing is written before the decision");
+        const decided = await api(server, "POST", `/v1/sessions/${id}/approvals/${request.data.approvalId}`, {
+          body: { decision },
+        });
+        assert.equal(decided.status, 200, JSON.stringify(decided.body));
+        const run = await api(server, "GET", `/v1/sessions/${id}/runs/${started.body.runId}?wait=20000`);
+        assert.equal(run.body.state, "settled");
+        return { path, output: run.body.result.output };
+      };
+      const approved = await attempt("approved.txt", "approve");
+      assert.deepEqual(approved.output, [{ type: "text", text: `wrote ${approved.path}` }]);
+      assert.equal(readFileSync(approved.path, "utf8"), "hello from approved.txt");
+      const denied = await attempt("denied.txt", "deny");
+      assert.deepEqual(denied.output, [{ type: "text", text: "not allowed: no" }]);
+      assert.equal(existsSync(denied.path), false, "a denied write never happens");
+    } finally {
+      await server.stop();
+      removeDir(files);
+    }
   });
 
   it("DELETE cancels a run through the bridge: session/cancel reaches the agent, the run ends aborted, its process ends", async () => {

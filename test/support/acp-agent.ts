@@ -10,6 +10,9 @@ import { agent, type AnyMessage, methods, RequestError, type Stream } from "@age
  *   "odd"         -> stopReason "exploded" (unknown: the run is an error)
  *   "break"       -> a JSON-RPC error for the prompt whose message echoes the Authorization header
  *   "hang up"     -> closes the connection mid-prompt (code 1011)
+ *   "write <p> <t>" -> asks permission (session/request_permission, a tool call of kind edit
+ *                    with options allow-once "yes" and reject-once "no") before it "writes" <t>
+ *                    to <p>: answers "wrote <p>" when allowed, "not allowed: <outcome>" otherwise
  *   anything else -> chunks "echo: " and the text, stopReason end_turn
  * On `agent.acp.test` the session is always `sess-1` and `session/load` is not offered. On
  * `load.acp.test` each session has its own id and is kept (like an agent that saves sessions to
@@ -138,6 +141,29 @@ function serve(socket: WebSocket, log: AcpAgentLog, keepsSessions: boolean): voi
       return new Promise<never>(() => {});
     }
     if (text === "break") throw new RequestError(-32603, `internal: ${log.auth}`);
+    const write = /^write (\S+) (.*)$/s.exec(text);
+    if (write) {
+      const answer = await client.request(methods.client.session.requestPermission, {
+        sessionId,
+        toolCall: {
+          toolCallId: `write-${write[1]}`,
+          title: `Write ${write[1]}`,
+          kind: "edit",
+          rawInput: { path: write[1], text: write[2] },
+        },
+        options: [
+          { optionId: "yes", name: "Allow once", kind: "allow_once" },
+          { optionId: "no", name: "Reject", kind: "reject_once" },
+        ],
+      });
+      const outcome = answer.outcome;
+      await chunk(
+        outcome.outcome === "selected" && outcome.optionId === "yes"
+          ? `wrote ${write[1]}`
+          : `not allowed: ${outcome.outcome === "selected" ? outcome.optionId : outcome.outcome}`,
+      );
+      return { stopReason: "end_turn" };
+    }
     if (text === "be long") {
       await chunk("partial");
       return { stopReason: "max_tokens" };
