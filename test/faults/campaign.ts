@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, inject, test } from "vitest";
 import { check } from "./checker";
 import { allObjects, restoreClock, Runner, type Op } from "./harness";
-import { execute, flush } from "./steps";
+import { execute, flush, settleApprovals } from "./steps";
 import { REGISTRY_FAULT_SCOPE } from "../../src/core/faults";
 import { EXTRA_POINTS, generate, POINTS, REGISTRY_REF, type Scenario } from "./scenario";
 import { snapshot, type Snapshot } from "./snapshot";
@@ -66,6 +66,10 @@ async function runSeed(seed: number): Promise<{ report: SeedReport; detail: stri
         backgroundMode: root.backgroundMode,
         label: `${root.ref} seed ${seed}`,
         ...(root.contextWindow === undefined ? {} : { contextWindow: root.contextWindow }),
+        ...(root.requireApproval === undefined ? {} : { requireApproval: root.requireApproval }),
+        ...(root.approvalTimeoutSeconds === undefined
+          ? {}
+          : { approvalTimeoutSeconds: root.approvalTimeoutSeconds }),
       });
       if (op.outcome === "ok") runner.bind(root.ref, String(op.result?.id));
     }
@@ -86,6 +90,10 @@ async function runSeed(seed: number): Promise<{ report: SeedReport; detail: stri
     await flush(runner, scenario);
     quiesced = (await runner.drain(objects, rootIds)) && quiesced;
     runner.removePlans();
+    // calls still waiting on a decision hold their turns (and the messages queued behind them):
+    // the client denies them, and again for gated calls the turns it freed then reach
+    for (let round = 0; round < 8 && (await settleApprovals(runner, scenario)) > 0; round++)
+      quiesced = (await runner.drain(objects, rootIds)) && quiesced;
     await runner.settle();
     const t3 = performance.now();
 

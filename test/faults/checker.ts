@@ -5,6 +5,7 @@ import {
   checkRunAnswer,
   emptyTally,
 } from "./answers";
+import { checkApprovals } from "./approvals";
 import type { Evidence } from "./explanations";
 import type { Fired, Op, Reset } from "./harness";
 import { checkModelChildren } from "./model-children";
@@ -174,6 +175,7 @@ export function check(input: CheckInput): CheckResult {
   }
   for (const [id, s] of sessions) if (s.header) checkModelDelegation(id, s, get, httpChildren, flag);
   checkModelChildren(ev, answers, flag);
+  checkApprovals(ev, notes, flag);
 
   // ---- HTTP-started children ----
   for (const child of scenario.children) {

@@ -1,3 +1,4 @@
+import { alreadyDecided } from "./approvals";
 import { drainsCovering, type Evidence, refOf, resetsOf } from "./explanations";
 import type { Op } from "./harness";
 import { REGISTRY_REF } from "./scenario";
@@ -71,6 +72,8 @@ function documentedRefusal(ev: Evidence, op: Op): string | undefined {
     const refs = named.map((id) => ev.scenario.children.find((c) => c.id === id)?.ref ?? id);
     return refs.some((ref) => unstarted(ev, ref, op)) ? "a child it names was never acknowledged" : undefined;
   }
+  const decided = alreadyDecided(ev, op);
+  if (decided) return decided;
   if (op.status === 409 && op.code === "DRAINING") {
     if (op.kind === "start-continuable") {
       // a whole-subtree drain closes admission at the parent; a selected one only at its children

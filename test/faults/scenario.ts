@@ -93,7 +93,17 @@ export interface RootSpec {
   backgroundMode: "continuable" | "one-shot";
   /** A window that makes the session compact before most steps (`SMALL_CONTEXT_WINDOW`). */
   contextWindow?: number;
+  /** Tools whose calls wait for a decision (README "Approvals"): `["echo"]` in some seeds. */
+  requireApproval?: string[];
+  /** Denies an approval still pending after that long. */
+  approvalTimeoutSeconds?: number;
 }
+
+/** The tool the schedule's gated calls call (only they call it). */
+export const GATED_TOOL = "echo";
+
+/** Why the client denies, once the schedule is over, what is still pending (steps.ts). */
+export const SCHEDULE_END = "the schedule ended";
 
 /** Tokens: less than the scripted session's tool specs alone, so every step past the second turn compacts. */
 export const SMALL_CONTEXT_WINDOW = 1000;
@@ -129,6 +139,8 @@ export type Step =
       key: string;
       answers: string[];
       children: ModelChild[];
+      /** For a message whose script calls the gated tool: the text it echoes (unique per call). */
+      gated?: string;
     }
   | { op: "resend"; root: string; of: string }
   | { op: "conflict"; root: string; of: string }
@@ -151,6 +163,19 @@ export type Step =
   | { op: "alarm"; target: string }
   | { op: "storm"; targets: string[]; count: number; gapMs: number; hard: boolean }
   | { op: "pause"; ms: number }
+  /**
+   * Lists the root's pending approvals and decides the one of the gated call that echoes `gated`
+   * (skipped when it never shows up as pending: its turn is not there yet, or has already ended)
+   */
+  | {
+      op: "decide";
+      root: string;
+      gated: string;
+      decision: "approve" | "deny";
+      reason?: string;
+      /** Waits this long first (a decision that comes late: a short timeout may pass first). */
+      delayMs?: number;
+    }
   | { op: "together"; steps: Step[] };
 
 export interface Scenario {
@@ -384,6 +409,66 @@ export function generate(seed: number): Scenario {
       after: compacting.int(0, 2),
       times: compacting.int(1, 2),
     });
+  }
+
+  // approvals: in some seeds one root requires approval of the gated tool (its children inherit
+  // it; only the schedule's gated calls call it), sometimes with a timeout short enough to race
+  // the operations or one the drain's clock passes; messages whose script calls it, each decided
+  // (or not) later, alone or racing an interrupt, a reset or the timeout. A fifth stream of its own.
+  const approving = new Rng(seed * 32452843 + 11);
+  if (approving.chance(0.35)) {
+    const root = approving.pick(roots);
+    root.requireApproval = [GATED_TOOL];
+    if (approving.chance(0.4)) root.approvalTimeoutSeconds = approving.pick([1, 2, 60]);
+    const calls = approving.int(1, 3);
+    for (let i = 0; i < calls; i++) {
+      // a tag of the campaign's shape (tables.ts counts its answers), past the main stream's
+      const t = `s${seed}-${100 + i}`;
+      const gated = `gated ${t}`;
+      const at = approving.int(0, steps.length);
+      steps.splice(at, 0, {
+        op: "send",
+        root: root.ref,
+        tag: t,
+        key: `key-${t}`,
+        content: JSON.stringify({
+          script: [{ call: [{ tool: GATED_TOOL, args: { text: gated } }] }, { say: `after gate ${t}` }],
+        }),
+        answers: [`after gate ${t}`],
+        children: [],
+        gated,
+      });
+      if (approving.chance(0.15)) continue; // left to the timeout, its turn's end or the schedule's end
+      const decision = approving.chance(0.55) ? "approve" : "deny";
+      const decide: Step = {
+        op: "decide",
+        root: root.ref,
+        gated,
+        decision,
+        ...(decision === "deny" ? { reason: `no ${t}` } : {}),
+      };
+      const race = approving.weighted([
+        ["alone", 5],
+        ["interrupt", 2],
+        ["abort", 2],
+        ["evict", 1],
+        ["late", 1],
+      ] as const);
+      const step: Step =
+        race === "alone"
+          ? decide
+          : race === "late"
+            ? { ...decide, delayMs: approving.int(200, 1500) }
+            : race === "interrupt"
+              ? { op: "together", steps: [decide, { op: "interrupt", root: root.ref }] }
+              : race === "abort"
+                ? {
+                    op: "together",
+                    steps: [decide, { op: "abort", target: root.ref, delayMs: approving.int(0, 10) }],
+                  }
+                : { op: "together", steps: [decide, { op: "evict", target: root.ref }] };
+      steps.splice(approving.int(at + 1, steps.length), 0, step);
+    }
   }
 
   return { seed, roots, children, steps, rules };

@@ -1,5 +1,6 @@
-import { type Runner, sleep, sqlOf } from "./harness";
-import type { ChildSpec, Scenario, Step } from "./scenario";
+import { ADMIN, bounded, type Runner, sleep, sqlOf } from "./harness";
+import { workerFetch } from "./objects";
+import { type ChildSpec, SCHEDULE_END, type Scenario, type Step } from "./scenario";
 
 /**
  * The schedule's steps run against the sessions: each request recorded in the runner's history
@@ -21,6 +22,7 @@ export async function execute(runner: Runner, scenario: Scenario, step: Step): P
         tag: step.tag,
         answers: step.answers,
         children: step.children,
+        ...(step.gated === undefined ? {} : { gated: step.gated }),
       };
       const body = { content: step.content, idempotencyKey: step.key };
       const op = await runner.call("send", step.root, "POST", `/v1/sessions/${root}/messages`, body, input);
@@ -182,10 +184,110 @@ export async function execute(runner: Runner, scenario: Scenario, step: Step): P
     case "pause":
       await sleep(step.ms);
       return;
+    case "decide": {
+      const root = idOf(step.root);
+      if (!root) return;
+      if (step.delayMs !== undefined) await sleep(step.delayMs);
+      const pending = await pendingOf(root, (a) => a.args?.text === step.gated, 8);
+      const approval = pending[0];
+      if (!approval) {
+        runner.notes.push(`a decision (${step.decision}) found its call pending in no listing`);
+        return;
+      }
+      await decide(runner, step.decision, step.root, root, approval, step.gated, step.reason);
+      return;
+    }
     case "together":
       await Promise.all(step.steps.map((s) => execute(runner, scenario, s)));
       return;
   }
+}
+
+/** A pending approval as `GET /v1/sessions/:id/approvals` lists it. */
+interface PendingApproval {
+  approvalId: string;
+  sessionId: string;
+  toolCallId: string;
+  tool: string;
+  args?: { text?: string };
+}
+
+/**
+ * The pending approvals of a session's subtree that match, listed up to `tries` times (a call's
+ * turn may not have reached it yet; a listing may fail under faults). A listing changes nothing,
+ * so it is no operation of the history.
+ */
+async function pendingOf(
+  id: string,
+  match: (a: PendingApproval) => boolean,
+  tries: number,
+): Promise<PendingApproval[]> {
+  for (let i = 0; i < tries; i++) {
+    if (i > 0) await sleep(25);
+    const answer = await bounded(
+      workerFetch(
+        new Request(`http://example.com/v1/sessions/${id}/approvals`, {
+          headers: { authorization: `Bearer ${ADMIN}` },
+        }),
+      ).then(async (r) => ({ status: r.status, text: await r.text() })),
+      5_000,
+    );
+    if (answer?.value.status !== 200) continue;
+    const listed = (JSON.parse(answer.value.text) as { approvals: PendingApproval[] }).approvals.filter(
+      match,
+    );
+    if (listed.length > 0) return listed;
+  }
+  return [];
+}
+
+/**
+ * Decides one approval through the root's path, recorded as an operation of kind `kind` with
+ * what the checker needs (the call's echoed text, the approval, the session that asked).
+ */
+async function decide(
+  runner: Runner,
+  kind: "approve" | "deny" | "settle-approval",
+  ref: string,
+  root: string,
+  approval: PendingApproval,
+  gated: string | undefined,
+  reason: string | undefined,
+): Promise<void> {
+  const decision = kind === "approve" ? "approve" : "deny";
+  await runner.call(
+    kind,
+    ref,
+    "POST",
+    `/v1/sessions/${root}/approvals/${approval.approvalId}`,
+    { decision, ...(reason === undefined ? {} : { reason }) },
+    {
+      decision,
+      approvalId: approval.approvalId,
+      sessionId: approval.sessionId,
+      toolCallId: approval.toolCallId,
+      ...(gated === undefined ? {} : { gated }),
+      ...(reason === undefined ? {} : { reason }),
+    },
+  );
+}
+
+/**
+ * A client done with its work denies what its roots' subtrees still wait on (a call nobody
+ * decides and no timeout bounds would hold its turn open forever), each recorded as a
+ * `settle-approval`; answers how many it denied.
+ */
+export async function settleApprovals(runner: Runner, scenario: Scenario): Promise<number> {
+  let denied = 0;
+  for (const spec of scenario.roots) {
+    const root = runner.ids.get(spec.ref);
+    if (!root || spec.requireApproval === undefined) continue;
+    for (const approval of await pendingOf(root, () => true, 3)) {
+      await decide(runner, "settle-approval", spec.ref, root, approval, approval.args?.text, SCHEDULE_END);
+      denied++;
+    }
+  }
+  return denied;
 }
 
 function findSend(steps: readonly Step[], tag: string): Extract<Step, { op: "send" }> | undefined {
