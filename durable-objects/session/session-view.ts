@@ -6,7 +6,10 @@ import { placementOf } from "../../src/core/placement";
 import { entryOf } from "./discovery";
 import type { SessionContext } from "./session-context";
 
-/** running: a turn is open or work is owed; waiting: children it owns still run; idle otherwise. */
+/**
+ * running: a turn is open or work is owed; waiting: children it owns still run, or its open turn
+ * has nothing to do until a person decides an approval; idle otherwise.
+ */
 export function sessionStatus(ctx: SessionContext): "running" | "waiting" | "idle" {
   const { stores, turns } = ctx;
   const owes = turns.owesStep();

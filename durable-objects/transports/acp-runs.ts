@@ -195,7 +195,7 @@ export class AcpRuns implements ChildTransport, SessionPart {
         const { decision } = await this.#approvals.ask(holderOf(runId), {
           toolCallId: String(request.toolCall.toolCallId ?? "").slice(0, 256) || "permission",
           tool: provider,
-          args: { toolCall: request.toolCall, options: request.options } as unknown as JsonValue,
+          args: { toolCall: request.toolCall, options: request.options },
         });
         // a run cancelled meanwhile answers `cancelled` (its approval was denied saying so)
         return this.#unwanted(runId) ? undefined : permissionOptionFor(request.options, decision);

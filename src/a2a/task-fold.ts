@@ -1,5 +1,6 @@
 import { type ContentBlock, isEmptyContent } from "../contract/content";
 import type { SessionEvent, TurnEndReason } from "../contract/events";
+import type { PendingApproval } from "../contract/session-api";
 
 /**
  * A session read as an A2A task (docs/semantics.md §16): the task is the session. Each message a
@@ -51,17 +52,7 @@ export interface TaskFold {
    * The tree's pending approvals (this session's and its descendants': their requests reach this
    * log), by approval id, oldest first: a working task that waits on one needs the user's input.
    */
-  approvals: Record<string, PendingApprovalFold>;
-}
-
-/** A pending approval as the task shows it (`GET …/approvals` has the same fields). */
-export interface PendingApprovalFold {
-  approvalId: string;
-  sessionId: string;
-  tool: string;
-  args: unknown;
-  toolCallId: string;
-  requestedAt: number;
+  approvals: Record<string, PendingApproval>;
 }
 
 export function emptyFold(): TaskFold {
@@ -182,7 +173,7 @@ export function foldTask(fold: TaskFold, events: readonly SessionEvent[]): TaskF
 }
 
 /** The tree's pending approvals, oldest first. */
-export function pendingApprovals(fold: TaskFold): PendingApprovalFold[] {
+export function pendingApprovals(fold: TaskFold): PendingApproval[] {
   return Object.values(fold.approvals).sort((a, b) => a.requestedAt - b.requestedAt);
 }
 

@@ -111,7 +111,7 @@ function approvalsMessage(taskId: string, fold: TaskFold): Message {
           'Reply with a data part {"approvalId", "decision": "approve" | "deny", "reason"?}.',
       ),
       {
-        content: { $case: "data", value: { approvals } as unknown as { [key: string]: unknown } },
+        content: { $case: "data", value: { approvals } },
         metadata: undefined,
         filename: "",
         mediaType: "application/json",

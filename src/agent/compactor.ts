@@ -1,10 +1,10 @@
 import type { CompactionTrigger } from "../contract/events";
 import { textOf } from "../contract/content";
 import { faultPoint } from "../core/faults";
-import { compactionRequest, overThreshold } from "./compaction";
+import { compactionRequest, contextWindowOf, overThreshold } from "./compaction";
 import type { CompactionPlan } from "./context-view";
 import type { DriverStores } from "./driver-stores";
-import { type ModelClient, ModelError, type ModelReply } from "./model";
+import { type ModelClient, ModelError, type ModelReply, type ToolSpec } from "./model";
 import { type AttemptClaim, callModel } from "./model-calls";
 import type { TurnSettings } from "./turn-settings";
 import type { Fence, Turns } from "./turns";
@@ -24,6 +24,19 @@ export interface CompactionSite {
 /** A request the model refused as too long, which compaction could not save (a turn's `CONTEXT_OVERFLOW`). */
 export class ContextOverflow extends Error {}
 
+/** Whether a model call failed because its request was refused as too long. */
+export function isOverflow(error: unknown): error is ModelError {
+  return error instanceof ModelError && error.contextOverflow;
+}
+
+/** The diagnostic of a step refused as too long that compaction could not save. */
+export function overflowFailure(window: number, error: ModelError, why: string): ContextOverflow {
+  return new ContextOverflow(
+    `CONTEXT_OVERFLOW: the model refused the step's request as longer than its context window ${why} ` +
+      `(the session's window: ${window} tokens; set a smaller contextWindow if the model's is smaller): ${error.message}`,
+  );
+}
+
 /** What a compactor works with: the session's stores, turns and settings, and the model routes. */
 export interface CompactorPorts {
   stores: DriverStores;
@@ -42,9 +55,65 @@ export interface CompactorPorts {
  */
 export class Compactor {
   readonly #ports: CompactorPorts;
+  /**
+   * Windows models stated when they refused a request as too long, by route: smaller than the
+   * session's setting, they bound this instance's later views too (memory only: relearnt at most
+   * once per instance).
+   */
+  readonly #statedWindows = new Map<string, number>();
 
   constructor(ports: CompactorPorts) {
     this.#ports = ports;
+  }
+
+  /** The session's model client, its window, and the characters its system prompt and tools add to every request. */
+  sizing(tools: readonly ToolSpec[]): { client: ModelClient; window: number; fixedChars: number } {
+    const settings = this.#ports.settings();
+    const client = this.#ports.models.client(settings.modelRoute);
+    const configured = contextWindowOf(settings.contextWindow, client, settings.defaultContextWindow);
+    return {
+      client,
+      window: Math.min(configured, this.#statedWindows.get(settings.modelRoute) ?? configured),
+      fixedChars: (settings.system?.length ?? 0) + JSON.stringify(tools).length,
+    };
+  }
+
+  /** The model behind `route` stated its window in a refusal. */
+  stated(route: string, window: number): void {
+    this.#statedWindows.set(route, window);
+  }
+
+  /** Whether a caller's compaction is owed while no turn is open. */
+  idleOwed(): boolean {
+    const { stores, turns } = this.#ports;
+    return (
+      stores.compaction.pending() !== undefined && stores.loop.get().openTurn === null && !turns.external()
+    );
+  }
+
+  /**
+   * A caller's compaction while no turn is open, at once. A failed summarizing call gives the
+   * request up (the threshold still compacts before a step needs it).
+   */
+  async compactIdle(tools: readonly ToolSpec[]): Promise<void> {
+    const { stores, turns } = this.#ports;
+    const { policy } = this.#ports.settings();
+    const controller = new AbortController();
+    const release = turns.track(controller);
+    try {
+      const { window, fixedChars } = this.sizing(tools);
+      await this.compact("request", {
+        window,
+        fixedChars,
+        signal: controller.signal,
+        claimAttempt: () => this.claimIdle(policy.attemptsPerStep),
+      });
+    } catch (error) {
+      console.warn("a requested compaction failed", error instanceof Error ? error.message : error);
+      stores.transact(() => stores.compaction.done());
+    } finally {
+      release();
+    }
   }
 
   /**

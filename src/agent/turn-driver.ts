@@ -3,9 +3,9 @@ import type { ToolCall } from "../contract/events";
 import { addUsage } from "../core/usage";
 import { faultPoint } from "../core/faults";
 import type { Plan } from "../core/turn-plan";
-import { contextWindowOf, overThreshold } from "./compaction";
-import { Compactor, type CompactorPorts, ContextOverflow } from "./compactor";
-import { type ModelClient, ModelError, type ModelReply, type ModelRequest, type ToolSpec } from "./model";
+import { overThreshold } from "./compaction";
+import { Compactor, type CompactorPorts, ContextOverflow, isOverflow, overflowFailure } from "./compactor";
+import type { ModelReply, ModelRequest } from "./model";
 import { callKey } from "./call-keys";
 import { callModel, type AttemptClaim } from "./model-calls";
 import { recordInbox } from "./external-session";
@@ -44,17 +44,6 @@ export interface TurnDriverPorts<Host> extends CompactorPorts {
   live?: { delta(delta: { turn: number; step: number; attempt: number; text: string }): void };
 }
 
-function isOverflow(error: unknown): error is ModelError {
-  return error instanceof ModelError && error.contextOverflow;
-}
-
-function overflowFailure(window: number, error: ModelError, why: string): ContextOverflow {
-  return new ContextOverflow(
-    `CONTEXT_OVERFLOW: the model refused the step's request as longer than its context window ${why} ` +
-      `(the session's window: ${window} tokens; set a smaller contextWindow if the model's is smaller): ${error.message}`,
-  );
-}
-
 /** A step that starts nothing (the step budget ended the turn, or a restart's refusal answered). */
 const NOTHING: Fence = { epoch: -1, turn: -1, step: -1 };
 
@@ -62,12 +51,6 @@ export class TurnDriver<Host> {
   readonly name = "turn driver";
   readonly #ports: TurnDriverPorts<Host>;
   readonly #compactor: Compactor;
-  /**
-   * Windows models stated when they refused a request as too long, by route: smaller than the
-   * session's setting, they bound this instance's later views too (memory only: relearnt at most
-   * once per instance).
-   */
-  readonly #statedWindows = new Map<string, number>();
 
   constructor(ports: TurnDriverPorts<Host>) {
     this.#ports = ports;
@@ -90,52 +73,13 @@ export class TurnDriver<Host> {
 
   /** Due now while a step is owed, or a caller's compaction while no turn is open (the drive loop's alarm). */
   nextDue(): number | undefined {
-    return this.#ports.turns.owesStep() || this.#idleCompactionOwed() ? Date.now() : undefined;
+    return this.#ports.turns.owesStep() || this.#compactor.idleOwed() ? Date.now() : undefined;
   }
 
-  #idleCompactionOwed(): boolean {
-    const { stores, turns } = this.#ports;
-    return (
-      stores.compaction.pending() !== undefined && stores.loop.get().openTurn === null && !turns.external()
-    );
-  }
-
-  /** The session's window and the characters its system prompt and tools add to every request. */
-  #sizing(tools: readonly ToolSpec[]): { client: ModelClient; window: number; fixedChars: number } {
-    const settings = this.#ports.settings();
-    const client = this.#ports.models.client(settings.modelRoute);
-    const configured = contextWindowOf(settings.contextWindow, client, settings.defaultContextWindow);
-    return {
-      client,
-      window: Math.min(configured, this.#statedWindows.get(settings.modelRoute) ?? configured),
-      fixedChars: (settings.system?.length ?? 0) + JSON.stringify(tools).length,
-    };
-  }
-
-  /**
-   * A caller's compaction while no turn is open: done at once, without starting a turn. A failed
-   * summarizing call gives the request up (the threshold still compacts before a step needs it).
-   */
+  /** A caller's compaction while no turn is open: done at once, without starting a turn. */
   async #compactIdle(): Promise<boolean> {
-    if (!this.#idleCompactionOwed()) return false;
-    const { stores, turns } = this.#ports;
-    const { policy } = this.#ports.settings();
-    const controller = new AbortController();
-    const release = turns.track(controller);
-    try {
-      const { window, fixedChars } = this.#sizing(toolSpecs(await this.#ports.tools.visibleTools()));
-      await this.#compactor.compact("request", {
-        window,
-        fixedChars,
-        signal: controller.signal,
-        claimAttempt: () => this.#compactor.claimIdle(policy.attemptsPerStep),
-      });
-    } catch (error) {
-      console.warn("a requested compaction failed", error instanceof Error ? error.message : error);
-      stores.transact(() => stores.compaction.done());
-    } finally {
-      release();
-    }
+    if (!this.#compactor.idleOwed()) return false;
+    await this.#compactor.compactIdle(toolSpecs(await this.#ports.tools.visibleTools()));
     return true;
   }
 
@@ -245,7 +189,7 @@ export class TurnDriver<Host> {
       });
     try {
       const specs = toolSpecs(await this.#ports.tools.visibleTools());
-      const sizing = this.#sizing(specs);
+      const sizing = this.#compactor.sizing(specs);
       const { client, fixedChars } = sizing;
       let { window } = sizing;
       const site = () => ({
@@ -300,7 +244,7 @@ export class TurnDriver<Host> {
         // step once more; a second refusal ends the turn
         if (error.contextLimit !== undefined && error.contextLimit < window) {
           window = error.contextLimit;
-          this.#statedWindows.set(settings.modelRoute, window);
+          this.#compactor.stated(settings.modelRoute, window);
         }
         if (!(await this.#compactor.compact("overflow", site())))
           throw overflowFailure(window, error, "there was nothing left to compact");
