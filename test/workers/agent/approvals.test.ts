@@ -151,6 +151,24 @@ describe("approvals of one session", () => {
     expect(turnReasons(events)).toEqual(["completed"]);
   });
 
+  it("a session holds at most 32 pending approvals: a call past them is answered with an error at once", async () => {
+    const { id } = await createSession({ model: "scripted", requireApproval: ["echo"] });
+    const calls = Array.from({ length: 33 }, (_, i) => toolCall("echo", { text: `call ${i}` }));
+    await send(id, script({ call: calls }, { say: "finished" }));
+    const events = await waitForEvents(
+      id,
+      (es) => requested(es).length === 32 && toolResults(es).length === 1,
+    );
+    expect(toolResults(events)).toMatchObject([
+      {
+        isError: true,
+        text: "Error: the call was not run: this session already waits on 32 approvals, the most it may",
+      },
+    ]);
+    expect(await pending(id)).toHaveLength(32);
+    expect((await view(id)).status).toBe("waiting");
+  });
+
   it("sessions without requirements run their calls as before; a bad pattern is refused", async () => {
     const { id } = await createSession({ model: "scripted" });
     await send(id, ECHO_THEN_DONE);
