@@ -39,6 +39,8 @@ export interface ChildRequest {
   contextWindow?: number | undefined;
   requireApproval?: string[] | undefined;
   approvalTimeoutSeconds?: number | undefined;
+  /** A continuable child's `deadlineSeconds` (its own, never inherited). */
+  turnDeadlineSeconds?: number | undefined;
   mcpServers?: McpServerSpec[] | undefined;
   jurisdiction?: Jurisdiction | undefined;
   locationHint?: LocationHint | undefined;
@@ -149,6 +151,7 @@ export function placeChild(
         requireApproval: childRequirements(header.options.requireApproval, request.requireApproval),
         approvalTimeoutSeconds: request.approvalTimeoutSeconds ?? header.options.approvalTimeoutSeconds,
       }),
+      ...compact({ turnDeadlineSeconds: request.turnDeadlineSeconds }),
     },
     placement: placementOf({ jurisdiction: jurisdiction.value, locationHint: request.locationHint }),
   });

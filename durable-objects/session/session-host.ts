@@ -1,4 +1,6 @@
+import { compact } from "../../src/core/compact";
 import { quote } from "../../src/core/quote";
+import { fingerprint } from "../../src/core/hash";
 import type { SessionHost } from "../../src/agent/host";
 import { fail, ok } from "../../src/contract/errors";
 import { publicEntry } from "../../src/core/descendants";
@@ -7,6 +9,7 @@ import type { ContinuableParent } from "../delegation/continuable/continuable-pa
 import { childEntriesOf, descendantsOf } from "./discovery";
 import type { OneShotRuns } from "../delegation/one-shot/one-shot-runs";
 import type { SessionContext } from "./session-context";
+import type { SessionSchedules } from "./schedules";
 
 /** What tools may ask of a session; the object's internals stay off the RPC surface. */
 export function sessionHost(
@@ -14,6 +17,7 @@ export function sessionHost(
   runs: OneShotRuns,
   children: ContinuableParent,
   self: ContinuableChild,
+  schedules: SessionSchedules,
 ): SessionHost {
   const id = (): string => ctx.header()?.id ?? "";
   return {
@@ -30,12 +34,34 @@ export function sessionHost(
       return run ? runs.dispose(run.runId, reason) : fail("NOT_FOUND", `unknown task ${quote(taskId)}`);
     },
     startContinuable: (request, callKey) => children.start(request, callKey),
-    followup: (childId, text, callKey) =>
+    scheduleMessage: (request, callKey) => {
+      // one schedule per tool call, whatever re-runs it
+      const scheduleId = `sch_${fingerprint(callKey)}`;
+      if ("cron" in request) {
+        const made = schedules.create(
+          { cron: request.cron, content: request.message, ...compact({ timezone: request.timezone }) },
+          "model",
+          scheduleId,
+        );
+        return made.ok ? ok({ id: made.value.scheduleId, next: made.value.next }) : made;
+      }
+      const at = Date.now() + request.delaySeconds * 1000;
+      const deferred = schedules.defer({
+        content: request.message,
+        at,
+        delivery: "next-turn",
+        source: "schedule",
+        by: "model",
+        scheduleId,
+      });
+      return deferred.ok ? ok({ id: deferred.value.messageId, next: at }) : deferred;
+    },
+    followup: (childId, text, callKey, delivery) =>
       children.followup(
         childId,
         text,
         { kind: "coordinator", form: "relay", senderSessionId: id() },
-        callKey,
+        { ...compact({ idempotencyKey: callKey, delivery }) },
       ),
     interruptAgent: (targetId) => children.interrupt(targetId, { kind: "ancestor", ancestorId: id() }),
     listAgents: async (scope) =>

@@ -1,6 +1,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { ChildInit } from "../../src/contract/child-init";
 import type { WireContent } from "../../src/contract/content";
+import type { CreateSchedule, MessageDelivery, Schedule } from "../../src/contract/control";
 import type {
   ContinuableInit,
   ContinuableStart,
@@ -24,6 +25,7 @@ import type {
   SessionRpc,
 } from "../../src/contract/session-api";
 import { checkAccess, type Need } from "../../src/core/access";
+import { compact } from "../../src/core/compact";
 import { publicEntry } from "../../src/core/descendants";
 import { faultPoint } from "../../src/core/faults";
 import { quote } from "../../src/core/quote";
@@ -102,7 +104,36 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
 
   send(caller: Caller, input: SendInput): Outcome<{ messageId: string }> {
     const session = this.#authorize(caller, "act");
-    return session.ok ? admitUserMessage(session.value.parts.ctx, input) : session;
+    if (!session.ok) return session;
+    const { parts } = session.value;
+    const { notBefore, ...message } = input;
+    // a time ahead: the message waits with the schedules (a time past is delivered at once)
+    if (notBefore !== undefined && notBefore > Date.now())
+      return parts.schedules.defer({
+        content: message.content,
+        at: notBefore,
+        delivery: message.delivery ?? "next-turn",
+        source: { kind: "user" },
+        by: "caller",
+        ...compact({ idempotencyKey: message.idempotencyKey }),
+      });
+    return admitUserMessage(parts.ctx, message);
+  }
+
+  schedules(caller: Caller): Outcome<{ schedules: Schedule[] }> {
+    const session = this.#authorize(caller, "read");
+    return session.ok ? ok({ schedules: session.value.parts.schedules.list() }) : session;
+  }
+
+  createSchedule(caller: Caller, body: CreateSchedule): Outcome<{ scheduleId: string; next: number }> {
+    const session = this.#authorize(caller, "act");
+    return session.ok ? session.value.parts.schedules.create(body, "caller") : session;
+  }
+
+  deleteSchedule(caller: Caller, scheduleId: string): Outcome<void> {
+    const session = this.#authorize(caller, "act");
+    const by = caller.kind === "admin" ? "admin" : "the session's token";
+    return session.ok ? session.value.parts.schedules.remove(scheduleId, `deleted by ${by}`) : session;
   }
 
   /**
@@ -211,9 +242,12 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     caller: Caller,
     childId: string,
     content: WireContent,
+    delivery?: MessageDelivery,
   ): Promise<Outcome<{ messageId: string }>> {
     const session = this.#authorize(caller, "act");
-    return session.ok ? session.value.parts.children.followup(childId, content, { kind: "user" }) : session;
+    return session.ok
+      ? session.value.parts.children.followup(childId, content, { kind: "user" }, compact({ delivery }))
+      : session;
   }
 
   async interruptChild(caller: Caller, childId: string): Promise<Outcome<{ accepted: true }>> {

@@ -24,6 +24,8 @@ import { DriveLoop } from "./drive-loop";
 import { SessionSignals } from "./signals";
 import { McpFace } from "./mcp-face";
 import { SessionApprovals } from "./approvals";
+import { SessionSchedules } from "./schedules";
+import { TurnDeadline } from "./turn-deadline";
 import { turnSettingsOf } from "./turn-settings";
 
 /** A session's parts, built once its schema exists: what the shell's RPC methods reach. */
@@ -41,6 +43,7 @@ export interface Parts {
   remote: RemoteRuns;
   mcp: McpFace;
   approvals: SessionApprovals;
+  schedules: SessionSchedules;
 }
 
 /** Envelope kinds that reach an object through `deliver` (a callback leaves the deployment instead). */
@@ -103,7 +106,9 @@ export function assembleParts(
   signals.add(callbacks);
   signals.requireHandlers(DELIVERED_KINDS);
 
-  const host = sessionHost(ctx, runs, children, self);
+  const schedules = new SessionSchedules(ctx);
+  const deadline = new TurnDeadline(ctx);
+  const host = sessionHost(ctx, runs, children, self, schedules);
   const driver = new TurnDriver<SessionHost>({
     stores,
     turns,
@@ -115,10 +120,27 @@ export function assembleParts(
     live: subscribers,
   });
   // the order their hooks run: a cut-short drain before any model step, then approvals that timed
-  // out, then the step, then the outbox, then repairs and transports
+  // out, scheduled messages that are due and a turn's deadline, then the step, then the outbox, then repairs and
+  // transports
   const loop = new DriveLoop(
     alarm,
-    [self, approvals, driver, delivery, runs, local, children, oneShot, remote, acp, a2a, callbacks, watch],
+    [
+      self,
+      approvals,
+      schedules,
+      deadline,
+      driver,
+      delivery,
+      runs,
+      local,
+      children,
+      oneShot,
+      remote,
+      acp,
+      a2a,
+      callbacks,
+      watch,
+    ],
     signals,
     stores.header,
   );
@@ -137,5 +159,6 @@ export function assembleParts(
     remote,
     mcp,
     approvals,
+    schedules,
   };
 }

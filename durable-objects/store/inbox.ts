@@ -18,19 +18,28 @@ export interface Admission {
    * notice, a child's own first prompt), admitted whatever is pending.
    */
   capacity?: number;
+  /**
+   * A caller's steering message (`next-step`, MAX_PENDING_STEERS): refused, nothing stored, when
+   * this many callers' steering messages wait for the running turn's next step already.
+   */
+  steerCapacity?: number;
+  /** Ahead of every pending item (a message delivered as `interrupt` is the next turn). */
+  first?: boolean;
 }
 
 export type AdmissionResult =
   | { kind: "accepted"; messageId: string }
   | { kind: "replayed"; messageId: string }
   | { kind: "conflict"; messageId: string }
-  | { kind: "full"; pending: number };
+  | { kind: "full"; pending: number }
+  | { kind: "steers-full"; pending: number };
 
 /** How many pending items one poll reads. */
 const PENDING_LIMIT = 256;
 
 /**
- * The inbox: the only turn queue, FIFO by acceptance position. Acceptance writes the row and its
+ * The inbox: the only turn queue, FIFO by position (a message delivered as `interrupt` takes a
+ * position ahead of every other). Acceptance writes the row and its
  * `agent/inbox/inserted` event together (callers run it inside one transaction). The pending
  * poll's answer is kept across the inbox's own writes when the write tells what it becomes (an
  * admitted item joins its end, a claimed one leaves it), so a message's admission and its claim
@@ -73,9 +82,15 @@ export class Inbox {
       const now = this.pendingCount();
       if (now >= item.capacity) return { kind: "full", pending: now };
     }
+    if (item.steerCapacity !== undefined) {
+      const steers = this.pendingSteers();
+      if (steers >= item.steerCapacity) return { kind: "steers-full", pending: steers };
+    }
+    // positions order the queue: last (after every row), or first (before every row)
+    const position = item.first ? "coalesce(min(position), 1) - 1" : "coalesce(max(position), 0) + 1";
     this.sql.exec(
       `INSERT INTO inbox (message_id, position, lane, waking, source, content, state, idempotency_key, content_hash)
-       SELECT ?, coalesce(max(position), 0) + 1, ?, ?, ?, ?, 'pending', ?, ? FROM inbox`,
+       SELECT ?, ${position}, ?, ?, ?, ?, 'pending', ?, ? FROM inbox`,
       item.messageId,
       item.lane,
       item.waking ? 1 : 0,
@@ -84,13 +99,14 @@ export class Inbox {
       item.idempotencyKey ?? null,
       item.contentHash,
     );
-    // the new item is last in acceptance order: the known queue grows by it (if it fits the poll)
+    // the known queue grows by the new item: at its end (if it fits the poll), or at its front
+    // (the poll's last item may then fall out of it)
     this.memo.changed();
-    if (pending && pending.value.length < PENDING_LIMIT)
-      this.memo.remember("pending", [
-        ...pending.value,
-        { messageId: item.messageId, lane: item.lane, waking: item.waking },
-      ]);
+    const added = { messageId: item.messageId, lane: item.lane, waking: item.waking };
+    if (pending && item.first)
+      this.memo.remember("pending", [added, ...pending.value].slice(0, PENDING_LIMIT));
+    else if (pending && pending.value.length < PENDING_LIMIT)
+      this.memo.remember("pending", [...pending.value, added]);
     if (count) this.memo.remember("count", count.value + 1);
     this.log.append("agent/inbox/inserted", {
       messageId: item.messageId,
@@ -107,6 +123,14 @@ export class Inbox {
       .toArray()[0]?.message_id;
   }
 
+  /** Whether `messageId` is still pending. */
+  isPending(messageId: string): boolean {
+    return (
+      this.sql.exec("SELECT 1 FROM inbox WHERE message_id = ? AND state = 'pending'", messageId).toArray()
+        .length > 0
+    );
+  }
+
   /** How many items are pending (claimed and discarded ones are not). */
   pendingCount(): number {
     const first = this.pending();
@@ -118,7 +142,17 @@ export class Inbox {
     );
   }
 
-  /** The first PENDING_LIMIT pending items, in acceptance order. */
+  /** Callers' steering messages (`next-step` from a user or a parent) waiting for a step. */
+  pendingSteers(): number {
+    return this.sql
+      .exec<{ n: number }>(
+        `SELECT count(*) AS n FROM inbox WHERE state = 'pending' AND lane = 'next-step'
+           AND json_extract(source, '$.kind') IN ('user', 'coordinator')`,
+      )
+      .one().n;
+  }
+
+  /** The first PENDING_LIMIT pending items, in queue order. */
   pending(): readonly PendingItem[] {
     return this.memo.read("pending", () => this.#pending(), []);
   }

@@ -22,6 +22,8 @@ export interface RunRow {
   requestKey: string | null;
   /** Set while a start that failed ambiguously waits for its caller's retry (see `hold`). */
   heldUntil: number | null;
+  /** When the run ends `aborted` if it is still working (its start's `deadlineSeconds`). */
+  deadlineAt: number | null;
 }
 
 export type RawRun = {
@@ -39,6 +41,7 @@ export type RawRun = {
   created_at: number;
   request_key: string | null;
   held_until: number | null;
+  deadline_at?: number | null;
 };
 
 export function toRow(r: RawRun): RunRow {
@@ -57,5 +60,6 @@ export function toRow(r: RawRun): RunRow {
     createdAt: r.created_at,
     requestKey: r.request_key,
     heldUntil: r.held_until,
+    deadlineAt: r.deadline_at ?? null,
   };
 }

@@ -21,7 +21,9 @@ export class Runs {
   constructor(readonly sql: TableSql) {}
 
   insert(
-    row: Omit<RunRow, "state" | "result" | "cancelRequested" | "requestKey" | "heldUntil">,
+    row: Omit<RunRow, "state" | "result" | "cancelRequested" | "requestKey" | "heldUntil" | "deadlineAt"> & {
+      deadlineAt?: number | undefined;
+    },
     requestKey?: string,
   ): void {
     const polls = knownPolls(this.memo);
@@ -41,10 +43,11 @@ export class Runs {
       created_at: row.createdAt,
       request_key: requestKey ?? null,
       held_until: null,
+      deadline_at: row.deadlineAt ?? null,
     };
     this.sql.exec(
-      `INSERT INTO runs (run_id, child_id, provider, local, call_key, task_id, tool_name, state, spec, created_at, request_key)
-       VALUES (?, ?, ?, ?, ?, ?, ?, 'starting', ?, ?, ?)`,
+      `INSERT INTO runs (run_id, child_id, provider, local, call_key, task_id, tool_name, state, spec, created_at, request_key, deadline_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, 'starting', ?, ?, ?, ?)`,
       raw.run_id,
       raw.child_id,
       raw.provider,
@@ -55,6 +58,7 @@ export class Runs {
       raw.spec,
       raw.created_at,
       raw.request_key,
+      raw.deadline_at,
     );
     // the start reads its run right after: the row as a read would return it; a new row is
     // starting and not held, so it joins the starting ids and changes no other poll
@@ -129,6 +133,30 @@ export class Runs {
       .exec<{ at: number | null }>("SELECT min(held_until) AS at FROM runs WHERE held_until IS NOT NULL")
       .one();
     return row.at ?? undefined;
+  }
+
+  /** The earliest deadline of a run not settled yet (none: no such run has one). */
+  nextDeadline(): number | undefined {
+    return this.memo.read(
+      "nextDeadline",
+      () =>
+        this.sql
+          .exec<{ at: number | null }>(
+            "SELECT min(deadline_at) AS at FROM runs WHERE deadline_at IS NOT NULL AND state != 'settled'",
+          )
+          .one().at ?? undefined,
+      undefined,
+    );
+  }
+
+  /** Runs not settled whose deadline has passed by `now`. */
+  pastDeadline(now: number): RunRow[] {
+    const next = this.nextDeadline();
+    if (next === undefined || next > now) return [];
+    return this.sql
+      .exec<RawRun>("SELECT * FROM runs WHERE deadline_at <= ? AND state != 'settled'", now)
+      .toArray()
+      .map(toRow);
   }
 
   byCallKey(callKey: string): RunRow | undefined {

@@ -181,6 +181,24 @@ export const SESSION_MIGRATIONS: readonly string[] = [
      runs INTEGER NOT NULL DEFAULT 0
    ) STRICT;
    CREATE INDEX approvals_pending ON approvals (requested_at) WHERE decision IS NULL;`,
+  // 16: control over time (README "Steering, deadlines and schedules"): messages delivered later
+  // or on a cron schedule, and a one-shot run's deadline
+  `CREATE TABLE schedules (
+     schedule_id TEXT PRIMARY KEY,
+     cron TEXT,
+     timezone TEXT,
+     next_at INTEGER NOT NULL,
+     content TEXT NOT NULL,
+     source TEXT NOT NULL,
+     delivery TEXT NOT NULL CHECK (delivery IN ('next-turn', 'next-step', 'interrupt')),
+     message_id TEXT,
+     idempotency_key TEXT UNIQUE,
+     content_hash TEXT NOT NULL,
+     created_at INTEGER NOT NULL,
+     last_message_id TEXT
+   ) STRICT;
+   CREATE INDEX schedules_due ON schedules (next_at);
+   ALTER TABLE runs ADD COLUMN deadline_at INTEGER;`,
 ];
 
 /**
@@ -270,6 +288,7 @@ export const TABLES_ON_FIRST_USE = [
   "tree_slots",
   "cancelled_runs",
   "approvals",
+  "schedules",
 ] as const;
 export type TableOnFirstUse = (typeof TABLES_ON_FIRST_USE)[number];
 

@@ -8,6 +8,7 @@ import { UsageTotals } from "./usage-totals";
 import { Flags } from "./flags";
 import { CompactionRequests } from "./compaction-requests";
 import { Approvals } from "./approvals";
+import { Schedules } from "./schedules";
 import { Inbox } from "./inbox";
 import { Outbox } from "./outbox";
 import { Receipts } from "./receipts";
@@ -57,6 +58,8 @@ export class SessionStores implements DriverStores {
   readonly cancelledRuns: CancelledRuns;
   /** The approvals it asked for and those its descendants asked for. */
   readonly approvals: Approvals;
+  /** Messages it will receive later, once or on a cron schedule. */
+  readonly schedules: Schedules;
   /** The tables created on first use (schema.ts), and the SQL of each for its store. */
   readonly tables: FirstUseTables;
   readonly #loopRow: SingleRow<LoopState>;
@@ -98,6 +101,7 @@ export class SessionStores implements DriverStores {
     this.treeSlots = new TreeSlots(this.tables.sql("tree_slots"), this.flags);
     this.cancelledRuns = new CancelledRuns(this.tables.sql("cancelled_runs"));
     this.approvals = new Approvals(this.tables.sql("approvals"));
+    this.schedules = new Schedules(this.tables.sql("schedules"));
     this.#loopRow = new SingleRow<LoopState>(this.sql, "loop");
     if (created) {
       log.startEmpty();

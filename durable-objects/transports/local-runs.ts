@@ -1,3 +1,4 @@
+import { deadlineOf } from "../../src/contract/control";
 import { compact } from "../../src/core/compact";
 import { turnCallOf } from "../../src/agent/call-keys";
 import type { ChildInit } from "../../src/contract/child-init";
@@ -87,6 +88,7 @@ export class LocalRuns implements ChildTransport, SessionPart {
           ...runs.originColumns(origin),
           spec,
           createdAt,
+          deadlineAt: deadlineOf(request, createdAt),
         },
         key,
       );

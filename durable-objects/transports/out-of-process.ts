@@ -1,3 +1,4 @@
+import { deadlineOf } from "../../src/contract/control";
 import type { RunOrigin } from "../../src/agent/host";
 import type { ChildInit } from "../../src/contract/child-init";
 import { type ContentBlock, toBlocks } from "../../src/contract/content";
@@ -83,6 +84,7 @@ export function publishOutOfProcess(
     ...runs.originColumns(origin),
     spec,
     createdAt: now,
+    deadlineAt: deadlineOf(request, now),
   });
   runs.markRunning(start.runId);
   log.append("subagent/start", { runId: start.runId, provider: provider.name, id: start.id, local: false });

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { SessionHost } from "./host";
 import { staticToolSource, type ToolSource } from "./tool-source";
+import { scheduleMessageTool } from "./schedule-tool";
 import { anyTool, text } from "./tools";
 
 /** `echo`: returns its text unchanged. Deterministic, handy for scripted tests and demos. */
@@ -11,7 +12,7 @@ const echo = {
   run: (args: { text: string }) => text(args.text),
 };
 
-/** The runtime's own general tools, offered to every session. */
+/** The runtime's own general tools, offered to every session: `echo` and `schedule_message`. */
 export function builtinTools(): ToolSource<SessionHost> {
-  return staticToolSource<SessionHost>("built-in", [anyTool(echo)]);
+  return staticToolSource<SessionHost>("built-in", [anyTool(echo), anyTool(scheduleMessageTool)]);
 }

@@ -106,8 +106,13 @@ export function summaryTokens(window: number, params: ModelParams | undefined): 
 function entryOf(message: ConversationMessage): string {
   const text = textOf(message.content);
   if (message.role === "user") {
+    const { source } = message;
     const from =
-      message.source.kind === "user" ? "user" : `${message.source.kind} ${message.source.senderSessionId}`;
+      source.kind === "user"
+        ? "user"
+        : source.kind === "schedule"
+          ? `schedule ${source.scheduleId}`
+          : `${source.kind} ${source.senderSessionId}`;
     return `[${from}]\n${text}`;
   }
   if (message.role === "tool")

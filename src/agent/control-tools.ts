@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MessageDelivery } from "../contract/control";
 import type { ChildEntry, DescendantEntry } from "../contract/listing";
 import type { SessionHost } from "./host";
 import { text, type Tool } from "./tools";
@@ -9,20 +10,32 @@ import { text, type Tool } from "./tools";
  * children only, `report` (one edge up; never ends the turn, never a final answer).
  */
 
-export const sendMessageTool: Tool<{ subagent_id: string; message: string }, SessionHost> = {
+export const sendMessageTool: Tool<
+  { subagent_id: string; message: string; delivery?: MessageDelivery | undefined },
+  SessionHost
+> = {
   name: "send_message",
   description:
-    "Send a message to one of your subagents; it becomes that subagent's next turn. It cannot redirect current work and returns no answer; a failure means it was not delivered.",
+    'Send a message to one of your subagents. delivery: "next-turn" (default) queues it as that subagent\'s next turn; ' +
+    '"next-step" steers the work it is doing now (it reads the message before its next step, in the same turn); ' +
+    '"interrupt" stops its current turn and makes this message its next turn. Returns no answer; a failure means it was not delivered.',
   schema: z.strictObject({
     subagent_id: z.string().min(1).max(128),
     message: z.string().min(1).max(200_000),
+    delivery: MessageDelivery.optional(),
   }),
   async run(args, ctx, host) {
-    const sent = await host.followup(args.subagent_id, args.message, ctx.callKey);
-    return sent.ok
-      ? text(`message queued as the next turn for subagent ${args.subagent_id}`)
-      : text(`Error: ${sent.message}`, true);
+    const delivery = args.delivery ?? "next-turn";
+    const sent = await host.followup(args.subagent_id, args.message, ctx.callKey, delivery);
+    return sent.ok ? text(DELIVERED[delivery](args.subagent_id)) : text(`Error: ${sent.message}`, true);
   },
+};
+
+/** What `send_message` answers for each delivery (the default's text is the contract's, semantics.md §6.3). */
+const DELIVERED: Record<MessageDelivery, (id: string) => string> = {
+  "next-turn": (id) => `message queued as the next turn for subagent ${id}`,
+  "next-step": (id) => `message delivered to subagent ${id}: it reads it before its next step`,
+  interrupt: (id) => `subagent ${id}'s current turn was stopped; this message is its next turn`,
 };
 
 export const interruptAgentTool: Tool<{ agent_id: string }, SessionHost> = {

@@ -1,6 +1,7 @@
 import { quote } from "../core/quote";
 import { z } from "zod";
 import { outputValidator } from "../core/json-schema-subset";
+import { DeadlineSeconds } from "../contract/control";
 import { renderForeground, renderTask } from "../core/run-rendering";
 import type { ProviderInfo } from "../providers/catalog";
 import type { SessionHost } from "./host";
@@ -25,6 +26,9 @@ const SubagentArgs = z.strictObject({
     .boolean()
     .optional()
     .describe("Run in the background and collect it later with task_output."),
+  deadline_seconds: DeadlineSeconds.optional().describe(
+    "Stop the subagent if it is still working this many seconds after it started (each of its turns, for one that continues in the background).",
+  ),
 });
 type SubagentArgs = z.infer<typeof SubagentArgs>;
 
@@ -57,6 +61,7 @@ export function subagentTool(
             prompt: args.prompt,
             label: args.description,
             ...(provider.capabilities.depthLimit ? { maxDepth: DEFAULT_TOOL_MAX_DEPTH } : {}),
+            ...(args.deadline_seconds === undefined ? {} : { deadlineSeconds: args.deadline_seconds }),
           },
           ctx.callKey,
         );
@@ -70,6 +75,7 @@ export function subagentTool(
           prompt: args.prompt,
           label: args.description,
           ...(provider.capabilities.depthLimit ? { maxDepth: DEFAULT_TOOL_MAX_DEPTH } : {}),
+          ...(args.deadline_seconds === undefined ? {} : { deadlineSeconds: args.deadline_seconds }),
         },
         { callKey: ctx.callKey, toolName, background },
       );

@@ -1,3 +1,4 @@
+import type { MessageDelivery } from "../contract/control";
 import type { Outcome } from "../contract/errors";
 import type { RunView, StartRequest } from "../contract/run";
 import type { ChildEntry, DescendantEntry } from "../contract/listing";
@@ -15,6 +16,14 @@ export interface SessionHost extends ContinuationHost {
   startRun(request: StartRequest, origin: RunOrigin): Promise<Outcome<RunView>>;
   task(taskId: string): RunView | undefined;
   killTask(taskId: string, reason: string): Outcome<{ accepted: true }>;
+  /**
+   * `schedule_message`: a message to this session later, once after `delaySeconds` or at every
+   * time of `cron`; idempotent by `callKey`. `id`: the scheduled message's id, or the schedule's.
+   */
+  scheduleMessage(
+    request: { message: string; delaySeconds: number } | { message: string; cron: string; timezone?: string },
+    callKey: string,
+  ): Outcome<{ id: string; next: number }>;
 }
 
 export interface RunOrigin {
@@ -27,11 +36,16 @@ export interface RunOrigin {
 export interface ContinuationHost {
   /** `callKey` makes a start from a tool call idempotent across re-runs of that call. */
   startContinuable(
-    request: { provider: string; prompt: string; label: string; maxDepth?: number },
+    request: { provider: string; prompt: string; label: string; maxDepth?: number; deadlineSeconds?: number },
     callKey?: string,
   ): Promise<Outcome<{ childId: string; messageId: string }>>;
   /** `callKey` makes a follow-up from a tool call land once across re-runs of that call. */
-  followup(childId: string, text: string, callKey?: string): Promise<Outcome<{ messageId: string }>>;
+  followup(
+    childId: string,
+    text: string,
+    callKey?: string,
+    delivery?: MessageDelivery,
+  ): Promise<Outcome<{ messageId: string }>>;
   interruptAgent(targetId: string): Promise<Outcome<{ accepted: true }>>;
   listAgents(scope: "children" | "descendants"): Promise<Outcome<(ChildEntry | DescendantEntry)[]>>;
   /**

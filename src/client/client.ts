@@ -5,6 +5,8 @@ import { type CallOptions, type FetchLike, Transport } from "./transport";
 import type {
   ApprovalDecision,
   ChildEntry,
+  MessageDelivery,
+  Schedule,
   Content,
   CreatedSession,
   CreateSessionRequest,
@@ -140,15 +142,50 @@ export class SubagentsClient {
     return this.#http.request("GET", `/v1/sessions/${id(sessionId)}`, options);
   }
 
-  /** `POST /v1/sessions/:id/messages`: accepted into the inbox (the turn runs later). */
+  /**
+   * `POST /v1/sessions/:id/messages`: accepted into the inbox (the turn runs later). `delivery`
+   * steers a running turn (`next-step`) or replaces it (`interrupt`); `notBefore` (epoch ms)
+   * holds the message until then.
+   */
   sendMessage(
     sessionId: string,
     content: Content,
-    extra: { idempotencyKey?: string | undefined } & CallOptions = {},
+    extra: {
+      idempotencyKey?: string | undefined;
+      delivery?: MessageDelivery | undefined;
+      notBefore?: number | undefined;
+    } & CallOptions = {},
   ): Promise<{ messageId: string }> {
-    const { idempotencyKey, ...options } = extra;
-    const body = idempotencyKey === undefined ? { content } : { content, idempotencyKey };
+    const { idempotencyKey, delivery, notBefore, ...options } = extra;
+    const body = defined({ content, idempotencyKey, delivery, notBefore });
     return this.#http.request("POST", `/v1/sessions/${id(sessionId)}/messages`, { ...options, body });
+  }
+
+  /** `GET /v1/sessions/:id/schedules`: the session's recurring schedules, oldest first. */
+  async schedules(sessionId: string, options?: CallOptions): Promise<Schedule[]> {
+    const path = `/v1/sessions/${id(sessionId)}/schedules`;
+    const { schedules } = await this.#http.request<{ schedules: Schedule[] }>("GET", path, options);
+    return schedules;
+  }
+
+  /**
+   * `POST /v1/sessions/:id/schedules`: `content` delivered as a message at every time of a
+   * five-field `cron` in `timezone` (default UTC); resolves the schedule's id and first time.
+   */
+  schedule(
+    sessionId: string,
+    schedule: { cron: string; content: Content; timezone?: string | undefined },
+    options?: CallOptions,
+  ): Promise<{ scheduleId: string; next: number }> {
+    return this.#http.request("POST", `/v1/sessions/${id(sessionId)}/schedules`, {
+      ...options,
+      body: defined(schedule),
+    });
+  }
+
+  /** `DELETE /v1/sessions/:id/schedules/:scheduleId`. */
+  async unschedule(sessionId: string, scheduleId: string, options?: CallOptions): Promise<void> {
+    await this.#http.request("DELETE", `/v1/sessions/${id(sessionId)}/schedules/${id(scheduleId)}`, options);
   }
 
   /** `GET /v1/sessions/:id/events`: one page of the log after `after` (default -1). */
@@ -304,16 +341,20 @@ export class SubagentsClient {
     await this.#http.request("DELETE", `/v1/sessions/${id(parentId)}/runs/${id(runId)}`, options);
   }
 
-  /** `POST /v1/sessions/:id/subagents/:childId/messages`: a follow-up (cold-resumes a settled child). */
+  /**
+   * `POST /v1/sessions/:id/subagents/:childId/messages`: a follow-up (cold-resumes a settled
+   * child); `delivery` as for `sendMessage`.
+   */
   followUp(
     parentId: string,
     childId: string,
     content: Content,
-    options?: CallOptions,
+    options?: CallOptions & { delivery?: MessageDelivery | undefined },
   ): Promise<{ messageId: string }> {
+    const { delivery, ...rest } = options ?? {};
     return this.#http.request("POST", `/v1/sessions/${id(parentId)}/subagents/${id(childId)}/messages`, {
-      ...options,
-      body: { content },
+      ...rest,
+      body: defined({ content, delivery }),
     });
   }
 
@@ -380,4 +421,9 @@ export function sessionOfToken(token: string | undefined): string | undefined {
   const dot = token?.indexOf(".") ?? -1;
   const head = dot > 0 ? token?.slice(0, dot) : undefined;
   return head !== undefined && UUID.test(head) ? head : undefined;
+}
+
+/** `object` without its undefined members (the API refuses an explicit null or undefined). */
+function defined<T extends Record<string, unknown>>(object: T): T {
+  return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== undefined)) as T;
 }

@@ -20,7 +20,9 @@ export type MessageSource =
   | { kind: "user" }
   | { kind: "coordinator"; form: "relay"; senderSessionId: string }
   | { kind: "subagent-report"; form: "relay"; senderSessionId: string }
-  | { kind: "subagent-settled"; form: "notice"; summary: string; senderSessionId: string };
+  | { kind: "subagent-settled"; form: "notice"; summary: string; senderSessionId: string }
+  /** A firing of a schedule (`at`: its firing time, epoch ms) or a model's `schedule_message`. */
+  | { kind: "schedule"; scheduleId: string; at: number };
 
 export type TurnEndReason = "completed" | "aborted" | "error" | "max-tokens" | "refusal";
 
@@ -135,6 +137,21 @@ export interface EventData {
   };
   /** How an approval ended: `by` is "admin" or the session whose path the decision came through. */
   "approval/decided": { approvalId: string; decision: "approve" | "deny"; reason?: string; by: string };
+  /**
+   * A message will arrive later (README "Schedules"): once at `next` (`messageId`: a message sent
+   * with `notBefore`), or at every time of `cron` in `timezone`.
+   */
+  "schedule/created": {
+    scheduleId: string;
+    next: number;
+    cron?: string;
+    timezone?: string;
+    messageId?: string;
+    /** Who made it: a caller of the API (or RPC), or the session's own model (`schedule_message`). */
+    by: "caller" | "model";
+  };
+  /** A recurring schedule was deleted (`reason`: by whom, or the session's deletion). */
+  "schedule/deleted": { scheduleId: string; reason: string };
   "outbox/dead-letter": { outboxId: string; target: string; kind: string; attempts: number; error: string };
 }
 
@@ -198,6 +215,25 @@ export interface ApprovalOptions {
 }
 
 export type ApprovalDecision = "approve" | "deny";
+
+/**
+ * How a message joins a session's work: `next-turn` (default: a later turn), `next-step` (the
+ * running turn's model reads it before its next step), `interrupt` (the running turn ends and
+ * this message is the next turn).
+ */
+export type MessageDelivery = "next-turn" | "next-step" | "interrupt";
+
+/** A recurring schedule of `GET /v1/sessions/:id/schedules`. */
+export interface Schedule {
+  scheduleId: string;
+  /** Five fields: minute hour day-of-month month day-of-week. */
+  cron: string;
+  /** An IANA time zone name. */
+  timezone: string;
+  /** Epoch ms of the next firing. */
+  next: number;
+  content: ContentBlock[];
+}
 
 /** A pending approval of `GET /v1/sessions/:id/approvals` (the session's own and its descendants'). */
 export interface PendingApproval {

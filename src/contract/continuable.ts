@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { ChildInit } from "./child-init";
 import { WireContent } from "./content";
+import { DeadlineSeconds, MessageDelivery } from "./control";
 import type { MessageSource } from "./events";
 import { JurisdictionSchema, LocationHintSchema } from "./placement";
 import { ApprovalFields, McpServersField, ModelParamsFields, ModelRoute, ToolFilterSchema } from "./wire";
@@ -14,6 +15,8 @@ export const ContinuableStartSchema = z.strictObject({
   model: ModelRoute.optional(),
   ...ModelParamsFields,
   ...ApprovalFields,
+  /** Each of the child's turns ends `aborted` if still running this long after it started. */
+  deadlineSeconds: DeadlineSeconds.optional(),
   mcpServers: McpServersField.optional(),
   maxDepth: z.unknown().optional(),
   toolFilter: ToolFilterSchema.optional(),
@@ -23,7 +26,7 @@ export const ContinuableStartSchema = z.strictObject({
 });
 export type ContinuableStart = z.infer<typeof ContinuableStartSchema>;
 
-export const FollowupBody = z.strictObject({ content: WireContent });
+export const FollowupBody = z.strictObject({ content: WireContent, delivery: MessageDelivery.optional() });
 export const DrainBody = z.strictObject({
   childIds: z.array(z.string().min(1).max(128)).max(256).optional(),
 });
@@ -39,6 +42,8 @@ export interface FollowupInput {
   resumeRunId: string;
   /** Makes a re-sent follow-up (a tool call re-run after a crash) land once. */
   idempotencyKey?: string;
+  /** How it joins the child's work (default `next-turn`). */
+  delivery?: MessageDelivery;
 }
 
 export type InterruptAuthority =

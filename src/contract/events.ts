@@ -12,7 +12,9 @@ export type MessageSource =
   | { kind: "user" }
   | { kind: "coordinator"; form: "relay"; senderSessionId: string }
   | { kind: "subagent-report"; form: "relay"; senderSessionId: string }
-  | { kind: "subagent-settled"; form: "notice"; summary: string; senderSessionId: string };
+  | { kind: "subagent-settled"; form: "notice"; summary: string; senderSessionId: string }
+  /** A firing of a schedule (`at`: its firing time, epoch ms) or a model's `schedule_message`. */
+  | { kind: "schedule"; scheduleId: string; at: number };
 
 export type InboxLane = "next-turn" | "next-step";
 
@@ -128,6 +130,21 @@ export interface EventData {
   };
   /** How an approval ended: `by` is "admin" or the session whose path the decision came through. */
   "approval/decided": { approvalId: string; decision: ApprovalDecision; reason?: string; by: string };
+  /**
+   * A message will arrive later (README "Schedules"): once at `next` (`messageId`: a message sent
+   * with `notBefore`), or at every time of `cron` in `timezone`.
+   */
+  "schedule/created": {
+    scheduleId: string;
+    next: number;
+    cron?: string;
+    timezone?: string;
+    messageId?: string;
+    /** Who made it: a caller of the API (or RPC), or the session's own model (`schedule_message`). */
+    by: "caller" | "model";
+  };
+  /** A recurring schedule was deleted (`reason`: by whom, or the session's deletion). */
+  "schedule/deleted": { scheduleId: string; reason: string };
   "outbox/dead-letter": { outboxId: string; target: string; kind: string; attempts: number; error: string };
 }
 

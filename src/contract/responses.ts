@@ -86,6 +86,23 @@ export const ApprovalList = z.object({
   ),
 });
 
+export const ScheduleCreated = z.object({
+  scheduleId: z.string(),
+  next: z.number().int().meta({ description: "epoch ms of the first firing" }),
+});
+
+export const ScheduleList = z.object({
+  schedules: z.array(
+    z.object({
+      scheduleId: z.string(),
+      cron: z.string(),
+      timezone: z.string(),
+      next: z.number().int(),
+      content: z.array(Text),
+    }),
+  ),
+});
+
 export const ApprovalDecided = z.object({
   approvalId: z.string(),
   decision: z.enum(["approve", "deny"]),

@@ -4,6 +4,7 @@ import type { ContentBlock } from "./content";
 import type { Usage } from "./events";
 import { WireContent } from "./content";
 import { JurisdictionSchema, LocationHintSchema } from "./placement";
+import { DeadlineSeconds } from "./control";
 import { ApprovalFields, McpServersField, ModelParamsFields, ModelRoute, ToolFilterSchema } from "./wire";
 
 /** Known stop reasons; consumers treat any other value as a failure. */
@@ -55,6 +56,8 @@ export const StartRequestSchema = z.strictObject({
   model: ModelRoute.optional(),
   ...ModelParamsFields,
   ...ApprovalFields,
+  /** The run ends `aborted` if still working this long after its acceptance. */
+  deadlineSeconds: DeadlineSeconds.optional(),
   mcpServers: McpServersField.optional(),
   // Form and subset are checked by the start sequence itself, in the contract's order.
   outputSchema: z.unknown().optional(),

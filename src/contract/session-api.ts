@@ -10,6 +10,7 @@ import type { ProviderInfo, ProviderScope } from "./provider";
 import type { ChildEntry, DescendantListing } from "./listing";
 import type { Jurisdiction, LocationHint } from "./placement";
 import type { ContinuableInit, ContinuableStart, FollowupInput, InterruptAuthority } from "./continuable";
+import type { CreateSchedule, MessageDelivery, Schedule } from "./control";
 
 /** A method's answer now or later: an object answers some calls synchronously. */
 type Answer<T> = T | Promise<T>;
@@ -41,6 +42,10 @@ export interface SessionApi {
     approvalId: string,
     decision: { decision: ApprovalDecision; reason?: string },
   ): Answer<Outcome<{ approvalId: string; decision: ApprovalDecision }>>;
+  /** The session's recurring schedules, oldest first. */
+  schedules(caller: Caller): Answer<Outcome<{ schedules: Schedule[] }>>;
+  createSchedule(caller: Caller, body: CreateSchedule): Answer<Outcome<{ scheduleId: string; next: number }>>;
+  deleteSchedule(caller: Caller, scheduleId: string): Answer<Outcome<void>>;
   startRun(caller: Caller, request: StartRequest): Answer<Outcome<StartedRun>>;
   runStatus(caller: Caller, runId: string, waitMs: number): Answer<Outcome<RunView>>;
   disposeRun(caller: Caller, runId: string): Answer<Outcome<{ accepted: true }>>;
@@ -52,6 +57,7 @@ export interface SessionApi {
     caller: Caller,
     childId: string,
     content: WireContent,
+    delivery?: MessageDelivery,
   ): Answer<Outcome<{ messageId: string }>>;
   interruptChild(caller: Caller, childId: string): Answer<Outcome<{ accepted: true }>>;
   drainChildren(caller: Caller, childIds?: string[]): Answer<Outcome<{ drained: string[] }>>;
@@ -158,6 +164,10 @@ export interface CreateSession {
 export interface SendInput {
   content: WireContent;
   idempotencyKey?: string;
+  /** How it joins the session's work (default `next-turn`). */
+  delivery?: MessageDelivery;
+  /** Epoch ms: the message enters the inbox no earlier than this. */
+  notBefore?: number;
 }
 
 export interface EventPage {

@@ -63,6 +63,11 @@ export interface AgentOptions {
   requireApproval?: string[];
   /** An approval still pending this long is denied (inherited unless a start names its own). */
   approvalTimeoutSeconds?: number;
+  /**
+   * A continuable child's `deadlineSeconds`: each of its turns ends `aborted` once it has run
+   * this long (never inherited).
+   */
+  turnDeadlineSeconds?: number;
 }
 
 /** A session's MCP server: its token is write-only (no view, event, listing or log shows it). */

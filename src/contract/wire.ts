@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { JurisdictionSchema, LocationHintSchema } from "./placement";
 import { WireContent } from "./content";
+import { MessageDelivery, NotBefore } from "./control";
 import { checkOutboundUrl } from "./outbound-url";
 
 /** Zod schemas of every HTTP body and query. Strict: unknown fields are rejected. */
@@ -134,6 +135,8 @@ export const CompactBody = z.strictObject({});
 export const SendMessageBody = z.strictObject({
   content: WireContent,
   idempotencyKey: z.string().min(1).max(200).optional(),
+  delivery: MessageDelivery.optional(),
+  notBefore: NotBefore.optional(),
 });
 
 const IntParam = (min: number, max: number) =>

@@ -38,13 +38,16 @@ export function epochOutcome(facts: EpochFacts): { stopReason: SubagentStopReaso
   return { stopReason, output: selectOutput(facts.assistant) };
 }
 
-export function noticeSummary(childId: string, stopReason: string): string {
+/** `why`: what stopped an aborted epoch, when the notice says it (its deadline). */
+export function noticeSummary(childId: string, stopReason: string, why?: string): string {
   const who = `Background subagent ${childId}`;
   switch (stopReason) {
     case "completed":
       return `${who} finished and will do no further work unless you send it more.`;
     case "aborted":
-      return `${who} was stopped before it finished.`;
+      return why === undefined
+        ? `${who} was stopped before it finished.`
+        : `${who} was stopped before it finished (${why}).`;
     case "max-tokens":
       return `${who} ran out of room before it finished.`;
     case "refusal":
@@ -56,10 +59,15 @@ export function noticeSummary(childId: string, stopReason: string): string {
   }
 }
 
-export function noticeText(childId: string, stopReason: string, output: readonly ContentBlock[]): string {
+export function noticeText(
+  childId: string,
+  stopReason: string,
+  output: readonly ContentBlock[],
+  why?: string,
+): string {
   const closing = textOf(output);
   const tail = closing.length > 0 ? `Its closing message:\n${closing}` : "It left no closing message.";
-  return `${noticeSummary(childId, stopReason)}\n${tail}`;
+  return `${noticeSummary(childId, stopReason, why)}\n${tail}`;
 }
 
 export function reportText(childId: string, output: string): string {

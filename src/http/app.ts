@@ -13,6 +13,7 @@ import { createTopLevelSession } from "./session-create";
 import { authed, reply } from "./authed";
 import { addCallbackRoute } from "./callback-route";
 import { addDelegationRoutes } from "./delegation-routes";
+import { addControlRoutes } from "./control-routes";
 import { queryOf, readBody, readJsonText, validate } from "./body";
 import { failure, json } from "../contract/respond";
 import { registryStub, sessionStub } from "../platform/stubs";
@@ -222,6 +223,7 @@ export function buildRouter(deployment: Deployment, base = "") {
   );
 
   addDelegationRoutes(router);
+  addControlRoutes(router);
   addCallbackRoute(router);
   addA2aRoutes(router, deployment, base, VERSION);
 

@@ -128,7 +128,12 @@ export function addDelegationRoutes(router: RouterType<IRequest, [Env, Execution
       const body = await readBody(request, FollowupBody);
       if (!body.ok) return failure(body);
       return reply(
-        await sessionStub(env, id).followupChild(caller, request.params.childId ?? "", body.value.content),
+        await sessionStub(env, id).followupChild(
+          caller,
+          request.params.childId ?? "",
+          body.value.content,
+          body.value.delivery,
+        ),
         202,
       );
     }),

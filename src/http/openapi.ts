@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { DrainBody, FollowupBody } from "../contract/continuable";
+import { CreateScheduleBody } from "../contract/control";
 import * as R from "../contract/responses";
 import { StartSubagentBody } from "../contract/run";
 import {
@@ -155,6 +156,29 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     auth: "session",
     body: DecideApprovalBody,
     ok: [200, "the decision", R.ApprovalDecided],
+  },
+  {
+    method: "post",
+    path: "/v1/sessions/{id}/schedules",
+    summary:
+      "Deliver `content` as a message at every time of a five-field cron expression in `timezone` (default UTC); each firing time once, a missed period once",
+    auth: "session",
+    body: CreateScheduleBody,
+    ok: [201, "the schedule and its first firing time", R.ScheduleCreated],
+  },
+  {
+    method: "get",
+    path: "/v1/sessions/{id}/schedules",
+    summary: "The session's recurring schedules, oldest first",
+    auth: "session",
+    ok: [200, "the schedules", R.ScheduleList],
+  },
+  {
+    method: "delete",
+    path: "/v1/sessions/{id}/schedules/{scheduleId}",
+    summary: "Delete a schedule",
+    auth: "session",
+    ok: [204, "deleted"],
   },
   {
     method: "post",

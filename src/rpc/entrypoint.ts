@@ -5,6 +5,7 @@ import type { SessionView } from "../contract/session";
 import type { EventPage, PendingApproval } from "../contract/session-api";
 import { ContinuableStartSchema, DrainBody, FollowupBody } from "../contract/continuable";
 import { CreateSessionBody, DecideApprovalBody, SendMessageBody } from "../contract/wire";
+import { CreateScheduleBody, type Schedule } from "../contract/control";
 import type { ChildEntry, DescendantListing } from "../contract/listing";
 import { compact } from "../core/compact";
 import { validate } from "../http/body";
@@ -101,6 +102,22 @@ export class SubagentsEntrypoint extends WorkerEntrypoint<Env> {
     return unwrap(await sessionStub(this.env, id).send(ADMIN, compact(arg(message, SendMessageBody))));
   }
 
+  /** The session's recurring schedules, oldest first. */
+  async schedules(sessionId: string): Promise<{ schedules: Schedule[] }> {
+    return unwrap(await sessionStub(this.env, arg(sessionId, SessionIdArg)).schedules(ADMIN));
+  }
+
+  /** A recurring schedule: `{cron, content, timezone?}`; resolves its id and first firing time. */
+  async schedule(sessionId: string, schedule: unknown): Promise<{ scheduleId: string; next: number }> {
+    const body = compact(arg(schedule, CreateScheduleBody));
+    return unwrap(await sessionStub(this.env, arg(sessionId, SessionIdArg)).createSchedule(ADMIN, body));
+  }
+
+  async unschedule(sessionId: string, scheduleId: string): Promise<void> {
+    const id = arg(scheduleId, z.string().min(1).max(64));
+    unwrap(await sessionStub(this.env, arg(sessionId, SessionIdArg)).deleteSchedule(ADMIN, id));
+  }
+
   async start(parentId: string, request: unknown): Promise<RunHandle> {
     const id = arg(parentId, SessionIdArg);
     const checked: StartRequest = compact(arg(request, StartRequestSchema));
@@ -166,8 +183,8 @@ export class SubagentsEntrypoint extends WorkerEntrypoint<Env> {
   async followup(parentId: string, childId: string, message: unknown): Promise<{ messageId: string }> {
     const id = arg(parentId, SessionIdArg);
     const child = arg(childId, SessionIdArg);
-    const { content } = arg(message, FollowupBody);
-    return unwrap(await sessionStub(this.env, id).followupChild(ADMIN, child, content));
+    const { content, delivery } = arg(message, FollowupBody);
+    return unwrap(await sessionStub(this.env, id).followupChild(ADMIN, child, content, delivery));
   }
 
   /** Interrupts a child's current turn, with the parent's authority. */

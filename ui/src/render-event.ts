@@ -134,6 +134,11 @@ function sourceTitle(source: MessageSource, ctx: RenderContext): { kind: string;
         kind: "settled",
         title: ["Settlement notice from ", sessionLink(source.senderSessionId, ctx)],
       };
+    case "schedule":
+      return {
+        kind: "scheduled",
+        title: [`Scheduled message (${source.scheduleId}, due ${new Date(source.at).toISOString()})`],
+      };
     default:
       return { kind: "user", title: [String((source as { kind?: unknown }).kind ?? "message")] };
   }

@@ -1,4 +1,11 @@
 import { compact } from "../../../src/core/compact";
+import { isDeadline, MAX_PENDING_STEERS } from "../../../src/contract/control";
+import {
+  INTERRUPT_DELIVERY_CAUSE,
+  placement,
+  replaceRunningTurn,
+  steersFull as steersFullRefusal,
+} from "../../session/admission";
 import { toBlocks } from "../../../src/contract/content";
 import type { ContinuableInit, FollowupInput, InterruptAuthority } from "../../../src/contract/continuable";
 import type { ReportDelivery, ReportEnvelope } from "../../../src/contract/envelope";
@@ -117,6 +124,9 @@ export class ContinuableChild implements SessionPart {
     if (this.#drains.draining()) return fail("DRAINING", `subagent ${header.id} is draining`);
     let messageId: string = newMessageId();
     let resumed = false;
+    let steersFull = false;
+    let interrupted = false;
+    const delivery = input.delivery ?? "next-turn";
     // MAX_PENDING_MESSAGES and MAX_LOG_BYTES, as for any message: refused, nothing stored
     const quota = messageQuota(stores.log.bytes(), this.#ctx.limits);
     const full = stores.transact(() => {
@@ -132,6 +142,10 @@ export class ContinuableChild implements SessionPart {
         if (quota.capacity > 0 && loop.parked) stores.loop.set({ ...loop, parked: false });
         return true;
       }
+      if (delivery === "next-step" && stores.inbox.pendingSteers() >= MAX_PENDING_STEERS) {
+        steersFull = true; // refused before anything is stored
+        return false;
+      }
       if (!this.#activation()) {
         // cold resume: a new epoch from the descriptor (the provider is never asked again)
         this.#activate(Number(stores.flags.get("epochs") ?? "1") + 1, input.resumeRunId, descriptor.provider);
@@ -139,20 +153,23 @@ export class ContinuableChild implements SessionPart {
       }
       stores.inbox.admit({
         messageId,
-        lane: "next-turn",
+        ...placement(delivery),
         waking: true,
         source: input.source,
         content: toBlocks(input.content),
         contentHash: messageId,
         ...compact({ idempotencyKey: input.idempotencyKey }),
       });
+      interrupted = replaceRunningTurn(delivery, this.#ctx);
       stores.loop.set({ ...stores.loop.get(), parked: false });
       return false;
     });
+    if (interrupted) this.#ctx.turns.abortInFlight(INTERRUPT_DELIVERY_CAUSE);
     if (full) {
       if (quota.capacity > 0) this.#ctx.kick();
       return quota.refusal;
     }
+    if (steersFull) return steersFullRefusal();
     this.#ctx.kick();
     return ok({ messageId, resumed });
   }
@@ -328,6 +345,9 @@ export class ContinuableChild implements SessionPart {
       assistant: assistant.map((e) => e.data.content),
       droppedWork: stores.log.ofTypes(["agent/inbox/discarded"], from).length > 0,
     });
+    // a turn its deadline ended says so in the notice
+    const lastCause = stores.log.last("turn/end", from)?.data.cause;
+    const why = outcome.stopReason === "aborted" && isDeadline(lastCause) ? lastCause : undefined;
     // the epoch's own steps, as a one-shot run's result sums its run's (turn-result.ts)
     const usage = sumUsage(assistant.map((e) => e.data.usage));
     stores.outbox.enqueue({
@@ -339,8 +359,8 @@ export class ContinuableChild implements SessionPart {
       runId: activation.runId,
       stopReason: outcome.stopReason,
       output: outcome.output,
-      text: noticeText(header.id, outcome.stopReason, outcome.output),
-      summary: noticeSummary(header.id, outcome.stopReason),
+      text: noticeText(header.id, outcome.stopReason, outcome.output, why),
+      summary: noticeSummary(header.id, outcome.stopReason, why),
       drained,
       ...compact({ usage, subtreeUsage: stores.usage.unreported() }),
     });

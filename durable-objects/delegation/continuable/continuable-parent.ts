@@ -1,4 +1,5 @@
 import { compact } from "../../../src/core/compact";
+import type { MessageDelivery } from "../../../src/contract/control";
 import { isEmptyContent, toBlocks } from "../../../src/contract/content";
 import type {
   ContinuableInit,
@@ -86,7 +87,12 @@ export class ContinuableParent implements SessionPart {
     const retry = this.#retryOf(spec, callKey);
     if (!retry.ok) return retry;
     const { key, prior } = retry.value;
-    const placed = placeChild(ctx, header, { ...spec, maxDepth }, !!prior);
+    const placed = placeChild(
+      ctx,
+      header,
+      { ...spec, maxDepth, turnDeadlineSeconds: spec.deadlineSeconds },
+      !!prior,
+    );
     if (!placed.ok) return placed;
     const runId = prior?.runId ?? newRunId();
     const init = this.#initOf(spec, record.name, runId, placed.value, info.kind === "fork");
@@ -208,7 +214,7 @@ export class ContinuableParent implements SessionPart {
     childId: string,
     content: FollowupInput["content"],
     source: MessageSource,
-    idempotencyKey?: string,
+    { idempotencyKey, delivery }: { idempotencyKey?: string; delivery?: MessageDelivery } = {},
   ): Promise<Outcome<{ messageId: string }>> {
     const ctx = this.#ctx;
     const { children } = ctx.stores;
@@ -240,6 +246,7 @@ export class ContinuableParent implements SessionPart {
           source,
           resumeRunId,
           ...(idempotencyKey === undefined ? {} : { idempotencyKey: `${from}:${idempotencyKey}` }),
+          ...compact({ delivery }),
         });
       } catch {
         answer = fail("NOT_RESUMABLE", `subagent ${childId} is unavailable right now`);

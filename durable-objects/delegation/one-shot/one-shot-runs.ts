@@ -2,11 +2,13 @@ import { quote } from "../../../src/core/quote";
 import { turnCallOf } from "../../../src/agent/call-keys";
 import type { RunOrigin } from "../../../src/agent/host";
 import { isEmptyContent } from "../../../src/contract/content";
+import { deadlineDiagnostic, isDeadline } from "../../../src/contract/control";
 import type { RunResultEnvelope } from "../../../src/contract/envelope";
 import { fail, type Outcome, ok } from "../../../src/contract/errors";
 import type { RunCounterpart, RunView, StartRequest, SubagentResult } from "../../../src/contract/run";
 import { renderForeground } from "../../../src/core/run-rendering";
 import { checkStart } from "../../../src/providers/start-checks";
+import { DueTimer } from "../../session/due-timer";
 import type { EnvelopeHandlers, SessionPart } from "../../session/part";
 import type { SessionContext } from "../../session/session-context";
 import type { RunRow } from "../../store/runs";
@@ -23,7 +25,7 @@ import type { ChildTransport, RunSettlement } from "../../transports/transport";
  * for a run the local transport publishes with its result already in, `settle`. A result that
  * outruns its run's publication waits in the run row and is settled by the publishing
  * transaction, so `subagent/start` precedes `end`. A tool call re-run after a crash re-attaches
- * to its run by call key.
+ * to its run by call key. A run past its deadline settles `aborted` here, and its child is cancelled.
  */
 export class OneShotRuns implements SessionPart, RunSettlement {
   readonly name = "one-shot runs";
@@ -40,6 +42,8 @@ export class OneShotRuns implements SessionPart, RunSettlement {
   readonly #transports: readonly ChildTransport[];
   /** Long-poll waiters by run id (memory only: a waiter is a caller of this instance). */
   readonly #waiters = new Map<string, Set<() => void>>();
+  /** The earliest deadline of a running run, while this instance runs. */
+  readonly #deadlines = new DueTimer();
 
   /** `others`: the transports of out-of-process providers (another deployment, ACP, A2A). */
   constructor(ctx: SessionContext, others: readonly ChildTransport[]) {
@@ -60,7 +64,9 @@ export class OneShotRuns implements SessionPart, RunSettlement {
     const transport = this.#transports.find((t) => t.runs(provider.kind));
     if (!transport) return fail("NO_PROVIDER", `no transport runs providers of kind ${provider.kind}`);
     const started = await transport.start({ request, origin, ...checked.value });
-    return started.ok ? ok(this.view(runs.get(started.value)!)) : started;
+    if (!started.ok) return started;
+    if (request.deadlineSeconds !== undefined) this.#ctx.kick(); // its deadline gets the alarm and a timer
+    return ok(this.view(runs.get(started.value)!));
   }
 
   view(run: RunRow): RunView {
@@ -115,6 +121,51 @@ export class OneShotRuns implements SessionPart, RunSettlement {
   requestCancel(run: RunRow, reason?: string): void {
     this.#ctx.stores.runs.requestCancel(run.runId);
     this.#transports.find((t) => t.owns(run))?.requestCancel(run, reason);
+  }
+
+  /** The earliest deadline of a run still working (README "Deadlines"). */
+  nextDue(): number | undefined {
+    return this.#ctx.stores.runs.nextDeadline();
+  }
+
+  /**
+   * Runs past their deadline end now: each settles `aborted` with a diagnostic naming the
+   * deadline, and its child is cancelled (its counterpart, for a run of another process). The
+   * alarm keeps the time, so this holds across evictions and restarts. True when one ended.
+   */
+  async step(): Promise<boolean> {
+    return this.#endLateRuns();
+  }
+
+  /**
+   * As a pass begins: while this session runs (or is about to run) a turn, a timer ends the runs
+   * at their deadline even in the middle of its model call; an idle session has the alarm only,
+   * so it holds no timer.
+   */
+  pump(): void {
+    const busy = this.#ctx.stores.loop.get().openTurn !== null || this.#ctx.turns.owesStep();
+    const due = this.nextDue();
+    this.#deadlines.set(due !== undefined && busy ? due : undefined, () => {
+      if (this.#endLateRuns()) this.#ctx.kick();
+    });
+  }
+
+  #endLateRuns(): boolean {
+    const { stores } = this.#ctx;
+    const late = stores.runs.pastDeadline(Date.now());
+    if (late.length === 0) return false;
+    stores.transact(() => {
+      for (const run of late) {
+        const seconds = Math.round((run.deadlineAt! - run.createdAt) / 1000);
+        const diagnostic = deadlineDiagnostic(seconds, "run");
+        if (!run.cancelRequested) this.requestCancel(run, diagnostic);
+        const current = stores.runs.get(run.runId);
+        if (current && current.state !== "settled")
+          this.settle(current, { output: [], stopReason: "aborted", diagnostic });
+      }
+    });
+    this.#ctx.kick(); // the cancels go out through the outbox
+    return true;
   }
 
   /** A turn that ends while its foreground children still run cancels them (the tool's signal). */
@@ -173,7 +224,11 @@ export class OneShotRuns implements SessionPart, RunSettlement {
   #record({ runId, from, result }: RunResultEnvelope): void {
     const { runs } = this.#ctx.stores;
     const run = runs.get(runId);
-    if (!run || run.childId !== from || run.state === "settled") return;
+    if (!run || run.childId !== from) return;
+    // a run its deadline ended: the child's own result comes later; what it used still counts
+    if (run.state === "settled" && isDeadline(run.result?.diagnostic) && result.usage)
+      this.#ctx.stores.usage.addRuns(result.usage);
+    if (run.state === "settled") return;
     if (run.state === "running") this.settle(run, result);
     else runs.keepEarlyResult(run.runId, result);
   }

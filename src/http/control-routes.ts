@@ -1,0 +1,53 @@
+import type { IRequest, RouterType } from "itty-router";
+import { CreateScheduleBody } from "../contract/control";
+import { type Failure, fail } from "../contract/errors";
+import { failure } from "../contract/respond";
+import { compact } from "../core/compact";
+import { sessionStub } from "../platform/stubs";
+import { authed, reply } from "./authed";
+import { readBody } from "./body";
+import { sessionIdParam } from "./path-params";
+
+/** A schedule id as the runtime makes them (`sch_` and a UUID, or 16 hex digits for a model's). */
+const SCHEDULE_ID = /^sch_(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{16})$/;
+
+/** The schedule id a route's path names (`:scheduleId`), or `404 NOT_FOUND`. */
+function scheduleIdParam(request: IRequest): string | Failure {
+  const id = request.params.scheduleId ?? "";
+  return SCHEDULE_ID.test(id) ? id : fail("NOT_FOUND", "schedule not found");
+}
+
+/** Control over time (docs/api.md): a session's schedules. */
+export function addControlRoutes(router: RouterType<IRequest, [Env, ExecutionContext]>): void {
+  router.post(
+    "/v1/sessions/:id/schedules",
+    authed(async (request, env, caller) => {
+      const id = sessionIdParam(request);
+      if (typeof id !== "string") return failure(id);
+      const body = await readBody(request, CreateScheduleBody);
+      if (!body.ok) return failure(body);
+      return reply(await sessionStub(env, id).createSchedule(caller, compact(body.value)), 201);
+    }),
+  );
+
+  router.get(
+    "/v1/sessions/:id/schedules",
+    authed(async (request, env, caller) => {
+      const id = sessionIdParam(request);
+      if (typeof id !== "string") return failure(id);
+      return reply(await sessionStub(env, id).schedules(caller));
+    }),
+  );
+
+  router.delete(
+    "/v1/sessions/:id/schedules/:scheduleId",
+    authed(async (request, env, caller) => {
+      const id = sessionIdParam(request);
+      if (typeof id !== "string") return failure(id);
+      const scheduleId = scheduleIdParam(request);
+      if (typeof scheduleId !== "string") return failure(scheduleId);
+      const removed = await sessionStub(env, id).deleteSchedule(caller, scheduleId);
+      return removed.ok ? new Response(null, { status: 204 }) : failure(removed);
+    }),
+  );
+}
