@@ -59,6 +59,12 @@ export class RegistryObject extends DurableObject<Env> {
     this.#store.addSession(tenant, entry);
   }
 
+  /** Forgets a deleted top-level session (idempotent). */
+  async removeSession(id: string): Promise<void> {
+    await this.#fault();
+    this.#store.removeSession(id);
+  }
+
   /** Top-level sessions, newest first; `before` is the cursor a previous page returned. */
   sessions(
     tenant: string,

@@ -28,6 +28,8 @@ export class DriveLoop {
   readonly #header: { get(): SessionHeader | undefined };
   #running: Promise<void> | null = null;
   #wake = false;
+  /** Set once the session's object was erased: nothing runs again in this instance. */
+  #halted = false;
   #touchCheckedAt = Number.NEGATIVE_INFINITY;
 
   /**
@@ -58,6 +60,7 @@ export class DriveLoop {
 
   /** Starts (or re-checks) the loop; resolves when it has nothing left to do. */
   kick(): Promise<void> {
+    if (this.#halted) return Promise.resolve();
     this.#wake = true;
     if (!this.#running) {
       this.#running = this.#drive().finally(() => {
@@ -87,12 +90,18 @@ export class DriveLoop {
    * Resolves true when it had to.
    */
   async armIfOwed(): Promise<boolean> {
+    if (this.#halted) return false;
     const due = this.nextDue();
     if (due === undefined) return false;
     const alarm = await this.#alarm.read();
     if (alarm !== null && alarm > Date.now() - LOST_ALARM_MS && alarm <= due) return false;
     await this.#alarm.arm(Math.max(due, Date.now() + 1));
     return true;
+  }
+
+  /** The session's object was erased: the pass in progress stops after the current hook, and none follows. */
+  halt(): void {
+    this.#halted = true;
   }
 
   /** The platform is running the alarm (it is consumed, or comes back if the handler fails). */
@@ -126,7 +135,10 @@ export class DriveLoop {
       this.#wake = false;
       for (const part of parts) part.pump?.();
       let worked = false;
-      for (const part of parts) if (part.step && (await part.step())) worked = true;
+      for (const part of parts) {
+        if (part.step && (await part.step())) worked = true;
+        if (this.#halted) return;
+      }
       if (worked) continue;
       if (await this.#first(parts, (part) => part.repair?.())) continue;
       if (await this.#first(parts, (part) => part.idle?.())) continue;

@@ -11,7 +11,7 @@ import type { LocationHint } from "../../src/core/placement";
 import { logRefusal } from "../../src/core/quotas";
 import type { Deployment } from "../../src/platform/deployment";
 import { defaultModelOf } from "../../src/platform/models";
-import { registryStub, sessionStub } from "../../src/platform/stubs";
+import { type RegistryStub, registryStub, sessionStub } from "../../src/platform/stubs";
 import type { ProviderRecord } from "../../src/providers/catalog";
 import { mayUse, scopeOf } from "../../src/providers/provider-access";
 import type { ChildWatch } from "../delegation/child-watch";
@@ -101,6 +101,11 @@ export class SessionContext {
     const record = await registryStub(this.#env).resolve(name);
     const header = this.header();
     return record && header && mayUse(record, scopeOf(header)) ? record : undefined;
+  }
+
+  /** The deployment's registry object (providers, the directory of top-level sessions). */
+  registry(): RegistryStub {
+    return registryStub(this.#env);
   }
 
   /** Work is due: the drive loop runs without waiting (steps, outbox, repairs, settlement). */

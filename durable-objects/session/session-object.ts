@@ -60,10 +60,12 @@ const MAX_EVENTS_WAIT_MS = 60_000;
  * over the session context (session-parts.ts assembles them); storage lives in the stores,
  * decisions in `src/` and in the parts, and the drive loop (drive-loop.ts) runs their work.
  * Accepted work starts in-process at once (no alarm round trip); the alarm is the safety net and
- * the retry clock.
+ * the retry clock. A session being deleted (session/deletion.ts) answers every route 404.
  */
 export class SessionObject extends DurableObject<Env> implements SessionRpc {
   #parts: Parts | undefined;
+  /** Erased by a deletion: nothing is created in this object again by this instance. */
+  #erased = false;
   readonly #deployment: Deployment;
   /** The object's tables when this instance started (none: the first `#open` creates the schema). */
   readonly #tables: ReadonlySet<string>;
@@ -158,6 +160,17 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     const { ctx } = session.value.parts;
     ctx.turns.interrupt("user");
     ctx.kick(); // foreground children of the aborted turn get their cancel
+    return ok({ accepted: true });
+  }
+
+  /**
+   * `DELETE /v1/sessions/:id`: the session and every local descendant answer 404 from the answer
+   * on; each stops its work and erases itself in the background (session/deletion.ts).
+   */
+  async deleteTree(caller: Caller): Promise<Outcome<{ accepted: true }>> {
+    const session = this.#authorize(caller, "delete");
+    if (!session.ok) return session;
+    await session.value.parts.deletion.mark("caller");
     return ok({ accepted: true });
   }
 
@@ -289,11 +302,13 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   // ---- RPC surface: other session objects (never reachable over HTTP) ----
 
   async init(spec: ChildInit): Promise<Outcome<{ id: string }>> {
+    if (this.#erased) return fail("NOT_FOUND", "this session was deleted");
     const slot = await this.#treeSlot(spec);
     return slot.ok ? this.#open().oneShot.init(spec) : slot;
   }
 
   async initContinuable(spec: ContinuableInit): Promise<Outcome<{ id: string; messageId: string }>> {
+    if (this.#erased) return fail("NOT_FOUND", "this session was deleted");
     const slot = await this.#treeSlot(spec);
     return slot.ok ? this.#open().self.init(spec) : slot;
   }
@@ -306,14 +321,16 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   }
 
   async deliver(envelope: Envelope): Promise<Outcome<{ applied: boolean }>> {
-    // a cancel may outrun the child's creation (it leaves a tombstone); anything else needs a session
+    // a cancel may outrun the child's creation (it leaves a tombstone); anything else needs a
+    // session, and nothing reaches one that is deleted
+    if (this.#erased || this.#parts?.deletion.deleting()) return fail("NOT_FOUND", "no such session");
     if (!this.#parts && envelope.kind !== "cancel-run") return fail("NOT_FOUND", "no such session");
     return this.#open().delivery.deliver(envelope);
   }
 
   followup(input: FollowupInput): Outcome<{ messageId: string; resumed: boolean }> {
     const parts = this.#parts;
-    if (!parts)
+    if (!parts || parts.deletion.deleting())
       return fail("NOT_RESUMABLE", "subagent is unavailable (unknown id); do not retry send_message with it");
     return parts.self.receiveFollowup(input);
   }
@@ -337,12 +354,32 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
 
   entry(expectedParent: string): ChildEntry | null {
     const parts = this.#parts;
+    if (this.#erased || parts?.deletion.deleting()) return null; // deleted: it leaves the listing
     if (!parts) return { kind: "diagnostic", id: "", reason: "unavailable", createdAt: 0 };
     return listingEntry(parts.ctx, expectedParent);
   }
 
   async childEntries(): Promise<ChildEntry[]> {
-    return this.#parts ? childEntriesOf(this.#parts.ctx) : [];
+    return this.#parts && !this.#parts.deletion.deleting() ? childEntriesOf(this.#parts.ctx) : [];
+  }
+
+  /** Its parent deletes it with its tree (session/deletion.ts); `gone` once nothing of it is left. */
+  async deleteFrom(parentId: string): Promise<{ gone: boolean }> {
+    const parts = this.#parts;
+    if (!parts) return { gone: true }; // erased (or never created): nothing of it is left
+    if (parts.stores.header.get()?.parentSession !== parentId) return { gone: false };
+    await parts.deletion.mark("parent");
+    return { gone: false };
+  }
+
+  /** The newest activity of this session's tree (a root's retention asks). */
+  async treeActivity(): Promise<number> {
+    return this.#parts ? this.#parts.retention.treeActivity() : 0;
+  }
+
+  /** A child deleted on its own left this session (its runs end `aborted`, it leaves the listings). */
+  childDeleted(childId: string): void {
+    this.#parts?.deletion.childDeleted(childId);
   }
 
   // ---- platform entry points ----
@@ -396,12 +433,36 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     return takeTreeSlot(spec, exists, (root) => sessionStub(this.env, root));
   }
 
+  /**
+   * The session was deleted (deletion.ts): its streams end, its loop stops, and its rows and alarm
+   * are erased; this instance then answers as for an object that never existed.
+   */
+  async #erase(): Promise<void> {
+    const parts = this.#parts;
+    if (!parts) return;
+    parts.loop.halt();
+    parts.subscribers.closeAll();
+    this.#parts = undefined;
+    this.#erased = true;
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+  }
+
   #open(): Parts {
     if (this.#parts) return this.#parts;
     // the tables as they are once migrated: a migration may create one (moving rows into it)
     const tables = new Set(this.#tables);
     const created = migrate(this.ctx.storage, undefined, { exists: tables.has("meta"), tables });
-    this.#parts = assembleParts(this.ctx, this.env, this.#deployment, { created, tables });
+    this.#parts = assembleParts(
+      this.ctx,
+      this.env,
+      this.#deployment,
+      { erase: () => this.#erase() },
+      {
+        created,
+        tables,
+      },
+    );
     return this.#parts;
   }
 
@@ -410,7 +471,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     const parts = this.#parts;
     // every caller's request is a chance to notice owed work whose alarm was lost
     parts?.loop.touched();
-    const header = parts?.stores.header.get();
+    const header = parts?.deletion.deleting() ? undefined : parts?.stores.header.get();
     const denied = checkAccess(header, caller, need);
     if (denied) return denied;
     return parts && header ? ok({ header, parts }) : fail("NOT_FOUND", "session not found");

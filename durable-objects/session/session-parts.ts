@@ -26,6 +26,8 @@ import { McpFace } from "./mcp-face";
 import { SessionApprovals } from "./approvals";
 import { SessionSchedules } from "./schedules";
 import { TurnDeadline } from "./turn-deadline";
+import { Deletion, type Eraser } from "./deletion";
+import { Retention } from "./retention";
 import { turnSettingsOf } from "./turn-settings";
 
 /** A session's parts, built once its schema exists: what the shell's RPC methods reach. */
@@ -44,6 +46,8 @@ export interface Parts {
   mcp: McpFace;
   approvals: SessionApprovals;
   schedules: SessionSchedules;
+  deletion: Deletion;
+  retention: Retention;
 }
 
 /** Envelope kinds that reach an object through `deliver` (a callback leaves the deployment instead). */
@@ -56,13 +60,14 @@ const DELIVERED_KINDS = ["run-result", "cancel-run", "report", "settled", "appro
  * the context the parts share, the parts (each added to the signals with the envelope kinds and
  * turn-end hook it declares), the turn driver over them, and last the drive loop, which runs the
  * parts' work in the order listed. Nothing here decides anything: behaviour lives in the parts.
- * `created`: the schema was created just now (the stores know their tables are empty); `tables`:
- * the object's tables as it opened.
+ * `eraser`: how its deletion erases the object (the shell's); `created`: the schema was created
+ * just now (the stores know their tables are empty); `tables`: the object's tables as it opened.
  */
 export function assembleParts(
   state: DurableObjectState,
   env: Env,
   deployment: Deployment,
+  eraser: Eraser,
   { created = false, tables = [] }: { created?: boolean; tables?: Iterable<string> } = {},
 ): Parts {
   const log = new EventLog(state.storage.sql);
@@ -108,6 +113,8 @@ export function assembleParts(
 
   const schedules = new SessionSchedules(ctx);
   const deadline = new TurnDeadline(ctx);
+  const deletion = new Deletion(ctx, runs, schedules, eraser);
+  const retention = new Retention(ctx, deletion, env.RETENTION_DAYS);
   const host = sessionHost(ctx, runs, children, self, schedules);
   const driver = new TurnDriver<SessionHost>({
     stores,
@@ -119,12 +126,15 @@ export function assembleParts(
     approvals,
     live: subscribers,
   });
-  // the order their hooks run: a cut-short drain before any model step, then approvals that timed
+  // the order their hooks run: a deletion first (its erasure ends the pass), a cut-short drain
+  // before any model step, then approvals that timed
   // out, scheduled messages that are due and a turn's deadline, then the step, then the outbox, then repairs and
   // transports
   const loop = new DriveLoop(
     alarm,
     [
+      deletion,
+      retention,
       self,
       approvals,
       schedules,
@@ -160,5 +170,7 @@ export function assembleParts(
     mcp,
     approvals,
     schedules,
+    deletion,
+    retention,
   };
 }

@@ -123,6 +123,26 @@ export class Subscribers {
     ctx.setWebSocketAutoResponse(new WebSocketRequestResponsePair(KEEPALIVE_PING, KEEPALIVE_PONG));
   }
 
+  /** The session was deleted: every stream ends (WebSockets with 4404, SSE responses close). */
+  closeAll(): void {
+    for (const socket of this.ctx.getWebSockets()) {
+      try {
+        socket.close(4404, "the session was deleted");
+      } catch {
+        // already closing
+      }
+    }
+    for (const subscriber of [...this.#sse]) {
+      subscriber.drop();
+      try {
+        subscriber.controller.close();
+      } catch {
+        // the reader went away first
+      }
+    }
+    for (const wake of [...this.#waiters]) wake();
+  }
+
   /** Open subscribers: SSE responses and WebSockets (hibernated ones included) not yet closed. */
   subscribers(): number {
     return this.#sse.size + this.ctx.getWebSockets().length;

@@ -46,6 +46,8 @@ export class EventLog {
   #bytes: number | undefined;
   /** The model's view, once read. */
   #view: ContextView | undefined;
+  /** When the newest event was appended, once known (null: the log is empty). */
+  #lastAt: number | null | undefined;
 
   constructor(sql: SqlStorage) {
     this.#sql = sql;
@@ -54,6 +56,7 @@ export class EventLog {
   /** The table was created just now: the first event gets seq 0 without asking. */
   startEmpty(): void {
     this.#nextSeq = 0;
+    this.#lastAt = null;
     this.#tailFrom = 0;
     this.#bytes = 0;
     this.#view = new ContextView();
@@ -118,6 +121,7 @@ export class EventLog {
     const json = JSON.stringify(data);
     this.#sql.exec("INSERT INTO events (seq, type, at, data) VALUES (?, ?, ?, ?)", seq, type, at, json);
     this.#nextSeq = seq + 1;
+    this.#lastAt = at;
     this.#grew(json);
     this.#remember({ seq, type, at, json });
     this.#view?.observe(seq, type, data);
@@ -154,6 +158,17 @@ export class EventLog {
     this.#tailFrom = undefined;
     this.#bytes = undefined;
     this.#view = undefined;
+    this.#lastAt = undefined;
+  }
+
+  /** When the newest event was appended (epoch ms; undefined for an empty log). */
+  lastAt(): number | undefined {
+    if (this.#lastAt === undefined) {
+      this.#lastAt =
+        this.#sql.exec<{ at: number }>("SELECT at FROM events ORDER BY seq DESC LIMIT 1").toArray()[0]?.at ??
+        null;
+    }
+    return this.#lastAt ?? undefined;
   }
 
   /**

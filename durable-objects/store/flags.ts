@@ -28,7 +28,9 @@ export type FlagName =
   /** What its local children reported of their subtrees (usage-totals.ts). */
   | "usage:below"
   /** The part of its subtree's usage it has reported to its parent (usage-totals.ts). */
-  | "usage:reported";
+  | "usage:reported"
+  /** The session is being deleted: how and since when, JSON (session/deletion.ts). */
+  | "deleting";
 
 /** Small named facts of one session that are not worth a table each (FlagName lists them). */
 export class Flags {

@@ -251,6 +251,16 @@ export class Outbox {
     );
   }
 
+  /** Withdraws every row to `target` not delivered yet (a deleted session owes it nothing more). */
+  withdrawAllTo(target: string, now = Date.now()): void {
+    this.#changed(["tail"]);
+    this.sql.exec(
+      "UPDATE outbox SET delivered_at = ?, withdrawn = 1, last_error = NULL WHERE target = ? AND delivered_at IS NULL",
+      now,
+      target,
+    );
+  }
+
   markDelivered(id: string, now = Date.now()): void {
     const live = this.memo.known<readonly LiveRow[]>(`live:${LIVE_LIMIT}`, []);
     this.#changed(["gap-free", "tail"]);

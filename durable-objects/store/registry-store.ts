@@ -102,6 +102,11 @@ export class RegistryStore {
     );
   }
 
+  /** Forgets a deleted top-level session (idempotent). */
+  removeSession(id: string): void {
+    this.#sql.exec("DELETE FROM sessions WHERE id = ?", id);
+  }
+
   /** `tenant`'s top-level sessions, newest first; `before` is the cursor a previous page returned. */
   sessions(
     tenant: string,

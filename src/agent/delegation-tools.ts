@@ -26,9 +26,7 @@ const SubagentArgs = z.strictObject({
     .boolean()
     .optional()
     .describe("Run in the background and collect it later with task_output."),
-  deadline_seconds: DeadlineSeconds.optional().describe(
-    "Stop the subagent if it is still working this many seconds after it started (each of its turns, for one that continues in the background).",
-  ),
+  deadline_seconds: DeadlineSeconds.optional().describe("Stop it if still working after this many seconds."),
 });
 type SubagentArgs = z.infer<typeof SubagentArgs>;
 

@@ -23,9 +23,8 @@ type ScheduleArgs = z.infer<typeof ScheduleArgs>;
 export const scheduleMessageTool: Tool<ScheduleArgs, SessionHost> = {
   name: "schedule_message",
   description:
-    "Schedule a message to yourself: it arrives later as a new user message and starts a turn. " +
-    'Either {"message", "delay_seconds"} (once, that many seconds from now) or {"message", "cron"} ' +
-    '(every time of a five-field cron expression "minute hour day month weekday", with an optional IANA "timezone", default UTC).',
+    "Send yourself a message later (it starts a turn): once after delay_seconds, or at every time of a " +
+    '5-field cron ("minute hour day month weekday") in timezone (IANA, default UTC).',
   schema: ScheduleArgs,
   run(args, ctx, host) {
     const { message, delay_seconds: delaySeconds, cron, timezone } = args;

@@ -161,6 +161,14 @@ export class SubagentsClient {
     return this.#http.request("POST", `/v1/sessions/${id(sessionId)}/messages`, { ...options, body });
   }
 
+  /**
+   * `DELETE /v1/sessions/:id`: deletes the session and its whole tree (a top-level session needs an
+   * admin's client; a descendant, its tree's token too). Every route of every member is 404 after.
+   */
+  deleteSession(sessionId: string, options?: CallOptions): Promise<{ accepted: true }> {
+    return this.#http.request("DELETE", `/v1/sessions/${id(sessionId)}`, options);
+  }
+
   /** `GET /v1/sessions/:id/schedules`: the session's recurring schedules, oldest first. */
   async schedules(sessionId: string, options?: CallOptions): Promise<Schedule[]> {
     const path = `/v1/sessions/${id(sessionId)}/schedules`;

@@ -32,6 +32,8 @@ export interface SessionApi {
     waitMs?: number,
   ): Answer<Outcome<EventPage>>;
   interrupt(caller: Caller): Answer<Outcome<{ accepted: true }>>;
+  /** Deletes the session and its whole tree (`DELETE /v1/sessions/:id`). */
+  deleteTree(caller: Caller): Answer<Outcome<{ accepted: true }>>;
   /** Compacts the session's model view before its next model step (at once when no turn is open). */
   compact(caller: Caller): Answer<Outcome<{ accepted: true }>>;
   /** The pending approvals of this session and its descendants, oldest first. */
@@ -121,6 +123,15 @@ export interface SessionRpc extends SessionApi {
   entry(expectedParent: string): Answer<ChildEntry | null>;
   /** This session's own children rows (for a descendants walk). */
   childEntries(): Answer<ChildEntry[]>;
+  /**
+   * Its parent deletes it (and its tree): marked at once, erased in the background; `gone` once
+   * its object holds nothing (then asked no more).
+   */
+  deleteFrom(parentId: string): Answer<{ gone: boolean }>;
+  /** The newest activity (epoch ms) of this session and every local session below it (RETENTION_DAYS). */
+  treeActivity(): Answer<number>;
+  /** A child of this session was deleted on its own: its runs end `aborted` and it leaves the listings. */
+  childDeleted(childId: string): Answer<void>;
 }
 
 /** An object's surface as its callers see it through a stub: every answer arrives later. */

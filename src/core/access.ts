@@ -4,12 +4,13 @@ import { type Caller, type SessionHeader, tenantOf } from "../contract/session";
 /**
  * Who may do what to a session. The admin may do everything. A session token acts as its own
  * session, and reads and oversees its descendants (`oversee`: what an ancestor may do for a
- * session below it: compact its model view, decide the approvals of its subtree). A token that claims this session or one of its ancestors
+ * session below it: compact its model view, decide the approvals of its subtree). `delete`: a
+ * top-level session by an admin only, a descendant by its tree's token too. A token that claims this session or one of its ancestors
  * but does not match is a wrong token (401); any other token learns nothing here (404). The Worker
  * (src/http/authed.ts) then asks the token's own session whether the token is valid at all, so an
  * invalid token is 401 whether or not the session it names or asks about exists.
  */
-export type Need = "read" | "oversee" | "act";
+export type Need = "read" | "oversee" | "act" | "delete";
 
 export function checkAccess(
   header: SessionHeader | undefined,
@@ -27,6 +28,8 @@ export function checkAccess(
     return fail("UNAUTHENTICATED", "the token is not valid");
   }
   if (need === "act" && !own) return fail("UNAUTHORIZED", "a session token may only read its descendants");
+  if (need === "delete" && header.parentSession === null)
+    return fail("UNAUTHORIZED", "a top-level session is deleted by an admin, not with its own token");
   return undefined;
 }
 

@@ -9,7 +9,8 @@
  * before it is marked delivered), `before-apply` as a delivery arrives, `in-alarm`, `in-init`
  * (a child's creation), `mid-drain` (between the children of a drain), `in-transaction` (as a
  * storage transaction is about to commit: a throw there is a storage failure, rolled back),
- * `in-registry` (as the provider registry object takes a call; its scope is `REGISTRY_FAULT_SCOPE`).
+ * `in-registry` (as the provider registry object takes a call; its scope is `REGISTRY_FAULT_SCOPE`),
+ * `mid-delete` (a deleted session left its parent or the directory, its rows not yet erased).
  */
 
 export type FaultPointName =
@@ -27,7 +28,8 @@ export type FaultPointName =
   | "in-init"
   | "mid-drain"
   | "in-transaction"
-  | "in-registry";
+  | "in-registry"
+  | "mid-delete";
 
 /** The scope of the registry object's fault point (it is one object per deployment). */
 export const REGISTRY_FAULT_SCOPE = "registry";

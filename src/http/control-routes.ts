@@ -17,8 +17,18 @@ function scheduleIdParam(request: IRequest): string | Failure {
   return SCHEDULE_ID.test(id) ? id : fail("NOT_FOUND", "schedule not found");
 }
 
-/** Control over time (docs/api.md): a session's schedules. */
+/** Control over time (docs/api.md): a session's schedules, and the end of a session. */
 export function addControlRoutes(router: RouterType<IRequest, [Env, ExecutionContext]>): void {
+  // a top-level session by an admin, a descendant by its tree's token too (core/access.ts)
+  router.delete(
+    "/v1/sessions/:id",
+    authed(async (request, env, caller) => {
+      const id = sessionIdParam(request);
+      if (typeof id !== "string") return failure(id);
+      return reply(await sessionStub(env, id).deleteTree(caller), 202);
+    }),
+  );
+
   router.post(
     "/v1/sessions/:id/schedules",
     authed(async (request, env, caller) => {

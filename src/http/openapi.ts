@@ -158,6 +158,14 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     ok: [200, "the decision", R.ApprovalDecided],
   },
   {
+    method: "delete",
+    path: "/v1/sessions/{id}",
+    summary:
+      "Delete the session and its whole tree: every member answers 404 from this answer on, stops its work and erases its storage (a top-level session: an admin only)",
+    auth: "session",
+    ok: [202, "accepted", R.AcceptedFlag],
+  },
+  {
     method: "post",
     path: "/v1/sessions/{id}/schedules",
     summary:

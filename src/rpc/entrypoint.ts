@@ -102,6 +102,11 @@ export class SubagentsEntrypoint extends WorkerEntrypoint<Env> {
     return unwrap(await sessionStub(this.env, id).send(ADMIN, compact(arg(message, SendMessageBody))));
   }
 
+  /** Deletes the session and its whole tree (each member answers "not found" from now on). */
+  async delete(sessionId: string): Promise<{ accepted: true }> {
+    return unwrap(await sessionStub(this.env, arg(sessionId, SessionIdArg)).deleteTree(ADMIN));
+  }
+
   /** The session's recurring schedules, oldest first. */
   async schedules(sessionId: string): Promise<{ schedules: Schedule[] }> {
     return unwrap(await sessionStub(this.env, arg(sessionId, SessionIdArg)).schedules(ADMIN));
