@@ -33,8 +33,9 @@ export class TurnDeadline implements SessionPart {
    */
   pump(): void {
     const seconds = this.#ctx.header()?.options.turnDeadlineSeconds;
+    if (seconds === undefined) return;
     const open = this.#due();
-    const starting = open === undefined && seconds !== undefined && this.#ctx.turns.owesStep();
+    const starting = open === undefined && this.#ctx.turns.owesStep();
     this.#timer.set(open?.at ?? (starting ? Date.now() + seconds * 1000 : undefined), () => {
       if (this.#expire()) this.#ctx.kick();
       else this.pump();

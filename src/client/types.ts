@@ -364,6 +364,8 @@ export interface McpServerSpec {
 
 interface StartCommon extends Placement, ModelParams, ApprovalOptions {
   mcpServers?: McpServerSpec[];
+  /** A one-shot run ends `aborted` this long after its acceptance; a continuable child's turn, after it started. */
+  deadlineSeconds?: number;
   provider: string;
   prompt: Content;
   childId?: string;

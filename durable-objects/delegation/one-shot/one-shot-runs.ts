@@ -143,9 +143,10 @@ export class OneShotRuns implements SessionPart, RunSettlement {
    * so it holds no timer.
    */
   pump(): void {
-    const busy = this.#ctx.stores.loop.get().openTurn !== null || this.#ctx.turns.owesStep();
     const due = this.nextDue();
-    this.#deadlines.set(due !== undefined && busy ? due : undefined, () => {
+    const busy =
+      due !== undefined && (this.#ctx.stores.loop.get().openTurn !== null || this.#ctx.turns.owesStep());
+    this.#deadlines.set(busy ? due : undefined, () => {
       if (this.#endLateRuns()) this.#ctx.kick();
     });
   }

@@ -338,6 +338,9 @@ const delegation: HttpCase[] = [
     ["an unknown field", "INVALID_REQUEST", sub({ ...ONE_SHOT, priority: "high" })],
     ["a negative temperature", "INVALID_REQUEST", sub({ ...ONE_SHOT, temperature: -0.1 })],
     ["a maxOutputTokens over a million", "INVALID_REQUEST", sub({ ...ONE_SHOT, maxOutputTokens: 1_000_001 })],
+    ["a deadlineSeconds of 0", "INVALID_REQUEST", sub({ ...ONE_SHOT, deadlineSeconds: 0 })],
+    ["a deadlineSeconds over a week", "INVALID_REQUEST", sub({ ...CONTINUABLE, deadlineSeconds: 604_801 })],
+    ["a fractional deadlineSeconds", "INVALID_REQUEST", sub({ ...ONE_SHOT, deadlineSeconds: 1.5 })],
     ["an empty body", "INVALID_REQUEST", (w) => api("POST", P.subagents(w.a.id))],
     [
       "malformed JSON",
@@ -546,6 +549,11 @@ const children: HttpCase[] = [
       "an unknown field",
       "INVALID_REQUEST",
       (w) => followupCase(w, w.child, { body: { content: "more", urgent: true } }),
+    ],
+    [
+      "a delivery that is not one of the three",
+      "INVALID_REQUEST",
+      (w) => followupCase(w, w.child, { body: { content: "more", delivery: "urgent" } }),
     ],
     [
       "an idempotencyKey (not part of a follow-up)",

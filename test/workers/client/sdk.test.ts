@@ -267,6 +267,61 @@ describe("the client SDK against the Worker", () => {
     });
   });
 
+  it("steering, scheduled messages, schedules, deadlines and deleting a tree", async () => {
+    const admin = client();
+    const session = await admin.createSession({});
+    await admin.sendMessage(session.id, script({ think: 1_000 }, { say: "busy" }));
+    await eventually(
+      () => admin.events(session.id),
+      (page) => page.events.some((e) => e.type === "user/message"),
+    );
+    await admin.sendMessage(session.id, "steer", { delivery: "next-step" });
+    const steered = await eventually(
+      () => admin.events(session.id),
+      (page) => page.events.some((e) => e.type === "turn/end"),
+    );
+    expect(steered.events.filter((e) => e.type === "turn/start")).toHaveLength(1);
+    const later = await admin.sendMessage(session.id, "later", { notBefore: Date.now() + 3_600_000 });
+    expect(later.messageId).toMatch(/^msg_/);
+    const made = await admin.schedule(session.id, {
+      cron: "30 7 * * 1",
+      content: "weekly",
+      timezone: "Asia/Tokyo",
+    });
+    expect(await admin.schedules(session.id)).toEqual([
+      {
+        scheduleId: made.scheduleId,
+        cron: "30 7 * * 1",
+        timezone: "Asia/Tokyo",
+        next: made.next,
+        content: [{ type: "text", text: "weekly" }],
+      },
+    ]);
+    await admin.unschedule(session.id, made.scheduleId);
+    expect(await admin.schedules(session.id)).toEqual([]);
+    await expect(admin.schedule(session.id, { cron: "* *", content: "x" })).rejects.toMatchObject({
+      status: 400,
+      code: "INVALID_REQUEST",
+    });
+    const run = await admin.startOneShot(session.id, {
+      provider: "spawn",
+      prompt: script({ think: 10_000 }, { say: "never" }),
+      deadlineSeconds: 1,
+    });
+    const settled = await eventually(
+      () => admin.getRun(session.id, run.runId, { wait: 2_000 }),
+      (view) => view.state === "settled",
+    );
+    expect(settled.result).toMatchObject({
+      stopReason: "aborted",
+      diagnostic: expect.stringMatching(/^deadline passed/),
+    });
+    const own = client(session.token);
+    await expect(own.deleteSession(session.id)).rejects.toMatchObject({ status: 403, code: "UNAUTHORIZED" });
+    expect(await admin.deleteSession(session.id)).toEqual({ accepted: true });
+    await expect(admin.getSession(session.id)).rejects.toMatchObject({ status: 404, code: "NOT_FOUND" });
+  });
+
   it("turns error envelopes into SubagentErrors with status, code and issues", async () => {
     const admin = client();
     const s = await admin.createSession();

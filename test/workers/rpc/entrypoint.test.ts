@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { rpc, rpcFailure } from "../../support/api";
+import { assistantTexts, turnsOf, waitForEvents, waitForTurnEnds } from "../../support/logs";
 import { script } from "../../support/scripts";
 
 describe("the RPC entrypoint for service bindings (semantics.md §5.5, §13)", () => {
@@ -59,5 +60,31 @@ describe("the RPC entrypoint for service bindings (semantics.md §5.5, §13)", (
       [started.childId, 1],
     ]);
     expect(await rpc.interruptChild(session.id, started.childId)).toEqual({ accepted: true });
+  });
+});
+
+describe("the RPC entrypoint's control over time (README 'Steering, deadlines and schedules')", () => {
+  it("steers a running turn with send's delivery, keeps schedules, and deletes a session (then it is not found)", async () => {
+    const session = await rpc.createSession({});
+    await rpc.send(session.id, { content: script({ think: 1_000 }, { say: "first" }) });
+    await waitForEvents(session.id, (es) => es.some((e) => e.type === "user/message"));
+    await rpc.send(session.id, { content: "steered", delivery: "next-step" });
+    const events = await waitForTurnEnds(session.id, 1);
+    expect(turnsOf(events)).toHaveLength(1);
+    expect(assistantTexts(events)).toEqual(["first", "echo: steered"]);
+
+    const made = await rpc.schedule(session.id, { cron: "0 6 * * *", content: "morning" });
+    expect(made.scheduleId).toMatch(/^sch_/);
+    expect((await rpc.schedules(session.id)).schedules.map((s: any) => s.scheduleId)).toEqual([
+      made.scheduleId,
+    ]);
+    await rpc.unschedule(session.id, made.scheduleId);
+    expect((await rpc.schedules(session.id)).schedules).toEqual([]);
+    expect(await rpcFailure(() => rpc.schedule(session.id, { cron: "nope", content: "x" }))).toMatch(
+      /^INVALID_REQUEST/,
+    );
+
+    expect(await rpc.delete(session.id)).toEqual({ accepted: true });
+    expect(await rpcFailure(() => rpc.describe(session.id))).toMatch(/^NOT_FOUND/);
   });
 });

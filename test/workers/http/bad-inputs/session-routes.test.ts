@@ -253,7 +253,74 @@ const BAD_INPUTS: BadInput[] = [
     name: "an unsupported method on a session",
     status: 404,
     code: "NOT_FOUND",
-    run: (a) => api("DELETE", `/v1/sessions/${a.id}`),
+    run: (a) => api("PATCH", `/v1/sessions/${a.id}`, { body: {} }),
+  },
+  // ---- steering, scheduled messages, schedules, deletion (README "Steering, deadlines and schedules") ----
+  {
+    name: "a delivery that is not one of the three",
+    status: 400,
+    code: "INVALID_REQUEST",
+    run: post(messagesPath, { body: { content: "hi", delivery: "soon" } }),
+  },
+  {
+    name: "a notBefore more than a year ahead",
+    status: 400,
+    code: "INVALID_REQUEST",
+    run: post(messagesPath, { body: { content: "hi", notBefore: Date.now() + 400 * 86_400_000 } }),
+  },
+  {
+    name: "a notBefore that is not an integer",
+    status: 400,
+    code: "INVALID_REQUEST",
+    run: post(messagesPath, { body: { content: "hi", notBefore: "tomorrow" } }),
+  },
+  {
+    name: "a schedule with six cron fields",
+    status: 400,
+    code: "INVALID_REQUEST",
+    run: post((s) => `/v1/sessions/${s.id}/schedules`, { body: { cron: "0 * * * * *", content: "x" } }),
+  },
+  {
+    name: "a schedule in a time zone that does not exist",
+    status: 400,
+    code: "INVALID_REQUEST",
+    run: post((s) => `/v1/sessions/${s.id}/schedules`, {
+      body: { cron: "0 9 * * *", content: "x", timezone: "Europe/Atlantis" },
+    }),
+  },
+  {
+    name: "a schedule without content",
+    status: 400,
+    code: "INVALID_REQUEST",
+    run: post((s) => `/v1/sessions/${s.id}/schedules`, { body: { cron: "0 9 * * *" } }),
+  },
+  {
+    name: "a schedule id that the runtime never makes",
+    status: 404,
+    code: "NOT_FOUND",
+    run: (a) => api("DELETE", `/v1/sessions/${a.id}/schedules/sch_not-one`),
+  },
+  {
+    name: "a schedule of another session's path",
+    status: 404,
+    code: "NOT_FOUND",
+    run: (a, b) =>
+      api("POST", `/v1/sessions/${b.id}/schedules`, {
+        token: a.token,
+        body: { cron: "0 9 * * *", content: "x" },
+      }),
+  },
+  {
+    name: "a top-level session deleted with its own token",
+    status: 403,
+    code: "UNAUTHORIZED",
+    run: (a) => api("DELETE", `/v1/sessions/${a.id}`, { token: a.token }),
+  },
+  {
+    name: "a session deleted with another session's token",
+    status: 404,
+    code: "NOT_FOUND",
+    run: (a, b) => api("DELETE", `/v1/sessions/${b.id}`, { token: a.token }),
   },
   // ---- event paging ----
   {
