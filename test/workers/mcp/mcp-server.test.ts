@@ -219,3 +219,44 @@ describe("a session's tools over MCP (docs/semantics.md §14)", () => {
     expect(get.status).toBe(405);
   });
 });
+
+describe("send_message over MCP takes the same delivery (README 'Steering, deadlines and schedules')", () => {
+  it("an MCP client steers the session's running child with delivery next-step: the child reads it inside its turn", async () => {
+    const { id, token } = await createSession();
+    const started = await workerFetch(
+      new Request(`http://example.com/v1/sessions/${id}/subagents`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ADMIN}`, "content-type": "application/json" },
+        body: JSON.stringify({
+          provider: "spawn",
+          mode: "continuable",
+          label: "steered",
+          prompt: script({ think: 1_500 }, { say: "child busy" }),
+        }),
+      }),
+    );
+    const { childId } = (await started.json()) as { childId: string };
+    await eventually(
+      () => allEvents(childId),
+      (log) => log.some((e) => e.type === "user/message"),
+    );
+    const client = await connect(id, token);
+    const result = await client.callTool({
+      name: "send_message",
+      arguments: { subagent_id: childId, message: "over mcp, turn left", delivery: "next-step" },
+    });
+    expect(result.isError).toBeFalsy();
+    expect(textOf(result)).toBe(`message delivered to subagent ${childId}: it reads it before its next step`);
+    await client.close();
+    const log = await eventually(
+      () => allEvents(childId),
+      (events) => events.some((e) => e.type === "turn/end"),
+    );
+    expect(log.filter((e) => e.type === "turn/start")).toHaveLength(1);
+    const said = log.filter((e) => e.type === "assistant/message").map((e) => JSON.stringify(e.data.content));
+    expect(said).toEqual([
+      expect.stringContaining("child busy"),
+      expect.stringContaining("echo: over mcp, turn left"),
+    ]);
+  });
+});
