@@ -70,7 +70,12 @@ export class Deletion implements SessionPart {
    * once the whole tree below answers 404. The work goes on in the drive loop.
    */
   async mark(cause: DeletionCause): Promise<void> {
-    if (!this.deleting()) this.#stop(cause);
+    // marked already: its drive loop asks its children itself (a mark cut short goes on there)
+    if (this.deleting()) {
+      this.#ctx.kick();
+      return;
+    }
+    this.#stop(cause);
     const id = this.#ctx.header()!.id;
     await Promise.all(this.#children().map((childId) => this.#ctx.session(childId).deleteFrom(id)));
     this.#ctx.kick();
