@@ -1,6 +1,7 @@
 // The dashboard in a real browser (the packaged Chromium of lib/browser.mjs, driven by playwright-core) against
 // `wrangler dev`: sign in, create a session, talk to it, start a continuable child, watch the tree,
-// interrupt and follow up, compact a session's context, decide a child's pending approvals, and check
+// interrupt and follow up, compact a session's context, decide a child's pending approvals, add and
+// delete a schedule, hold a message until a time, steer a running turn, delete sessions, and check
 // that what the page shows is what the API says.
 //
 // The screenshot goes to test-results/dashboard.png; with UPDATE_SCREENSHOT=1 also to
@@ -88,6 +89,31 @@ async function treeStatuses(page) {
   return page
     .locator("#tree [data-session-id]")
     .evaluateAll((els) => Object.fromEntries(els.map((el) => [el.dataset.sessionId, el.dataset.status])));
+}
+
+/** `at` as the dashboard shows a time ahead, in the browser's zone (ui/src/format.ts dateTime). */
+function localTime(page, at) {
+  return page.evaluate((t) => {
+    const d = new Date(t);
+    return d.toLocaleString([], {
+      weekday: "short",
+      ...(d.getFullYear() === new Date().getFullYear() ? {} : { year: "numeric" }),
+      month: "short",
+      day: "numeric",
+      hour: "2-digit",
+      minute: "2-digit",
+    });
+  }, at);
+}
+
+/** The events of the turn that holds the event `seq` (from its turn/start through its turn/end). */
+function turnAround(events, seq) {
+  const at = events.findIndex((e) => e.seq === seq);
+  let start = at;
+  while (start > 0 && events[start].type !== "turn/start") start--;
+  let end = at;
+  while (end < events.length - 1 && events[end].type !== "turn/end") end++;
+  return events.slice(start, end + 1);
 }
 
 /** Boxes of the tree rows' badges that overlap another badge or the row's label or id. */
@@ -640,5 +666,293 @@ describe("the dashboard in a real browser", { timeout: 300_000 }, () => {
     await page.waitForSelector(`#tree [data-session-id="${askerId}"]:not([data-pending-approvals])`);
     assert.equal(await page.locator(`${own} .approval-actions`).count(), 0);
     assert.deepEqual(await pendingAtRoot(), []);
+  });
+
+  it("adds a schedule from the page, lists it with its next firing in local time, refuses a malformed cron with the server's error, and deletes it", async () => {
+    const made = await api(server, "POST", "/v1/sessions", { body: { label: "scheduled" } });
+    assert.equal(made.status, 201);
+    const id = made.body.id;
+    const listed = async () => (await api(server, "GET", `/v1/sessions/${id}/schedules`)).body.schedules;
+    await page.click(`#session-list [data-session-id="${id}"] button`);
+    const panel = page.locator(`#schedules[data-schedule-for="${id}"]`);
+    await panel.waitFor({ state: "attached" });
+    await page.waitForSelector(`#schedules[data-schedule-for="${id}"] .schedule-list .empty`, {
+      state: "attached",
+    });
+    await panel.locator("summary").click();
+    const form = panel.locator('form[data-form="schedule"]');
+    assert.equal(await form.locator('input[name="timezone"]').inputValue(), "UTC", "UTC unless changed");
+
+    // a malformed cron: the server's 400 in the banner, nothing made
+    await form.locator('input[name="cron"]').fill("every morning");
+    await form.locator('textarea[name="message"]').fill("stand-up");
+    await form.locator('[data-action="add-schedule"]').click();
+    await page.waitForSelector('#error[data-error-code="INVALID_REQUEST"]');
+    assert.match(await page.textContent("#error"), /adding a schedule: .*\(400\).*five-field cron/);
+    assert.deepEqual(await listed(), []);
+    assert.equal(await form.locator('input[name="cron"]').inputValue(), "every morning", "kept to fix");
+
+    // a good one, in another zone: listed with its next firing as the API gives it, in local time
+    await form.locator('input[name="cron"]').fill("30 9 * * 1-5");
+    await form.locator('input[name="timezone"]').fill("Europe/Paris");
+    await form.locator('[data-action="add-schedule"]').click();
+    const row = panel.locator(".schedule-item");
+    await row.waitFor();
+    const [schedule] = await listed();
+    assert.deepEqual(
+      { cron: schedule.cron, timezone: schedule.timezone, text: schedule.content[0].text },
+      { cron: "30 9 * * 1-5", timezone: "Europe/Paris", text: "stand-up" },
+    );
+    assert.ok(schedule.next > Date.now(), "the next firing is ahead");
+    assert.deepEqual(await row.evaluate((el) => ({ ...el.dataset })), {
+      scheduleId: schedule.scheduleId,
+      cron: "30 9 * * 1-5",
+      timezone: "Europe/Paris",
+      next: String(schedule.next),
+    });
+    const next = row.locator(".schedule-next time");
+    assert.equal(await next.getAttribute("datetime"), new Date(schedule.next).toISOString());
+    assert.equal(await next.textContent(), await localTime(page, schedule.next));
+    assert.match(await row.textContent(), /stand-up/);
+    assert.equal(await page.isVisible("#error"), false, "a success clears the refusal");
+    assert.equal(await form.locator('input[name="cron"]').inputValue(), "", "the form is ready for another");
+    await page.waitForSelector(`#schedules[data-count="1"] summary .schedule-count`);
+    // the transcript tells it readably: the cron, its zone and the first time
+    const created = page.locator(
+      `[data-transcript-for="${id}"] [data-event-type="schedule/created"][data-schedule-id="${schedule.scheduleId}"]`,
+    );
+    await created.waitFor();
+    const createdText = await created.textContent();
+    assert.match(createdText, /Schedule created[\s\S]*every 30 9 \* \* 1-5 \(Europe\/Paris\) · first /);
+    assert.ok(createdText.includes(await localTime(page, schedule.next)), createdText);
+    await page.screenshot({ path: join(REPO_ROOT, "test-results", "dashboard-schedules.png") });
+    // and on a phone screen, still without sideways scrolling
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.waitForTimeout(200);
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(width <= 390, `the page is ${width}px wide on a 390px screen`);
+    await panel.screenshot({ path: join(REPO_ROOT, "test-results", "dashboard-schedules-phone.png") });
+    await page.setViewportSize({ width: 1280, height: 860 });
+
+    // deleted from its row: gone from the list and the API, and the transcript says so
+    await row.locator('[data-action="unschedule"]').click();
+    await page.waitForSelector(`#schedules[data-schedule-for="${id}"][data-count="0"] .schedule-list .empty`);
+    assert.deepEqual(await listed(), []);
+    const deleted = page.locator(
+      `[data-transcript-for="${id}"] [data-event-type="schedule/deleted"][data-schedule-id="${schedule.scheduleId}"]`,
+    );
+    await deleted.waitFor();
+    assert.match(await deleted.textContent(), /Schedule deleted[\s\S]*deleted by admin/);
+    await panel.locator("summary").click(); // folded again for the tests that follow
+  });
+
+  it("holds a message until its 'deliver at' time, shown in the transcript as a message scheduled", async () => {
+    const made = await api(server, "POST", "/v1/sessions", { body: { label: "held" } });
+    assert.equal(made.status, 201);
+    const id = made.body.id;
+    await page.click(`#session-list [data-session-id="${id}"] button`);
+    await page.waitForSelector(`[data-transcript-for="${id}"]`);
+    // an hour from now, to the minute, as the browser's datetime-local field takes it
+    const at = await page.evaluate(() => {
+      const d = new Date(Date.now() + 3_600_000);
+      d.setSeconds(0, 0);
+      const pad = (n) => String(n).padStart(2, "0");
+      const value = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+      return { value, ms: d.getTime() };
+    });
+    const form = page.locator('form[data-form="message"]');
+    await form.locator('textarea[name="content"]').fill("later, please");
+    await form.locator('input[name="notBefore"]').fill(at.value);
+    await form.locator('textarea[name="content"]').press("Enter");
+    const log = await eventually(
+      () => allEvents(server, id),
+      (events) => events.some((e) => e.type === "schedule/created"),
+      STEP_MS,
+      "the held message's schedule/created",
+    );
+    const created = log.find((e) => e.type === "schedule/created");
+    assert.equal(created.data.next, at.ms);
+    assert.equal(created.data.by, "caller");
+    assert.ok(created.data.messageId, "a held message names its id");
+    assert.equal(created.data.cron, undefined);
+    assert.ok(!log.some((e) => e.type === "user/message"), "not delivered before its time");
+    const entry = page.locator(`[data-transcript-for="${id}"] [data-event-type="schedule/created"]`);
+    await entry.waitFor();
+    assert.match(await entry.textContent(), /Message scheduled[\s\S]*delivered /);
+    assert.ok((await entry.textContent()).includes(await localTime(page, at.ms)));
+    assert.equal(await form.locator('input[name="notBefore"]').inputValue(), "", "the form is reset");
+    // a one-off message is not a recurring schedule
+    assert.deepEqual((await api(server, "GET", `/v1/sessions/${id}/schedules`)).body.schedules, []);
+  });
+
+  it("steers a running turn from the composer (next-step): the same turn reads the message and answers it", async () => {
+    const made = await api(server, "POST", "/v1/sessions", { body: { label: "steered" } });
+    assert.equal(made.status, 201);
+    const id = made.body.id;
+    await page.click(`#session-list [data-session-id="${id}"] button`);
+    await page.waitForSelector(`[data-transcript-for="${id}"]`);
+    // a turn that thinks for a while before it answers
+    const slow = JSON.stringify({ script: [{ think: 6_000 }, { say: "slow" }] });
+    const sent = await api(server, "POST", `/v1/sessions/${id}/messages`, { body: { content: slow } });
+    assert.equal(sent.status, 202);
+    await page.waitForSelector(`[data-transcript-for="${id}"] [data-event-type="user/message"]`);
+    await page.waitForSelector("#working:not([hidden])");
+    const form = page.locator('form[data-form="message"]');
+    await form.locator('select[name="delivery"]').selectOption("next-step");
+    await form.locator('textarea[name="content"]').fill("turn left");
+    await form.locator('[data-action="send"]').click();
+    const log = await eventually(
+      () => allEvents(server, id),
+      (events) => events.some((e) => e.type === "turn/end"),
+      STEP_MS,
+      "the steered turn's end",
+    );
+    const steer = log.find((e) => e.type === "user/message" && e.data.content[0].text === "turn left");
+    assert.ok(steer, "the steering message is in the log");
+    const turn = turnAround(log, steer.seq);
+    assert.deepEqual(
+      turn.filter((e) => e.type === "turn/start" || e.type === "turn/end").map((e) => e.type),
+      ["turn/start", "turn/end"],
+      "one turn holds both messages",
+    );
+    assert.deepEqual(
+      turn.filter((e) => e.type === "user/message").map((e) => e.data.content[0].text),
+      [slow, "turn left"],
+    );
+    assert.deepEqual(
+      turn.filter((e) => e.type === "assistant/message").map((e) => e.data.content[0]?.text),
+      ["slow", "echo: turn left"],
+    );
+    assert.equal(turn.at(-1).data.reason, "completed");
+    const inserted = log.find(
+      (e) => e.type === "agent/inbox/inserted" && e.data.messageId === steer.data.messageId,
+    );
+    assert.equal(inserted?.data.lane, "next-step");
+    // the page shows that turn entry for entry: the steer and its answer before the one turn end
+    const expected = expectedEntries(await allEvents(server, id));
+    await eventually(
+      () => shownEntries(page, id),
+      (shown) => JSON.stringify(shown) === JSON.stringify(expected),
+      STEP_MS,
+      `the transcript to show ${JSON.stringify(expected)}`,
+    );
+    const shownTypes = expected.map((e) => e.split(":")[1]);
+    assert.equal(shownTypes.filter((t) => t === "turn/end").length, 1);
+    assert.ok(
+      shownTypes.lastIndexOf("user/message") < shownTypes.indexOf("turn/end"),
+      "the steer is inside the turn",
+    );
+    const answer = page.locator(`[data-transcript-for="${id}"] [data-event-type="assistant/message"]`).last();
+    assert.match(await answer.textContent(), /echo: turn left/);
+    assert.equal(
+      await form.locator('select[name="delivery"]').inputValue(),
+      "next-turn",
+      "reset after sending",
+    );
+  });
+
+  it("deletes a session and its child from the page after a confirmation in the page; it leaves the list and every route answers 404", async (t) => {
+    const made = await api(server, "POST", "/v1/sessions", { body: { label: "to delete" } });
+    assert.equal(made.status, 201);
+    const id = made.body.id;
+    const started = await api(server, "POST", `/v1/sessions/${id}/subagents`, {
+      body: {
+        provider: "spawn",
+        mode: "continuable",
+        label: "doomed",
+        prompt: JSON.stringify({ script: [{ say: "hi" }] }),
+      },
+    });
+    assert.equal(started.status, 202);
+    const child = started.body.childId;
+    let dialogs = 0;
+    const onDialog = (dialog) => {
+      dialogs++;
+      void dialog.dismiss();
+    };
+    page.on("dialog", onDialog);
+    t.after(() => page.off("dialog", onDialog));
+    await page.click(`#session-list [data-session-id="${id}"] button`);
+    await page.waitForSelector(`#tree [data-session-id="${child}"]`);
+
+    // the first click only asks, in the page; Cancel leaves everything as it was
+    await page.click('[data-action="delete-session"]');
+    const confirm = page.locator(".confirm-delete");
+    await confirm.waitFor();
+    assert.match(await confirm.textContent(), /Delete to delete \([0-9a-f]{8}\) and the session below it\?/);
+    await page.screenshot({ path: join(REPO_ROOT, "test-results", "dashboard-delete.png") });
+    await page.click('[data-action="cancel-delete"]');
+    await confirm.waitFor({ state: "detached" });
+    assert.equal((await api(server, "GET", `/v1/sessions/${id}`)).status, 200);
+
+    await page.click('[data-action="delete-session"]');
+    await page.click('[data-action="confirm-delete"]');
+    await page.waitForSelector(`#session-list [data-session-id="${id}"]`, { state: "detached" });
+    await page.waitForSelector("#empty:not([hidden])");
+    assert.equal(await page.isVisible("#session-panel"), false);
+    assert.equal(await page.locator("#tree [data-session-id]").count(), 0);
+    assert.equal(new URL(page.url()).hash, "", "the selection is gone from the URL");
+    for (const gone of [id, child])
+      assert.equal((await api(server, "GET", `/v1/sessions/${gone}`)).status, 404);
+    await eventually(
+      async () => (await api(server, "GET", "/v1/sessions?limit=100")).body.sessions.map((s) => s.id),
+      (ids) => !ids.includes(id),
+      STEP_MS,
+      "the directory to forget the session",
+    );
+    // the list re-read from the API still lacks it, and the stream's end was no error
+    await page.reload();
+    await page.waitForSelector("#dashboard:not([hidden])");
+    await page.waitForSelector("#session-list [data-session-id]");
+    assert.equal(await page.locator(`#session-list [data-session-id="${id}"]`).count(), 0);
+    assert.equal(await page.isVisible("#error"), false);
+    assert.equal(dialogs, 0, "no window.confirm or alert");
+  });
+
+  it("a session token may not delete its own top-level session (a 403 notice) but deletes a session below it", async () => {
+    const created = await api(server, "POST", "/v1/sessions", { body: { label: "token tree" } });
+    assert.equal(created.status, 201);
+    const { id, token } = created.body;
+    const started = await api(server, "POST", `/v1/sessions/${id}/subagents`, {
+      body: {
+        provider: "spawn",
+        mode: "continuable",
+        label: "leaf",
+        prompt: JSON.stringify({ script: [{ say: "hi" }] }),
+      },
+    });
+    assert.equal(started.status, 202);
+    const child = started.body.childId;
+    const tab = await context.newPage();
+    tab.setDefaultTimeout(STEP_MS);
+    try {
+      await tab.goto(server.url);
+      await tab.fill('input[name="token"]', token);
+      await tab.press('input[name="token"]', "Enter");
+      await tab.waitForSelector(`#tree [data-session-id="${child}"]`);
+      await tab.click('[data-action="delete-session"]');
+      await tab.click('[data-action="confirm-delete"]');
+      await tab.waitForSelector('#error[data-error-code="UNAUTHORIZED"]');
+      assert.match(await tab.textContent("#error"), /deleting token tree \([0-9a-f]{8}\): .*\(403\)/);
+      await tab.waitForSelector('[data-action="delete-session"]'); // the confirmation folds back
+      assert.equal((await api(server, "GET", `/v1/sessions/${id}`)).status, 200);
+      assert.equal(await tab.isVisible(`[data-transcript-for="${id}"]`), true);
+
+      // a session below it: deleted with the tree's token, the selection goes to its parent
+      await tab.click(`#tree [data-session-id="${child}"] button`);
+      await tab.waitForSelector(`[data-transcript-for="${child}"]`);
+      await tab.click('[data-action="delete-session"]');
+      await tab.click('[data-action="confirm-delete"]');
+      await tab.waitForSelector(`[data-transcript-for="${id}"]`);
+      assert.equal((await api(server, "GET", `/v1/sessions/${child}`)).status, 404);
+      await tab.waitForSelector(`#tree [data-session-id="${child}"]`, { state: "detached" });
+      assert.equal(
+        await tab.isVisible("#error"),
+        false,
+        "the refusal was cleared and nothing else went wrong",
+      );
+    } finally {
+      await tab.close();
+    }
   });
 });

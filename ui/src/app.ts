@@ -11,7 +11,8 @@ import { ApprovalsPanel } from "./approvals";
 import { Controls } from "./controls";
 import { $, h, replace } from "./dom";
 import { shortId, when } from "./format";
-import { attempt, clearError, showError } from "./notice";
+import { attempt, clearError, note, showError } from "./notice";
+import { SchedulesPanel } from "./schedules";
 import { SessionList } from "./sessions";
 import { forgetToken, saveToken } from "./token-store";
 import { TranscriptView } from "./transcript";
@@ -21,9 +22,11 @@ import { type TreeNode, TreeView } from "./tree";
  * The dashboard: who is signed in, which top-level session's tree is shown and which session is
  * selected (kept in the URL fragment: ids only, never the token), and what keeps the views live:
  * the selected session's event stream, a stream on the tree's root, and a light poll for deeper
- * changes the root's log does not show. Every refresh also re-reads the tree's pending approvals;
- * asked and decided approvals reach the root's log from anywhere in the tree, so its stream
- * brings them at once.
+ * changes the root's log does not show. Every refresh also re-reads the tree's pending approvals
+ * (asked and decided approvals reach the root's log from anywhere in the tree, so its stream
+ * brings them at once) and the selected session's schedules (its own log shows them made,
+ * deleted and fired). A deleted session leaves the page: its tree's root clears the selection
+ * and leaves the list, a session below it hands the selection to its parent.
  */
 
 const REFRESH_EVENTS = new Set([
@@ -36,6 +39,13 @@ const REFRESH_EVENTS = new Set([
   "approval/decided",
 ]);
 
+/** Whether an event of the selected session's log changes its schedules (made, deleted, fired). */
+function touchesSchedules(event: SessionEvent): boolean {
+  if (event.type === "schedule/created" || event.type === "schedule/deleted") return true;
+  if (event.type !== "user/message" && event.type !== "agent/inbox/inserted") return false;
+  return (event.data as { source?: { kind?: string } }).source?.kind === "schedule";
+}
+
 export class Dashboard {
   client: SubagentsClient | undefined;
   #providers: ProviderInfo[] = [];
@@ -45,11 +55,14 @@ export class Dashboard {
   #refreshTimer: ReturnType<typeof setTimeout> | undefined;
   #pollTimer: ReturnType<typeof setTimeout> | undefined;
   #listTimer: ReturnType<typeof setInterval> | undefined;
+  /** Sessions deleted from this page (and being deleted): their streams' ends are expected. */
+  #gone = new Set<string>();
   readonly tree: TreeView;
   readonly list: SessionList;
   readonly transcript: TranscriptView;
   readonly controls: Controls;
   readonly approvals: ApprovalsPanel;
+  readonly schedules: SchedulesPanel;
 
   constructor() {
     this.tree = new TreeView($("#tree"), (id) => this.#pick(id));
@@ -68,6 +81,9 @@ export class Dashboard {
       labelOf: (id) => this.tree.node(id)?.label,
       onEvent: (_id, event) => this.#onEvent(event),
       onState: (state) => this.#live(state),
+      streamFailed: (id, error) => {
+        if (!this.#gone.has(id)) showError(error, "event stream");
+      },
       approvalControls: (approvalId) =>
         this.approvals.has(approvalId) ? this.approvals.controls(approvalId) : null,
     });
@@ -76,6 +92,12 @@ export class Dashboard {
       selected: () => this.#selectedNode(),
       providers: () => this.#providers,
       changed: () => this.scheduleRefresh(0),
+      below: (id) => this.tree.below(id),
+      remove: (node) => this.#delete(node),
+    });
+    this.schedules = new SchedulesPanel($<HTMLDetailsElement>("#schedules"), {
+      client: () => this.client,
+      gone: (id) => this.#gone.has(id),
     });
     window.addEventListener("hashchange", () => this.#fromHash());
   }
@@ -134,6 +156,7 @@ export class Dashboard {
     this.#rootWatch = undefined;
     this.tree.setRoot(undefined);
     this.approvals.clear();
+    this.schedules.clear();
     this.list.clear();
     for (const t of [this.#refreshTimer, this.#pollTimer]) if (t) clearTimeout(t);
     if (this.#listTimer) clearInterval(this.#listTimer);
@@ -166,6 +189,7 @@ export class Dashboard {
     $("#session-panel").hidden = false;
     $("#empty").hidden = true;
     this.transcript.show(client, id);
+    this.schedules.show(id);
     this.#header();
     this.controls.render();
     void client.getSession(id).then(
@@ -196,11 +220,13 @@ export class Dashboard {
     const client = this.client;
     const rootId = this.tree.rootId;
     if (!client || !rootId) return;
-    const [tree, approvals] = await Promise.allSettled([
+    const [tree, approvals, schedules] = await Promise.allSettled([
       this.tree.refresh(client),
       this.approvals.refresh(client, rootId),
+      this.schedules.refresh(client),
     ]);
     if (rootId !== this.tree.rootId) return;
+    if (schedules.status === "rejected") showError(schedules.reason, "reading the schedules");
     if (approvals.status === "rejected") showError(approvals.reason, "reading the approvals");
     else {
       this.tree.setPending(this.approvals.counts());
@@ -229,6 +255,58 @@ export class Dashboard {
 
   #onEvent(event: SessionEvent): void {
     if (REFRESH_EVENTS.has(event.type)) this.scheduleRefresh();
+    if (touchesSchedules(event)) this.schedules.soon();
+  }
+
+  /**
+   * Deletes `node` and its tree (`DELETE /v1/sessions/:id`); answers whether it went. The tree's
+   * root leaves the list and the selection clears; a session below the root hands the selection
+   * to its parent. A refusal (403 for a top-level session with a session token) shows in the banner.
+   */
+  async #delete(node: TreeNode): Promise<boolean> {
+    const client = this.client;
+    if (!client) return false;
+    const name = node.label ? `${node.label} (${shortId(node.id)})` : shortId(node.id);
+    this.#gone.add(node.id); // its stream ends as the answer comes: no banner for that
+    try {
+      await client.deleteSession(node.id);
+    } catch (error) {
+      this.#gone.delete(node.id);
+      showError(error, `deleting ${name}`);
+      return false;
+    }
+    clearError();
+    note(`deleted ${name}${node.parentId ? "" : " and its tree"}`);
+    if (this.client !== client) return true;
+    if (node.parentId === null || node.id === this.tree.rootId) {
+      this.list.forget(node.id);
+      if (this.tree.rootId === node.id) this.#clearSelection();
+      void this.list.reload().catch(() => {});
+    } else if (this.#selected === node.id) {
+      this.select(node.parentId);
+    } else {
+      this.scheduleRefresh(0);
+    }
+    return true;
+  }
+
+  /** Nothing selected: the tree, its streams and the session panel go, the empty panel shows. */
+  #clearSelection(): void {
+    this.#selected = undefined;
+    this.#view = undefined;
+    this.transcript.close();
+    this.schedules.clear();
+    this.#rootWatch?.close();
+    this.#rootWatch = undefined;
+    this.tree.setRoot(undefined);
+    this.approvals.clear();
+    this.list.select(undefined);
+    this.controls.render();
+    history.replaceState(null, "", location.pathname + location.search);
+    const live = $("#live");
+    live.dataset.state = "closed";
+    live.textContent = "";
+    this.#showEmpty();
   }
 
   /** Live updates of the tree's root, for tree changes while another session is selected. */

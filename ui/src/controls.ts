@@ -1,22 +1,40 @@
-import type { Content, ProviderInfo, SubagentsClient } from "../../src/client";
+import type { Content, MessageDelivery, ProviderInfo, SubagentsClient } from "../../src/client";
+import { type DeleteDeps, deleteControl } from "./delete-session";
 import { field, h, replace } from "./dom";
-import { shortId } from "./format";
+import { dateTime, shortId } from "./format";
 import { attempt, clearError, note } from "./notice";
 import type { TreeNode } from "./tree";
 
 /**
  * Controls for the selected session: send a message (a top-level session) or follow up (a child,
- * through its parent), interrupt, drain, and start a one-shot or continuable child with any
+ * through its parent), either one for the next turn, steering the running turn (`next-step`) or
+ * interrupting and replacing it, and a message optionally held until a time (`notBefore`);
+ * interrupt, drain, delete (delete-session.ts), and start a one-shot or continuable child with any
  * provider. Every action reports its failure in the error banner with the server's code.
  */
 
-export interface ControlsDeps {
+export interface ControlsDeps extends DeleteDeps {
   client(): SubagentsClient | undefined;
   selected(): TreeNode | undefined;
   providers(): ProviderInfo[];
   /** Something changed: re-read the tree now. */
   changed(): void;
 }
+
+/** The composer's delivery choices: the API's `delivery`, in words. */
+const DELIVERIES: { value: MessageDelivery; label: string; title: string }[] = [
+  { value: "next-turn", label: "next turn", title: "Queued: a later turn reads it (the default)" },
+  {
+    value: "next-step",
+    label: "steer the running turn",
+    title: "The running turn's model reads it before its next step (an idle session starts a turn)",
+  },
+  {
+    value: "interrupt",
+    label: "interrupt and replace it",
+    title: "The running turn ends aborted and this message is the next turn",
+  },
+];
 
 const EXAMPLES: Record<string, string> = {
   echo: "hello",
@@ -42,6 +60,7 @@ export class Controls {
     const node = this.#deps.selected();
     if (!node) {
       this.#root.replaceChildren();
+      delete this.#root.dataset.for;
       return;
     }
     const key = `${node.id}:${node.parentId ?? ""}`;
@@ -73,6 +92,29 @@ export class Controls {
         { type: "submit", "data-action": child ? "follow-up" : "send" },
         child ? "Follow up" : "Send",
       ),
+      h(
+        "div",
+        { class: "message-options" },
+        h(
+          "label",
+          {},
+          "Delivery ",
+          h(
+            "select",
+            { name: "delivery" },
+            DELIVERIES.map((d) => h("option", { value: d.value, title: d.title }, d.label)),
+          ),
+        ),
+        // a follow-up goes through the parent's route, which takes no time to wait for
+        child
+          ? null
+          : h(
+              "label",
+              { title: "Held until then (your local time); empty: now" },
+              "Deliver at ",
+              h("input", { name: "notBefore", type: "datetime-local", step: 1 }),
+            ),
+      ),
     );
     const textarea = form.querySelector("textarea")!;
     textarea.addEventListener("keydown", (event) => {
@@ -85,11 +127,28 @@ export class Controls {
       event.preventDefault();
       const content = field(form, "content");
       if (!content) return;
+      const chosen = field(form, "delivery") as MessageDelivery;
+      const delivery = chosen === "next-turn" ? undefined : chosen;
+      const at = field(form, "notBefore");
+      const time = at ? new Date(at).getTime() : Number.NaN;
+      const notBefore = Number.isFinite(time) ? time : undefined;
       void this.#run(child ? "follow-up" : "sending the message", async (client) => {
-        if (child) await client.followUp(node.parentId!, node.id, content);
-        else await client.sendMessage(node.id, content);
+        if (child) await client.followUp(node.parentId!, node.id, content, { delivery });
+        else await client.sendMessage(node.id, content, { delivery, notBefore });
         form.reset();
-        note(child ? `follow-up sent to ${shortId(node.id)}` : "message sent");
+        const how =
+          delivery === "next-step"
+            ? " to steer the running turn"
+            : delivery === "interrupt"
+              ? " in place of the running turn"
+              : "";
+        note(
+          child
+            ? `follow-up sent to ${shortId(node.id)}${how}`
+            : notBefore !== undefined && notBefore > Date.now()
+              ? `message held until ${dateTime(notBefore)}${how}`
+              : `message sent${how}`,
+        );
       });
     });
     return form;
@@ -132,6 +191,10 @@ export class Controls {
         },
         child ? "Drain" : "Drain all",
       ),
+      deleteControl(() => {
+        const now = this.#deps.selected();
+        return now?.id === node.id ? now : node;
+      }, this.#deps),
     );
   }
 

@@ -64,3 +64,26 @@ export function summarize(value: unknown, max = 120): string {
   }
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
+
+/** A moment as a person reads it, in the browser's time zone ("Thu, Dec 3, 14:05"; the year when not this one). */
+export function dateTime(at: number): string {
+  const d = new Date(at);
+  return d.toLocaleString([], {
+    weekday: "short",
+    ...(d.getFullYear() === new Date().getFullYear() ? {} : { year: "numeric" }),
+    month: "short",
+    day: "numeric",
+    hour: "2-digit",
+    minute: "2-digit",
+  });
+}
+
+/** How far ahead `at` is, coarsely ("in 40 s", "in 3 min", "in 2 h", "in 5 d"; "now" when due). */
+export function until(at: number, now = Date.now()): string {
+  const s = Math.floor((at - now) / 1000);
+  if (s < 1) return "now";
+  if (s < 60) return `in ${s} s`;
+  if (s < 3600) return `in ${Math.floor(s / 60)} min`;
+  if (s < 86_400) return `in ${Math.floor(s / 3600)} h`;
+  return `in ${Math.floor(s / 86_400)} d`;
+}

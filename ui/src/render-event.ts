@@ -1,12 +1,12 @@
 import type { EventData, MessageSource, SessionEvent } from "../../src/client";
 import { type Child, h } from "./dom";
-import { clock, json, shortId, text } from "./format";
+import { clock, dateTime, json, shortId, text } from "./format";
 
 /**
  * One transcript entry per log event that a person reads: messages by who sent them (the user, a
  * coordinator's relay, a subagent's report, a settlement notice), assistant answers with their tool
- * calls, tool results, child lifecycle edges, turn ends, context compactions, and approvals asked
- * and decided. Bookkeeping events render nothing.
+ * calls, tool results, child lifecycle edges, turn ends, context compactions, approvals asked
+ * and decided, and schedules made and deleted. Bookkeeping events render nothing.
  */
 
 export interface RenderContext {
@@ -60,6 +60,18 @@ export function renderEvent(event: SessionEvent, ctx: RenderContext): HTMLElemen
       return approvalRequested(event, data as Data<"approval/requested">, ctx);
     case "approval/decided":
       return approvalDecided(event, data as Data<"approval/decided">, ctx);
+    case "schedule/created":
+      return scheduleCreated(event, data as Data<"schedule/created">);
+    case "schedule/deleted": {
+      const d = data as Data<"schedule/deleted">;
+      return entry(
+        event,
+        "schedule deleted",
+        ["Schedule deleted"],
+        [h("p", {}, h("code", {}, d.scheduleId), ` · ${d.reason}`)],
+        { "data-schedule-id": d.scheduleId },
+      );
+    }
     case "agent/inbox/discarded": {
       const d = data as Data<"agent/inbox/discarded">;
       return entry(event, "marker", "discarded", [`a queued message was discarded: ${d.reason}`]);
@@ -137,7 +149,7 @@ function sourceTitle(source: MessageSource, ctx: RenderContext): { kind: string;
     case "schedule":
       return {
         kind: "scheduled",
-        title: [`Scheduled message (${source.scheduleId}, due ${new Date(source.at).toISOString()})`],
+        title: ["Scheduled message, due ", moment(source.at), ` (${source.scheduleId})`],
       };
     default:
       return { kind: "user", title: [String((source as { kind?: unknown }).kind ?? "message")] };
@@ -326,6 +338,49 @@ function approvalDecided(event: SessionEvent, d: Data<"approval/decided">, ctx: 
     ],
     { "data-approval-id": d.approvalId, "data-decision": d.decision, "data-by": d.by },
   );
+}
+
+/**
+ * A message that will arrive later: every time of a cron in a time zone (a recurring schedule,
+ * listed in the schedules panel until deleted), or once (`messageId`: a message sent with
+ * `notBefore`, or the model's `schedule_message` with a delay). `by`: a caller or the model.
+ */
+function scheduleCreated(event: SessionEvent, d: Data<"schedule/created">): HTMLElement {
+  const by = d.by === "model" ? " by the model" : "";
+  const recurring = d.cron !== undefined;
+  return entry(
+    event,
+    `schedule created ${recurring ? "recurring" : "once"}`,
+    [recurring ? "Schedule created" : "Message scheduled", by],
+    recurring
+      ? [
+          h(
+            "p",
+            {},
+            "every ",
+            h("code", { class: "cron" }, d.cron),
+            ` (${d.timezone ?? "UTC"}) · first `,
+            moment(d.next),
+          ),
+          h("p", { class: "muted" }, h("code", {}, d.scheduleId)),
+        ]
+      : [
+          h(
+            "p",
+            {},
+            "delivered ",
+            moment(d.next),
+            d.messageId ? ` · message ${shortId(d.messageId.replace(/^msg_/, ""))}` : "",
+          ),
+        ],
+    { "data-schedule-id": d.scheduleId, "data-next": d.next, "data-cron": d.cron, "data-by": d.by },
+  );
+}
+
+/** A time ahead as a person reads it (local), the exact instant in its title. */
+function moment(at: number): HTMLElement {
+  const iso = new Date(at).toISOString();
+  return h("time", { class: "moment", datetime: iso, title: iso }, dateTime(at));
 }
 
 function count(n: number): string {

@@ -20,6 +20,8 @@ export class SessionList {
   #cursor: string | null = null;
   #selected: string | undefined;
   #painted = "";
+  /** Sessions deleted from this page: the directory forgets them a moment later, the list at once. */
+  #forgotten = new Set<string>();
 
   constructor(
     list: HTMLElement,
@@ -44,7 +46,7 @@ export class SessionList {
     const client = this.client;
     if (!client) return;
     const page = await client.listSessions({ limit: Math.max(PAGE, this.#entries.length) });
-    this.#entries = page.sessions;
+    this.#entries = page.sessions.filter((e) => !this.#forgotten.has(e.id));
     this.#cursor = page.next;
     await this.#statuses(this.#entries.map((e) => e.id));
     this.#render();
@@ -54,6 +56,14 @@ export class SessionList {
   setStatus(id: string, status: string): void {
     if (!this.#entries.some((e) => e.id === id) || this.#status.get(id) === status) return;
     this.#status.set(id, status);
+    this.#render();
+  }
+
+  /** A session was deleted: its row goes now, and stays gone while the directory catches up. */
+  forget(id: string): void {
+    this.#forgotten.add(id);
+    this.#entries = this.#entries.filter((e) => e.id !== id);
+    this.#status.delete(id);
     this.#render();
   }
 
@@ -68,6 +78,7 @@ export class SessionList {
     this.#entries = [];
     this.#status.clear();
     this.#cursor = null;
+    this.#forgotten.clear();
     this.#list.replaceChildren();
   }
 
@@ -75,7 +86,7 @@ export class SessionList {
     const client = this.client;
     if (!client || !this.#cursor) return;
     const page = await client.listSessions({ limit: PAGE, cursor: this.#cursor });
-    this.#entries.push(...page.sessions);
+    this.#entries.push(...page.sessions.filter((e) => !this.#forgotten.has(e.id)));
     this.#cursor = page.next;
     await this.#statuses(page.sessions.map((e) => e.id));
     this.#render();

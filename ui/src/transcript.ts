@@ -1,5 +1,4 @@
 import type { EventStream, SessionEvent, StreamState, SubagentsClient } from "../../src/client";
-import { showError } from "./notice";
 import { type RenderContext, renderEvent } from "./render-event";
 
 /**
@@ -13,6 +12,8 @@ export interface TranscriptHooks extends RenderContext {
   /** Every event of the shown session (after it is rendered). */
   onEvent(sessionId: string, event: SessionEvent): void;
   onState(state: StreamState): void;
+  /** The shown session's stream ended with an error (a refusal, or the session is gone). */
+  streamFailed(sessionId: string, error: unknown): void;
   /** Decision controls for an approval still pending in the tree's list, else null. */
   approvalControls(approvalId: string): HTMLElement | null;
 }
@@ -98,7 +99,7 @@ export class TranscriptView {
         this.#hooks.onEvent(sessionId, event);
       }
     } catch (error) {
-      if (this.#stream === stream) showError(error, "event stream");
+      if (this.#stream === stream) this.#hooks.streamFailed(sessionId, error);
     }
   }
 

@@ -49,6 +49,14 @@ export class TreeView {
     return this.#nodes.get(id);
   }
 
+  /** How many sessions below `id` the tree holds (as last loaded). */
+  below(id: string): number {
+    const under = new Set([id]);
+    // pre-order: a session's descendants come after it
+    for (const n of this.#order) if (n.parentId !== null && under.has(n.parentId)) under.add(n.id);
+    return under.size - 1;
+  }
+
   /** Whether anything in the tree still works (so polling is worth it). */
   busy(): boolean {
     for (const n of this.#nodes.values()) if (n.status === "running" || n.status === "waiting") return true;
