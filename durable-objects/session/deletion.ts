@@ -23,10 +23,11 @@ const CHILD_DELETED = "the child was deleted";
 const CHILD_POLL_MS = 1_000;
 
 /**
- * How long a deletion waits for the cancels of its runs on other deployments and agents (remote,
- * A2A, ACP: cancelled, never deleted) to go out before it erases the session anyway.
+ * How long a deletion waits for what it still sends to go out (the cancels of its runs on other
+ * deployments and agents: remote, A2A, ACP are cancelled, never deleted; how its approvals ended,
+ * to a parent that lives on) before it erases the session anyway.
  */
-const COUNTERPART_GRACE_MS = 30_000;
+const OWED_GRACE_MS = 30_000;
 
 /** What the deletion needs of the object that holds the session (the shell, session-object.ts). */
 export interface Eraser {
@@ -131,11 +132,10 @@ export class Deletion implements SessionPart {
       }),
     );
     for (const childId of answers) if (childId !== undefined) this.#gone.add(childId);
-    const counterparts = this.#ctx.stores.runs.unsettledRemote().length > 0;
-    if (
-      waiting.some((childId) => !this.#gone.has(childId)) ||
-      (counterparts && now < state.since + COUNTERPART_GRACE_MS)
-    ) {
+    // what still has to go out: cancels of out-of-process runs, approval outcomes to a parent
+    const owed =
+      this.#ctx.stores.runs.unsettledRemote().length > 0 || this.#ctx.stores.outbox.nextDue() !== undefined;
+    if (waiting.some((childId) => !this.#gone.has(childId)) || (owed && now < state.since + OWED_GRACE_MS)) {
       this.#nextPoll = now + CHILD_POLL_MS;
       return false;
     }
@@ -161,7 +161,12 @@ export class Deletion implements SessionPart {
       this.#schedules.dropAll(DELETION_CAUSE);
       for (const run of stores.runs.unsettled())
         if (!run.cancelRequested) this.#runs.requestCancel(run, DELETION_CAUSE);
-      if (header.parentSession !== null) stores.outbox.withdrawAllTo(header.parentSession);
+      // nothing goes to the children (they are deleted too); a parent deleted too gets nothing,
+      // a parent that lives on only how the approvals it was told of ended (it forgets the
+      // child's runs itself, `childDeleted`)
+      for (const childId of this.#children()) stores.outbox.withdrawAllTo(childId);
+      if (header.parentSession !== null)
+        stores.outbox.withdrawAllTo(header.parentSession, cause === "parent" ? [] : ["approval"]);
       return closed;
     });
     if (ended) turns.abortInFlight(DELETION_CAUSE);

@@ -251,13 +251,18 @@ export class Outbox {
     );
   }
 
-  /** Withdraws every row to `target` not delivered yet (a deleted session owes it nothing more). */
-  withdrawAllTo(target: string, now = Date.now()): void {
+  /**
+   * Withdraws every row to `target` not delivered yet but those of the `kept` kinds (a deleted
+   * session owes that target nothing more, or only those).
+   */
+  withdrawAllTo(target: string, kept: readonly Envelope["kind"][] = [], now = Date.now()): void {
     this.#changed(["tail"]);
     this.sql.exec(
-      "UPDATE outbox SET delivered_at = ?, withdrawn = 1, last_error = NULL WHERE target = ? AND delivered_at IS NULL",
+      `UPDATE outbox SET delivered_at = ?, withdrawn = 1, last_error = NULL
+         WHERE target = ? AND delivered_at IS NULL AND kind NOT IN (SELECT value FROM json_each(?))`,
       now,
       target,
+      JSON.stringify(kept),
     );
   }
 

@@ -146,6 +146,31 @@ describe("DELETE /v1/sessions/:id deletes a whole tree (README 'Deleting session
     );
   });
 
+  it("a descendant deleted with a pending approval: the approval ends denied in its ancestors' logs too, and leaves their lists", async () => {
+    const root = await createSession();
+    const child = await startChild(root.id, {
+      label: "gated",
+      requireApproval: ["echo"],
+      prompt: script({ call: [toolCall("echo", { text: "needs a yes" })] }),
+    });
+    const [approval] = await eventually(
+      async () => (await api("GET", `/v1/sessions/${root.id}/approvals`)).body.approvals,
+      (approvals: unknown[]) => approvals.length === 1,
+      { what: "the child's approval at the root" },
+    );
+    expect((await api("DELETE", `/v1/sessions/${child.childId}`, { token: root.token })).status).toBe(202);
+    await eventually(
+      async () => (await api("GET", `/v1/sessions/${root.id}/approvals`)).body.approvals,
+      (approvals: unknown[]) => approvals.length === 0,
+      { what: "the approval leaving the root's list" },
+    );
+    const decided = ofType(await allEvents(root.id), "approval/decided");
+    expect(decided.map((e) => [e.data.approvalId, e.data.decision])).toEqual([[approval.approvalId, "deny"]]);
+    await eventually(() => storageOf(child.childId), (s) => Object.keys(s.tables).length === 0, {
+      what: "the erasure",
+    });
+  });
+
   it("a top-level session's own token may not delete it (403), another tree's is 404, another tenant's admin is 404; an admin may, once (then 404)", async () => {
     const { id, token } = await createSession();
     const other = await createSession();
