@@ -66,7 +66,7 @@ export class SessionSchedules implements SessionPart {
         cron: body.cron.trim(),
         timezone,
         nextAt: next,
-        content,
+        content: body.content,
         source: { kind: "schedule", scheduleId, at: next },
         delivery: "next-turn",
         contentHash: fingerprint(JSON.stringify(content)),
@@ -117,7 +117,7 @@ export class SessionSchedules implements SessionPart {
       stores.schedules.add({
         scheduleId,
         nextAt: input.at,
-        content,
+        content: input.content,
         source,
         delivery: input.delivery,
         messageId,
@@ -194,7 +194,7 @@ export class SessionSchedules implements SessionPart {
         ...place,
         waking: true,
         source: row.source,
-        content: row.content,
+        content: toBlocks(row.content),
         contentHash: row.contentHash,
         ...compact({ idempotencyKey: row.idempotencyKey }),
       });
@@ -212,7 +212,7 @@ export class SessionSchedules implements SessionPart {
         ...place,
         waking: true,
         source: { kind: "schedule", scheduleId: row.scheduleId, at: row.nextAt },
-        content: row.content,
+        content: toBlocks(row.content),
         contentHash: row.contentHash,
         idempotencyKey: `schedule:${row.scheduleId}:${row.nextAt}`,
       });

@@ -1,5 +1,5 @@
 import type { MessageDelivery } from "../../src/contract/control";
-import type { ContentBlock } from "../../src/contract/content";
+import type { WireContent } from "../../src/contract/content";
 import type { MessageSource } from "../../src/contract/events";
 import type { TableSql } from "./first-use-tables";
 
@@ -14,7 +14,8 @@ export interface ScheduleRow {
   timezone?: string;
   /** The next firing time, epoch ms. */
   nextAt: number;
-  content: ContentBlock[];
+  /** As its sender gave it (a string or text blocks): listed so, delivered as blocks. */
+  content: WireContent;
   source: MessageSource;
   delivery: MessageDelivery;
   /** A message delivered once: the id its sender was given at acceptance. */
@@ -150,7 +151,7 @@ function rowOf(row: Row): ScheduleRow {
   const out: ScheduleRow = {
     scheduleId: row.schedule_id,
     nextAt: row.next_at,
-    content: JSON.parse(row.content) as ContentBlock[],
+    content: JSON.parse(row.content) as WireContent,
     source: JSON.parse(row.source) as MessageSource,
     delivery: row.delivery as MessageDelivery,
     contentHash: row.content_hash,

@@ -232,7 +232,8 @@ export interface Schedule {
   timezone: string;
   /** Epoch ms of the next firing. */
   next: number;
-  content: ContentBlock[];
+  /** As it was given. */
+  content: Content;
 }
 
 /** A pending approval of `GET /v1/sessions/:id/approvals` (the session's own and its descendants'). */

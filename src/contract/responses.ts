@@ -98,7 +98,7 @@ export const ScheduleList = z.object({
       cron: z.string(),
       timezone: z.string(),
       next: z.number().int(),
-      content: z.array(Text),
+      content: z.union([z.string(), z.array(Text)]).meta({ description: "as it was given" }),
     }),
   ),
 });

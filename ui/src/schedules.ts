@@ -123,7 +123,7 @@ export class SchedulesPanel {
   }
 
   #row(s: Schedule, now: number): HTMLElement {
-    const message = text(s.content);
+    const message = typeof s.content === "string" ? s.content : text(s.content);
     return h(
       "li",
       {

@@ -294,7 +294,7 @@ describe("the client SDK against the Worker", () => {
         cron: "30 7 * * 1",
         timezone: "Asia/Tokyo",
         next: made.next,
-        content: [{ type: "text", text: "weekly" }],
+        content: "weekly",
       },
     ]);
     await admin.unschedule(session.id, made.scheduleId);

@@ -153,7 +153,7 @@ describe("DELETE /v1/sessions/:id deletes a whole tree (README 'Deleting session
       requireApproval: ["echo"],
       prompt: script({ call: [toolCall("echo", { text: "needs a yes" })] }),
     });
-    const [approval] = await eventually(
+    const [approval] = await eventually<{ approvalId: string }[]>(
       async () => (await api("GET", `/v1/sessions/${root.id}/approvals`)).body.approvals,
       (approvals: unknown[]) => approvals.length === 1,
       { what: "the child's approval at the root" },
@@ -165,10 +165,16 @@ describe("DELETE /v1/sessions/:id deletes a whole tree (README 'Deleting session
       { what: "the approval leaving the root's list" },
     );
     const decided = ofType(await allEvents(root.id), "approval/decided");
-    expect(decided.map((e) => [e.data.approvalId, e.data.decision])).toEqual([[approval.approvalId, "deny"]]);
-    await eventually(() => storageOf(child.childId), (s) => Object.keys(s.tables).length === 0, {
-      what: "the erasure",
-    });
+    expect(decided.map((e) => [e.data.approvalId, e.data.decision])).toEqual([
+      [approval!.approvalId, "deny"],
+    ]);
+    await eventually(
+      () => storageOf(child.childId),
+      (s) => Object.keys(s.tables).length === 0,
+      {
+        what: "the erasure",
+      },
+    );
   });
 
   it("a top-level session's own token may not delete it (403), another tree's is 404, another tenant's admin is 404; an admin may, once (then 404)", async () => {

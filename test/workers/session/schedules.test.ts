@@ -52,7 +52,7 @@ describe("recurring schedules: POST, GET and DELETE /v1/sessions/:id/schedules (
           cron: "*/5 * * * *",
           timezone: "UTC",
           next: Date.parse("2030-01-15T12:05:00Z"),
-          content: [{ type: "text", text: "tick" }],
+          content: "tick",
         },
       ],
     });
