@@ -2,6 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, inject, test } from "vitest";
 import { check } from "./checker";
+import { collectControl, createControlRoots, finishControl } from "./control-run";
 import { allObjects, restoreClock, Runner, type Op } from "./harness";
 import { execute, flush, settleApprovals } from "./steps";
 import { REGISTRY_FAULT_SCOPE } from "../../src/core/faults";
@@ -57,7 +58,7 @@ async function runSeed(seed: number): Promise<{ report: SeedReport; detail: stri
   const objects = async (): Promise<DurableObjectId[]> =>
     (await allObjects()).filter((o) => !before.has(o.toString()));
   const runner = new Runner(seed, scenario.rules);
-  const httpIds = new Set(scenario.children.map((c) => c.id));
+  const httpIds = new Set([...scenario.children, ...(scenario.control?.children ?? [])].map((c) => c.id));
   for (const child of scenario.children) runner.bind(child.ref, child.id);
 
   try {
@@ -73,6 +74,7 @@ async function runSeed(seed: number): Promise<{ report: SeedReport; detail: stri
       });
       if (op.outcome === "ok") runner.bind(root.ref, String(op.result?.id));
     }
+    await createControlRoots(runner, scenario);
     runner.bind(REGISTRY_REF, REGISTRY_FAULT_SCOPE);
     runner.startReaper();
     const t1 = performance.now();
@@ -83,10 +85,12 @@ async function runSeed(seed: number): Promise<{ report: SeedReport; detail: stri
     await runner.stopReaper();
 
     const t2 = performance.now();
-    const rootIds = () =>
-      scenario.roots.flatMap((r) => (runner.ids.has(r.ref) ? [runner.ids.get(r.ref)!] : []));
+    // a polling client looks at its roots, the control roots among them
+    const rootRefs = [...scenario.roots.map((r) => r.ref), ...(scenario.control?.roots ?? [])];
+    const rootIds = () => rootRefs.flatMap((ref) => (runner.ids.has(ref) ? [runner.ids.get(ref)!] : []));
     let quiesced = await runner.drain(objects, rootIds);
     await runner.discoverModelChildren(httpIds);
+    await finishControl(runner, scenario, (step) => execute(runner, scenario, step));
     await flush(runner, scenario);
     quiesced = (await runner.drain(objects, rootIds)) && quiesced;
     runner.removePlans();
@@ -97,6 +101,7 @@ async function runSeed(seed: number): Promise<{ report: SeedReport; detail: stri
     await runner.settle();
     const t3 = performance.now();
 
+    const control = await collectControl(runner, scenario);
     const snapshots: Snapshot[] = [];
     for (const object of await objects()) snapshots.push(await snapshot(object));
     // an object that never became a session (a cancel's tombstone) is named by the ids pointing at it
@@ -118,6 +123,7 @@ async function runSeed(seed: number): Promise<{ report: SeedReport; detail: stri
       directory,
       fired: runner.fired,
       resets: runner.resets,
+      ...(control ? { control } : {}),
     });
     // alarms that keep re-arming (or logs that keep growing) past the drain's bound never settle
     if (!quiesced)

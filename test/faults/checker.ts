@@ -6,6 +6,8 @@ import {
   emptyTally,
 } from "./answers";
 import { checkApprovals } from "./approvals";
+import { checkControl } from "./control";
+import type { ControlEvidence } from "./control-run";
 import type { Evidence } from "./explanations";
 import type { Fired, Op, Reset } from "./harness";
 import { checkModelChildren } from "./model-children";
@@ -59,6 +61,8 @@ export interface CheckInput {
   fired?: readonly Fired[];
   /** The resets the reaper made after `abort` rules fired. */
   resets?: readonly Reset[];
+  /** What the doomed tree's members keep once quiet (control-run.ts). */
+  control?: ControlEvidence;
 }
 
 export interface CheckResult {
@@ -85,7 +89,18 @@ export function check(input: CheckInput): CheckResult {
   };
   const get = (id: string | undefined): Snapshot | undefined =>
     id === undefined ? undefined : sessions.get(id);
-  const httpChildren = new Map<string, ChildSpec>(scenario.children.map((c) => [c.id, c]));
+  // the children the control steps start over HTTP are no model's either
+  const httpChildren = new Map<string, ChildSpec>(
+    [
+      ...scenario.children,
+      ...(scenario.control?.children ?? []).map((c) => ({
+        ref: c.ref,
+        root: c.parent,
+        mode: c.mode,
+        id: c.id,
+      })),
+    ].map((c) => [c.id, c]),
+  );
   const opsOn = (ref: string, ...kinds: string[]): Op[] =>
     history.filter((o) => o.target === ref && kinds.includes(o.kind));
   const ev: Evidence = {
@@ -176,6 +191,7 @@ export function check(input: CheckInput): CheckResult {
   for (const [id, s] of sessions) if (s.header) checkModelDelegation(id, s, get, httpChildren, flag);
   checkModelChildren(ev, answers, flag);
   checkApprovals(ev, notes, flag);
+  checkControl(ev, input.control, notes, flag);
 
   // ---- HTTP-started children ----
   for (const child of scenario.children) {

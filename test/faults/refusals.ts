@@ -1,4 +1,5 @@
 import { alreadyDecided } from "./approvals";
+import { controlRefusal } from "./control";
 import { drainsCovering, type Evidence, refOf, resetsOf } from "./explanations";
 import type { Op } from "./harness";
 import { REGISTRY_REF } from "./scenario";
@@ -50,6 +51,8 @@ export function checkOperations(ev: Evidence, counts: Record<string, number>, fl
 
 /** The contract's answer to this operation in the state the history put its session in. */
 function documentedRefusal(ev: Evidence, op: Op): string | undefined {
+  const control = controlRefusal(ev, op);
+  if (control) return control;
   if (op.kind === "conflict" && op.status === 422 && op.code === "IDEMPOTENCY_KEY_REUSED") {
     const first = ev.history.find(
       (o) =>
@@ -142,6 +145,8 @@ const REGISTRY_KINDS = new Set(["create", "start-one-shot", "start-continuable"]
 function reachedBy(ev: Evidence, op: Op): Set<string> {
   const scopes = new Set([op.target]);
   if (REGISTRY_KINDS.has(op.kind)) scopes.add(REGISTRY_REF);
+  // what an operation says it reaches besides (a control start: its parent, the registry)
+  for (const scope of (op.input?.reaches ?? []) as string[]) scopes.add(scope);
   const child = ev.scenario.children.find((c) => c.ref === op.target);
   if (child) scopes.add(child.root);
   if (op.kind === "drain") {

@@ -1,4 +1,5 @@
 import type { FaultPointName } from "../../src/core/faults";
+import { type ControlAction, type ControlPlan, planControl } from "./control-plan";
 import { Rng } from "./prng";
 import { continuablePrompt, followupContent, oneShotPrompt, rootMessage } from "./prompts";
 
@@ -31,6 +32,7 @@ export const EXTRA_POINTS: readonly string[] = [
   "in-registry",
   "before-compact",
   "after-compact",
+  "mid-delete",
 ];
 
 /** The provider registry's scope in rules (one object per deployment). */
@@ -176,6 +178,8 @@ export type Step =
       /** Waits this long first (a decision that comes late: a short timeout may pass first). */
       delayMs?: number;
     }
+  /** Control over time: steering, messages for later, schedules, deadlines, deletion (control-plan.ts). */
+  | { op: "control"; action: ControlAction }
   | { op: "together"; steps: Step[] };
 
 export interface Scenario {
@@ -184,6 +188,8 @@ export interface Scenario {
   children: ChildSpec[];
   steps: Step[];
   rules: FaultRule[];
+  /** The roots and children of the control steps, in seeds that have them. */
+  control?: ControlPlan;
 }
 
 /** Which kinds make sense at a point. */
@@ -471,7 +477,10 @@ export function generate(seed: number): Scenario {
     }
   }
 
-  return { seed, roots, children, steps, rules };
+  // control over time: steering, deadlines, schedules and deletion (control-plan.ts), merged into
+  // the schedule from a sixth stream of its own
+  const control = planControl(seed, steps, rules);
+  return { seed, roots, children, steps, rules, ...(control ? { control } : {}) };
 }
 
 /** A model-started child (of a root, or of an HTTP-started continuable child: a grandchild). */

@@ -1,3 +1,4 @@
+import { executeControl } from "./control-run";
 import { ADMIN, bounded, type Runner, sleep, sqlOf } from "./harness";
 import { workerFetch } from "./objects";
 import { type ChildSpec, SCHEDULE_END, type Scenario, type Step } from "./scenario";
@@ -197,6 +198,9 @@ export async function execute(runner: Runner, scenario: Scenario, step: Step): P
       await decide(runner, step.decision, step.root, root, approval, step.gated, step.reason);
       return;
     }
+    case "control":
+      await executeControl(runner, scenario, step.action, (s) => execute(runner, scenario, s));
+      return;
     case "together":
       await Promise.all(step.steps.map((s) => execute(runner, scenario, s)));
       return;
