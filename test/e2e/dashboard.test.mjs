@@ -700,7 +700,7 @@ describe("the dashboard in a real browser", { timeout: 300_000 }, () => {
     await row.waitFor();
     const [schedule] = await listed();
     assert.deepEqual(
-      { cron: schedule.cron, timezone: schedule.timezone, text: schedule.content[0].text },
+      { cron: schedule.cron, timezone: schedule.timezone, text: schedule.content },
       { cron: "30 9 * * 1-5", timezone: "Europe/Paris", text: "stand-up" },
     );
     assert.ok(schedule.next > Date.now(), "the next firing is ahead");
