@@ -41,6 +41,9 @@ import { childEntriesOf, descendantListing } from "./discovery";
 import { assembleParts, type Parts } from "./session-parts";
 import { listingEntry, pendingApproval, sessionView } from "./session-view";
 import { subscriberCap } from "./subscribers";
+import { treeSpans } from "./trace";
+import { DEFAULT_SERVICE_NAME, otlpTraces, type OtlpTraces } from "../../src/trace/otlp";
+import type { Span, TraceContext } from "../../src/trace/spans";
 
 /**
  * A page of `GET …/events` holds at most this much event data past its first event (`next` goes
@@ -161,6 +164,14 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     ctx.turns.interrupt("user");
     ctx.kick(); // foreground children of the aborted turn get their cancel
     return ok({ accepted: true });
+  }
+
+  /** `GET /v1/sessions/:id/trace`: the spans of the session and its local descendants, OTLP JSON. */
+  async otlpTrace(caller: Caller): Promise<Outcome<OtlpTraces>> {
+    const session = this.#authorize(caller, "read");
+    if (!session.ok) return session;
+    const spans = await treeSpans(session.value.parts.ctx, undefined);
+    return ok(otlpTraces(spans, this.env.OTEL_SERVICE_NAME || DEFAULT_SERVICE_NAME));
   }
 
   /**
@@ -370,6 +381,12 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     if (parts.stores.header.get()?.parentSession !== parentId) return { gone: false };
     await parts.deletion.mark("parent");
     return { gone: false };
+  }
+
+  /** The spans of this session's tree (its parent's `trace` asks). */
+  async traceSpans(context: TraceContext | undefined): Promise<Span[]> {
+    const parts = this.#parts;
+    return parts && !parts.deletion.deleting() ? treeSpans(parts.ctx, context) : [];
   }
 
   /** The newest activity of this session's tree (a root's retention asks). */

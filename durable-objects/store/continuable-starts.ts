@@ -24,6 +24,19 @@ export class ContinuableStarts {
     return row ? { childId: row.child_id, messageId: row.message_id ?? undefined } : undefined;
   }
 
+  /** The tool call that started `childId`, while its row keeps it. */
+  callOf(childId: string): string | undefined {
+    if (!this.sql.exists()) return undefined; // not created yet: empty
+    return (
+      this.sql
+        .exec<{ call_key: string | null }>(
+          "SELECT call_key FROM continuable_starts WHERE child_id = ?",
+          childId,
+        )
+        .toArray()[0]?.call_key ?? undefined
+    );
+  }
+
   /** The request a caller-reserved child id was started with, and that start's first run id. */
   requestOf(childId: string): { requestKey: string; runId: string | undefined } | undefined {
     if (!this.sql.exists()) return undefined; // not created yet: empty

@@ -180,3 +180,20 @@ export const OutboxPage = z.object({
     }),
   ),
 });
+
+/** `GET /v1/sessions/:id/trace`: OTLP/HTTP JSON (an `ExportTraceServiceRequest`). */
+export const Trace = z
+  .object({
+    resourceSpans: z.array(
+      z.object({
+        resource: z.object({ attributes: z.array(z.unknown()) }),
+        scopeSpans: z.array(
+          z.object({
+            scope: z.object({ name: z.string(), version: z.string() }),
+            spans: z.array(z.unknown()),
+          }),
+        ),
+      }),
+    ),
+  })
+  .meta({ id: "Trace", description: "OTLP/HTTP JSON: the spans of the session and its local descendants" });

@@ -11,6 +11,7 @@ import type { ChildEntry, DescendantListing } from "./listing";
 import type { Jurisdiction, LocationHint } from "./placement";
 import type { ContinuableInit, ContinuableStart, FollowupInput, InterruptAuthority } from "./continuable";
 import type { CreateSchedule, MessageDelivery, Schedule } from "./control";
+import type { OtlpTraces, Span, TraceContext } from "./trace";
 
 /** A method's answer now or later: an object answers some calls synchronously. */
 type Answer<T> = T | Promise<T>;
@@ -32,6 +33,11 @@ export interface SessionApi {
     waitMs?: number,
   ): Answer<Outcome<EventPage>>;
   interrupt(caller: Caller): Answer<Outcome<{ accepted: true }>>;
+  /**
+   * The spans of the session and its local descendants, as OTLP/HTTP JSON (`GET /v1/sessions/:id/trace`;
+   * not named `trace`: a Worker's `trace` handler is the platform's).
+   */
+  otlpTrace(caller: Caller): Answer<Outcome<OtlpTraces>>;
   /** Deletes the session and its whole tree (`DELETE /v1/sessions/:id`). */
   deleteTree(caller: Caller): Answer<Outcome<{ accepted: true }>>;
   /** Compacts the session's model view before its next model step (at once when no turn is open). */
@@ -128,6 +134,8 @@ export interface SessionRpc extends SessionApi {
    * its object holds nothing (then asked no more).
    */
   deleteFrom(parentId: string): Answer<{ gone: boolean }>;
+  /** The spans of this session and every local session below it; `context`: what caused its first turn. */
+  traceSpans(context: TraceContext | undefined): Answer<Span[]>;
   /** The newest activity (epoch ms) of this session and every local session below it (RETENTION_DAYS). */
   treeActivity(): Answer<number>;
   /** A child of this session was deleted on its own: its runs end `aborted` and it leaves the listings. */

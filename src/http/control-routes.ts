@@ -17,7 +17,7 @@ function scheduleIdParam(request: IRequest): string | Failure {
   return SCHEDULE_ID.test(id) ? id : fail("NOT_FOUND", "schedule not found");
 }
 
-/** Control over time (docs/api.md): a session's schedules, and the end of a session. */
+/** Control over time (docs/api.md): a session's schedules, the end of a session, and its trace. */
 export function addControlRoutes(router: RouterType<IRequest, [Env, ExecutionContext]>): void {
   // a top-level session by an admin, a descendant by its tree's token too (core/access.ts)
   router.delete(
@@ -26,6 +26,16 @@ export function addControlRoutes(router: RouterType<IRequest, [Env, ExecutionCon
       const id = sessionIdParam(request);
       if (typeof id !== "string") return failure(id);
       return reply(await sessionStub(env, id).deleteTree(caller), 202);
+    }),
+  );
+
+  // the spans of the session and its local descendants, as OTLP/HTTP JSON (README "Traces")
+  router.get(
+    "/v1/sessions/:id/trace",
+    authed(async (request, env, caller) => {
+      const id = sessionIdParam(request);
+      if (typeof id !== "string") return failure(id);
+      return reply(await sessionStub(env, id).otlpTrace(caller));
     }),
   );
 

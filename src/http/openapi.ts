@@ -158,6 +158,14 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     ok: [200, "the decision", R.ApprovalDecided],
   },
   {
+    method: "get",
+    path: "/v1/sessions/{id}/trace",
+    summary:
+      "The spans of the session and its local descendants (invoke_agent per turn, chat per model step, execute_tool per tool call) as OTLP/HTTP JSON",
+    auth: "session",
+    ok: [200, "the trace", R.Trace],
+  },
+  {
     method: "delete",
     path: "/v1/sessions/{id}",
     summary:

@@ -1,0 +1,262 @@
+import {
+  ATTR_GEN_AI_AGENT_ID,
+  ATTR_GEN_AI_AGENT_NAME,
+  ATTR_GEN_AI_CONVERSATION_ID,
+  ATTR_GEN_AI_OPERATION_NAME,
+  ATTR_GEN_AI_REQUEST_MODEL,
+  ATTR_GEN_AI_RESPONSE_FINISH_REASONS,
+  ATTR_GEN_AI_TOOL_CALL_ID,
+  ATTR_GEN_AI_TOOL_NAME,
+  ATTR_GEN_AI_USAGE_INPUT_TOKENS,
+  ATTR_GEN_AI_USAGE_OUTPUT_TOKENS,
+} from "@opentelemetry/semantic-conventions/incubating";
+import type { SessionEvent, Usage } from "../contract/events";
+import { fingerprint } from "../core/hash";
+import type { Span, TraceContext } from "../contract/trace";
+
+export type { AttributeValue, Span, TraceContext } from "../contract/trace";
+
+/**
+ * A session's spans as a projection of its log (README "Traces"): one `invoke_agent` span per
+ * turn, one `chat` span per model step and per compaction, one `execute_tool` span per tool call
+ * (and per call an MCP client made on the session's face). Pure: the same events give the same
+ * spans, ids included (functions of the session id, the turn, the step and the call id), so a
+ * trace rebuilt after a restart, or exported twice, is the same trace. Attributes follow the
+ * OpenTelemetry GenAI semantic conventions, plus this runtime's own under `subagents.`; no text
+ * of a prompt or an answer is an attribute.
+ */
+
+export interface SessionFacts {
+  sessionId: string;
+  label?: string | undefined;
+  /** The session's model route (`openai:gpt-4o-mini`). */
+  model: string;
+  depth: number;
+  /** Events before this seq are a fork's seed (its parent's): not this session's spans. */
+  fromSeq?: number;
+  /** The trace a turn continues (what caused it); none: the turn starts a trace of its own. */
+  contextOf?: (turn: number) => TraceContext | undefined;
+}
+
+/** The span id of turn `turn` of a session. */
+export function turnSpanId(sessionId: string, turn: number): string {
+  return fingerprint(`${sessionId}/turn/${turn}`);
+}
+
+/** The span id of the tool call `toolCallId` of turn `turn` of a session. */
+export function toolSpanId(sessionId: string, turn: number, toolCallId: string): string {
+  return fingerprint(`${sessionId}/turn/${turn}/tool/${toolCallId}`);
+}
+
+/** The trace a turn starts when nothing caused it from elsewhere. */
+export function newTraceId(sessionId: string, turn: number): string {
+  return fingerprint(`${sessionId}/trace/${turn}`) + fingerprint(`trace/${turn}/${sessionId}`);
+}
+
+/** The provider's model name of a route (`openai:gpt-4o-mini` → `gpt-4o-mini`). */
+function providerModel(route: string): string {
+  const colon = route.indexOf(":");
+  return colon < 0 ? route : route.slice(colon + 1);
+}
+
+function usageAttributes(usage: Usage | undefined): Record<string, number> {
+  return usage
+    ? {
+        [ATTR_GEN_AI_USAGE_INPUT_TOKENS]: usage.inputTokens,
+        [ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]: usage.outputTokens,
+      }
+    : {};
+}
+
+interface OpenTurn {
+  span: Span;
+  step: number;
+  /** When the current step began (the previous event of the turn). */
+  mark: number;
+  /** Tool calls made and not answered yet, by call id. */
+  calls: Map<string, Span>;
+}
+
+export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): Span[] {
+  const { sessionId } = facts;
+  const agent = facts.label ?? sessionId;
+  const common = {
+    [ATTR_GEN_AI_AGENT_ID]: sessionId,
+    [ATTR_GEN_AI_CONVERSATION_ID]: sessionId,
+  };
+  const out: Span[] = [];
+  let open: OpenTurn | undefined;
+  const mcpCalls = new Map<string, Span>();
+  let last = 0;
+  for (const event of events) {
+    if (event.seq < (facts.fromSeq ?? 0)) continue;
+    last = event.at;
+    switch (event.type) {
+      case "turn/start": {
+        const turn = (event.data as { turn: number }).turn;
+        const context = facts.contextOf?.(turn) ?? { traceId: newTraceId(sessionId, turn) };
+        const span: Span = {
+          traceId: context.traceId,
+          spanId: turnSpanId(sessionId, turn),
+          ...(context.parentSpanId ? { parentSpanId: context.parentSpanId } : {}),
+          name: `invoke_agent ${agent}`,
+          kind: "internal",
+          start: event.at,
+          end: event.at,
+          attributes: {
+            ...common,
+            [ATTR_GEN_AI_OPERATION_NAME]: "invoke_agent",
+            [ATTR_GEN_AI_AGENT_NAME]: agent,
+            [ATTR_GEN_AI_REQUEST_MODEL]: providerModel(facts.model),
+            "subagents.turn": turn,
+            "subagents.depth": facts.depth,
+          },
+        };
+        out.push(span);
+        open = { span, step: 0, mark: event.at, calls: new Map() };
+        break;
+      }
+      case "assistant/message": {
+        if (!open) break;
+        const data = event.data as SessionEvent<"assistant/message">["data"];
+        open.step += 1;
+        const chat: Span = {
+          traceId: open.span.traceId,
+          spanId: fingerprint(`${open.span.spanId}/step/${open.step}`),
+          parentSpanId: open.span.spanId,
+          name: `chat ${data.model}`,
+          kind: "client",
+          start: open.mark,
+          end: event.at,
+          attributes: {
+            ...common,
+            [ATTR_GEN_AI_OPERATION_NAME]: "chat",
+            [ATTR_GEN_AI_REQUEST_MODEL]: providerModel(data.model),
+            [ATTR_GEN_AI_RESPONSE_FINISH_REASONS]: [data.stopReason],
+            ...usageAttributes(data.usage),
+            "subagents.step": open.step,
+          },
+        };
+        out.push(chat);
+        for (const call of data.toolCalls ?? []) {
+          const tool: Span = {
+            traceId: open.span.traceId,
+            spanId: toolSpanId(sessionId, open.span.attributes["subagents.turn"] as number, call.id),
+            parentSpanId: chat.spanId,
+            name: `execute_tool ${call.name}`,
+            kind: "internal",
+            start: event.at,
+            end: event.at,
+            attributes: {
+              ...common,
+              [ATTR_GEN_AI_OPERATION_NAME]: "execute_tool",
+              [ATTR_GEN_AI_TOOL_NAME]: call.name,
+              [ATTR_GEN_AI_TOOL_CALL_ID]: call.id,
+            },
+          };
+          out.push(tool);
+          open.calls.set(call.id, tool);
+        }
+        open.mark = event.at;
+        break;
+      }
+      case "tool/result": {
+        const data = event.data as SessionEvent<"tool/result">["data"];
+        const tool = open?.calls.get(data.toolCallId);
+        if (!open || !tool) break;
+        tool.end = event.at;
+        if (data.isError) {
+          tool.error = "the tool's result is an error";
+          tool.attributes["error.type"] = "tool_error";
+        }
+        open.calls.delete(data.toolCallId);
+        open.mark = event.at;
+        break;
+      }
+      case "context/compacted": {
+        const data = event.data as SessionEvent<"context/compacted">["data"];
+        if (!open) break;
+        out.push({
+          traceId: open.span.traceId,
+          spanId: fingerprint(`${open.span.spanId}/compaction/${event.seq}`),
+          parentSpanId: open.span.spanId,
+          name: `chat ${facts.model}`,
+          kind: "client",
+          start: open.mark,
+          end: event.at,
+          attributes: {
+            ...common,
+            [ATTR_GEN_AI_OPERATION_NAME]: "chat",
+            [ATTR_GEN_AI_REQUEST_MODEL]: providerModel(facts.model),
+            ...usageAttributes(data.usage),
+            "subagents.purpose": "compaction",
+            "subagents.trigger": data.trigger,
+          },
+        });
+        open.mark = event.at;
+        break;
+      }
+      case "mcp/call": {
+        const data = event.data as SessionEvent<"mcp/call">["data"];
+        const span: Span = {
+          traceId: newTraceId(sessionId, -event.seq - 1),
+          spanId: fingerprint(`${sessionId}/mcp/${data.callId}`),
+          name: `execute_tool ${data.name}`,
+          kind: "internal",
+          start: event.at,
+          end: event.at,
+          attributes: {
+            ...common,
+            [ATTR_GEN_AI_OPERATION_NAME]: "execute_tool",
+            [ATTR_GEN_AI_TOOL_NAME]: data.name,
+            [ATTR_GEN_AI_TOOL_CALL_ID]: data.callId,
+            "subagents.caller": "mcp",
+          },
+        };
+        out.push(span);
+        mcpCalls.set(data.callId, span);
+        break;
+      }
+      case "mcp/result": {
+        const data = event.data as SessionEvent<"mcp/result">["data"];
+        const span = mcpCalls.get(data.callId);
+        if (!span) break;
+        span.end = event.at;
+        if (data.isError) {
+          span.error = "the tool's result is an error";
+          span.attributes["error.type"] = "tool_error";
+        }
+        break;
+      }
+      case "turn/end": {
+        if (!open) break;
+        const data = event.data as SessionEvent<"turn/end">["data"];
+        const span = open.span;
+        span.end = event.at;
+        Object.assign(span.attributes, usageAttributes(data.usage), {
+          [ATTR_GEN_AI_RESPONSE_FINISH_REASONS]: [data.reason],
+          "subagents.stop_reason": data.reason,
+          ...(data.cause ? { "subagents.cause": data.cause } : {}),
+        });
+        if (data.reason === "error") {
+          span.error = data.error ?? "the turn ended in error";
+          span.attributes["error.type"] = data.code ?? "turn_error";
+        }
+        // calls its end left unanswered end with it
+        for (const tool of open.calls.values()) tool.end = event.at;
+        open = undefined;
+        break;
+      }
+      default:
+        if (open && (event.type === "user/message" || event.type === "agent/inbox/claimed"))
+          open.mark = event.at;
+    }
+  }
+  // a turn still running: its spans so far, ending at the log's last event
+  if (open) {
+    open.span.end = last;
+    open.span.attributes["subagents.in_progress"] = true;
+    for (const tool of open.calls.values()) tool.end = last;
+  }
+  return out;
+}
