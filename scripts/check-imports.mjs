@@ -32,7 +32,14 @@ const COMPOSITION = ["src/worker/create-subagents.ts", "src/index.ts"];
  * src/platform/, src/rpc/ and src/worker/ (the Worker, its bindings and its Durable Object
  * classes) and src/agent/ (builtin-models.ts types the Workers AI binding as `Ai`).
  */
-const RUNTIME_AGNOSTIC = ["src/contract/", "src/core/", "src/providers/", "src/client/", "src/a2a/", "src/trace/"];
+const RUNTIME_AGNOSTIC = [
+  "src/contract/",
+  "src/core/",
+  "src/providers/",
+  "src/client/",
+  "src/a2a/",
+  "src/trace/",
+];
 
 /** Global type names only the Workers runtime declares (worker-configuration.d.ts), matched as whole words in code (not after a `.`). */
 const WORKERS_TYPES = [
