@@ -179,8 +179,7 @@ export class SessionSchedules implements SessionPart {
       for (const row of due) if (this.#fire(row, now)) interrupted = true;
     });
     if (interrupted) this.#ctx.turns.abortInFlight(INTERRUPT_DELIVERY_CAUSE);
-    this.#ctx.kick();
-    return true;
+    return true; // the drive loop goes round again: the step the message owes runs
   }
 
   /** Inside a transaction: one firing of `row`. True when it ended the running turn. */

@@ -68,6 +68,14 @@ function usageAttributes(usage: Usage | undefined): Record<string, number> {
     : {};
 }
 
+/** A tool call's span ends with its result; an error result is the span's error. */
+function answered(tool: Span, at: number, isError: boolean): void {
+  tool.end = at;
+  if (!isError) return;
+  tool.error = "the tool's result is an error";
+  tool.attributes["error.type"] = "tool_error";
+}
+
 interface OpenTurn {
   span: Span;
   step: number;
@@ -164,11 +172,7 @@ export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): S
         const data = event.data as SessionEvent<"tool/result">["data"];
         const tool = open?.calls.get(data.toolCallId);
         if (!open || !tool) break;
-        tool.end = event.at;
-        if (data.isError) {
-          tool.error = "the tool's result is an error";
-          tool.attributes["error.type"] = "tool_error";
-        }
+        answered(tool, event.at, data.isError);
         open.calls.delete(data.toolCallId);
         open.mark = event.at;
         break;
@@ -221,11 +225,7 @@ export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): S
         const data = event.data as SessionEvent<"mcp/result">["data"];
         const span = mcpCalls.get(data.callId);
         if (!span) break;
-        span.end = event.at;
-        if (data.isError) {
-          span.error = "the tool's result is an error";
-          span.attributes["error.type"] = "tool_error";
-        }
+        answered(span, event.at, data.isError);
         break;
       }
       case "turn/end": {
