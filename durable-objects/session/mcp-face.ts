@@ -1,3 +1,4 @@
+import { compact } from "../../src/core/compact";
 import {
   createMcpHandler,
   type McpHttpHandler,
@@ -17,6 +18,8 @@ import { logRefusal } from "../../src/core/quotas";
 import type { OneShotRuns } from "../delegation/one-shot/one-shot-runs";
 import type { ApprovalRow } from "../store/approvals";
 import type { SessionContext } from "./session-context";
+import { mcpCallSpan } from "../../src/trace/spans";
+import { parseTraceparent } from "../../src/trace/traceparent";
 import { pendingApproval } from "./session-view";
 
 /**
@@ -163,14 +166,29 @@ export class McpFace {
     if (full) return { content: [{ type: "text", text: `${full.code}: ${full.message}` }], isError: true };
     const callId = `mcp_${crypto.randomUUID().replaceAll("-", "")}`;
     const callKey = `mcp:${callId}`;
+    // the call joins the client's trace when it sent one (`_meta.traceparent`)
+    const client = parseTraceparent(extra.mcpReq._meta?.traceparent);
     stores.transact(() =>
-      stores.log.append("mcp/call", { callId, name: tool.name, args: (args ?? {}) as never }),
+      stores.log.append("mcp/call", {
+        callId,
+        name: tool.name,
+        args: (args ?? {}) as never,
+        ...compact({ trace: client }),
+      }),
     );
+    const sessionId = this.#ctx.header()?.id ?? "";
+    const span = mcpCallSpan(sessionId, callId, client);
     const outcome = await executeTool(
       tools,
       tool.name,
       args,
-      { sessionId: this.#ctx.header()?.id ?? "", callKey, toolCallId: callId, signal: extra.mcpReq.signal },
+      {
+        sessionId,
+        callKey,
+        toolCallId: callId,
+        signal: extra.mcpReq.signal,
+        trace: { traceId: span.traceId, parentSpanId: span.spanId },
+      },
       this.#host,
     );
     let text: string;
@@ -288,7 +306,7 @@ function shownAs(
 interface McpCallContext {
   mcpReq: {
     signal: AbortSignal;
-    _meta?: { progressToken?: string | number };
+    _meta?: { progressToken?: string | number; traceparent?: string };
     notify(notification: { method: string; params?: Record<string, unknown> }): Promise<void>;
   };
 }

@@ -33,7 +33,7 @@ export function sessionHost(
       const run = ctx.stores.runs.byTaskId(taskId);
       return run ? runs.dispose(run.runId, reason) : fail("NOT_FOUND", `unknown task ${quote(taskId)}`);
     },
-    startContinuable: (request, callKey) => children.start(request, callKey),
+    startContinuable: (request, callKey, trace) => children.start(request, callKey, trace),
     scheduleMessage: (request, callKey) => {
       // one schedule per tool call, whatever re-runs it
       const scheduleId = `sch_${fingerprint(callKey)}`;
@@ -56,17 +56,17 @@ export function sessionHost(
       });
       return deferred.ok ? ok({ id: deferred.value.messageId, next: at }) : deferred;
     },
-    followup: (childId, text, callKey, delivery) =>
+    followup: (childId, text, callKey, delivery, trace) =>
       children.followup(
         childId,
         text,
-        { kind: "coordinator", form: "relay", senderSessionId: id() },
+        { kind: "coordinator", form: "relay", senderSessionId: id(), ...compact({ trace }) },
         { ...compact({ idempotencyKey: callKey, delivery }) },
       ),
     interruptAgent: (targetId) => children.interrupt(targetId, { kind: "ancestor", ancestorId: id() }),
     listAgents: async (scope) =>
       ok(scope === "children" ? (await childEntriesOf(ctx)).map(publicEntry) : await descendantsOf(ctx)),
-    report: (text, callKey) =>
-      self.report(text, ctx.header()?.options.reportDelivery ?? "next-step", callKey),
+    report: (text, callKey, trace) =>
+      self.report(text, ctx.header()?.options.reportDelivery ?? "next-step", callKey, trace),
   };
 }

@@ -43,7 +43,7 @@ import { listingEntry, pendingApproval, sessionView } from "./session-view";
 import { subscriberCap } from "./subscribers";
 import { treeSpans } from "./trace";
 import { DEFAULT_SERVICE_NAME, otlpTraces, type OtlpTraces } from "../../src/trace/otlp";
-import type { Span, TraceContext } from "../../src/trace/spans";
+import type { Span } from "../../src/trace/spans";
 
 /**
  * A page of `GET …/events` holds at most this much event data past its first event (`next` goes
@@ -170,7 +170,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   async otlpTrace(caller: Caller): Promise<Outcome<OtlpTraces>> {
     const session = this.#authorize(caller, "read");
     if (!session.ok) return session;
-    const spans = await treeSpans(session.value.parts.ctx, undefined);
+    const spans = await treeSpans(session.value.parts.ctx);
     return ok(otlpTraces(spans, this.env.OTEL_SERVICE_NAME || DEFAULT_SERVICE_NAME));
   }
 
@@ -384,9 +384,9 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   }
 
   /** The spans of this session's tree (its parent's `trace` asks). */
-  async traceSpans(context: TraceContext | undefined): Promise<Span[]> {
+  async traceSpans(): Promise<Span[]> {
     const parts = this.#parts;
-    return parts && !parts.deletion.deleting() ? treeSpans(parts.ctx, context) : [];
+    return parts && !parts.deletion.deleting() ? treeSpans(parts.ctx) : [];
   }
 
   /** The newest activity of this session's tree (a root's retention asks). */

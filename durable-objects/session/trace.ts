@@ -1,10 +1,9 @@
-import { turnCallOf } from "../../src/agent/call-keys";
 import type { EventType } from "../../src/contract/events";
-import { type Span, spansOf, type TraceContext, toolSpanId } from "../../src/trace/spans";
+import { type Span, spansOf } from "../../src/trace/spans";
 import type { SessionContext } from "./session-context";
 
 /** The events the spans are made of (spans.ts); every other event is skipped unread. */
-const SPAN_EVENTS: readonly EventType[] = [
+export const SPAN_EVENTS: readonly EventType[] = [
   "turn/start",
   "turn/end",
   "agent/inbox/claimed",
@@ -17,50 +16,39 @@ const SPAN_EVENTS: readonly EventType[] = [
 ];
 
 /**
- * The spans of a session and of every local session below it (README "Traces"), from their logs.
- * `context`: what caused this session's first turn (the tool call of its parent that started it),
- * so a child's first turn joins its parent's trace under that call's span; any other turn starts
- * a trace of its own. Each child is asked the same with the context of the call that started it.
+ * The spans of one session (README "Traces"), from its log from `fromSeq` on (its fork seed
+ * never). Every turn's trace is in the log itself (the first message of a turn carries the span
+ * that caused it), so a session's spans need nobody else: its exporter sends them alone, and they
+ * are the same spans the tree's trace shows.
  */
-export async function treeSpans(ctx: SessionContext, context: TraceContext | undefined): Promise<Span[]> {
+export function sessionSpans(ctx: SessionContext, fromSeq = 0): Span[] {
   const header = ctx.header();
   if (!header) return [];
-  const { stores } = ctx;
-  const fromSeq = header.seedLength ?? 0;
-  const events = stores.log.ofTypes(SPAN_EVENTS as EventType[], fromSeq);
-  const firstTurn = events.find((e) => e.type === "turn/start");
-  const own = spansOf(events, {
+  const seed = header.seedLength ?? 0;
+  const from = Math.max(seed, fromSeq);
+  return spansOf(ctx.stores.log.ofTypes(SPAN_EVENTS as EventType[], from), {
     sessionId: header.id,
     label: header.label,
     model: header.options.model,
     depth: header.delegationDepth,
-    fromSeq,
-    contextOf: (turn) =>
-      firstTurn && (firstTurn.data as { turn: number }).turn === turn ? context : undefined,
+    fromSeq: from,
   });
+}
+
+/**
+ * The spans of a session and of every local session below it (`GET …/trace`): a child's first
+ * turn hangs under the tool call that started it, because its start carried that call's span.
+ */
+export async function treeSpans(ctx: SessionContext): Promise<Span[]> {
+  const own = sessionSpans(ctx);
   const below = await Promise.all(
-    stores.children.all().map(async (child) => {
+    ctx.stores.children.all().map(async (child) => {
       try {
-        return await ctx.session(child.childId).traceSpans(childContext(ctx, own, header.id, child.childId));
+        return await ctx.session(child.childId).traceSpans();
       } catch {
         return []; // unreachable now: its spans are missing from this answer, not an error of it
       }
     }),
   );
   return [...own, ...below.flat()];
-}
-
-/** The span of the tool call that started `childId` (its run's, or its continuable start's), if any. */
-function childContext(
-  ctx: SessionContext,
-  own: readonly Span[],
-  sessionId: string,
-  childId: string,
-): TraceContext | undefined {
-  const key = ctx.stores.runs.byChildId(childId)?.callKey ?? ctx.stores.continuableStarts.callOf(childId);
-  const call = key === undefined || key === null ? undefined : turnCallOf(key);
-  if (!call) return undefined;
-  const spanId = toolSpanId(sessionId, call.turn, call.toolCallId);
-  const tool = own.find((s) => s.spanId === spanId);
-  return tool ? { traceId: tool.traceId, parentSpanId: tool.spanId } : undefined;
 }

@@ -25,6 +25,8 @@ export type FlagName =
   | "compaction:requested"
   /** The tokens the one-shot runs it started reported with their results (usage-totals.ts). */
   | "usage:runs"
+  /** The part of `usage:runs` its runs on other deployments and agents reported (usage-totals.ts). */
+  | "usage:remote"
   /** What its local children reported of their subtrees (usage-totals.ts). */
   | "usage:below"
   /** The part of its subtree's usage it has reported to its parent (usage-totals.ts). */

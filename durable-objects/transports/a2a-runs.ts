@@ -43,7 +43,7 @@ export class A2aRuns extends FarSideRuns implements ChildTransport {
   }
 
   /** Publishes an A2A run (no I/O); its first message goes out with the next drive. Resolves the run id. */
-  async start({ request, origin, provider, descriptor }: TransportStart): Promise<Outcome<string>> {
+  async start({ request, origin, trace, provider, descriptor }: TransportStart): Promise<Outcome<string>> {
     const ctx = this.ctx;
     const prepared = prepareOutOfProcess(ctx, request, provider, "a2a");
     if (!prepared.ok) return prepared;
@@ -53,7 +53,7 @@ export class A2aRuns extends FarSideRuns implements ChildTransport {
       publishOutOfProcess(
         ctx,
         prepared.value,
-        { provider, descriptor, request, origin, defaultModel: "a2a-agent" },
+        { provider, descriptor, request, origin, trace, defaultModel: "a2a-agent" },
         now,
       );
       ctx.stores.remoteRuns.insert(

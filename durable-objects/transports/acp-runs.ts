@@ -90,7 +90,7 @@ export class AcpRuns implements ChildTransport, SessionPart {
   }
 
   /** Publishes an ACP run and opens its connection. Resolves the run id. */
-  async start({ request, origin, provider, descriptor }: TransportStart): Promise<Outcome<string>> {
+  async start({ request, origin, trace, provider, descriptor }: TransportStart): Promise<Outcome<string>> {
     const ctx = this.#ctx;
     const prepared = prepareOutOfProcess(ctx, request, provider, "acp");
     if (!prepared.ok) return prepared;
@@ -102,6 +102,7 @@ export class AcpRuns implements ChildTransport, SessionPart {
         descriptor,
         request,
         origin,
+        trace,
         defaultModel: "acp-agent",
       });
       ctx.stores.acpRuns.insert({ runId, url: provider.url!, token: provider.token ?? null });

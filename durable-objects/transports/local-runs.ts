@@ -69,6 +69,7 @@ export class LocalRuns implements ChildTransport, SessionPart {
       mode: "one-shot",
       descriptor: start.descriptor,
       prompt: toBlocks(request.prompt),
+      ...compact({ trace: start.trace }),
       ...(info.kind === "fork" ? seedOf(forkSeed(ctx)) : {}),
       ...compact({ outputSchema: start.outputSchema }),
     };

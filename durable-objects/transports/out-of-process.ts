@@ -1,4 +1,6 @@
 import { deadlineOf } from "../../src/contract/control";
+import { compact } from "../../src/core/compact";
+import type { TraceContext } from "../../src/contract/trace";
 import type { RunOrigin } from "../../src/agent/host";
 import type { ChildInit } from "../../src/contract/child-init";
 import { type ContentBlock, toBlocks } from "../../src/contract/content";
@@ -53,6 +55,8 @@ export function publishOutOfProcess(
     descriptor: Descriptor;
     request: StartRequest;
     origin: RunOrigin | undefined;
+    /** The span that asked for it: the far side's work joins its trace (`traceparent`). */
+    trace: TraceContext | undefined;
     /** The model named in the record when the request names none (the far side picks its own). */
     defaultModel: string;
     placement?: Placement;
@@ -75,6 +79,7 @@ export function publishOutOfProcess(
     mode: "one-shot",
     descriptor: run.descriptor,
     prompt: start.prompt,
+    ...compact({ trace: run.trace }),
   };
   runs.insert({
     runId: start.runId,

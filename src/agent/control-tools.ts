@@ -26,7 +26,7 @@ export const sendMessageTool: Tool<
   }),
   async run(args, ctx, host) {
     const delivery = args.delivery ?? "next-turn";
-    const sent = await host.followup(args.subagent_id, args.message, ctx.callKey, delivery);
+    const sent = await host.followup(args.subagent_id, args.message, ctx.callKey, delivery, ctx.trace);
     return sent.ok ? text(DELIVERED[delivery](args.subagent_id)) : text(`Error: ${sent.message}`, true);
   },
 };
@@ -84,7 +84,7 @@ export const reportTool: Tool<{ output: string }, SessionHost> = {
     "Deliver a self-contained result to the agent that started you, before you finish. Reporting never ends your turn.",
   schema: z.strictObject({ output: z.string().min(1).max(200_000) }),
   async run(args, ctx, host) {
-    const sent = await host.report(args.output, ctx.callKey);
+    const sent = await host.report(args.output, ctx.callKey, ctx.trace);
     return sent.ok
       ? text(`report accepted by the agent that started you as message ${sent.value.messageId}`)
       : text(`Error: ${sent.message}`, true);

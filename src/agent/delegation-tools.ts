@@ -62,6 +62,7 @@ export function subagentTool(
             ...(args.deadline_seconds === undefined ? {} : { deadlineSeconds: args.deadline_seconds }),
           },
           ctx.callKey,
+          ctx.trace,
         );
         return started.ok
           ? text(`started subagent ${started.value.childId}`)
@@ -75,7 +76,7 @@ export function subagentTool(
           ...(provider.capabilities.depthLimit ? { maxDepth: DEFAULT_TOOL_MAX_DEPTH } : {}),
           ...(args.deadline_seconds === undefined ? {} : { deadlineSeconds: args.deadline_seconds }),
         },
-        { callKey: ctx.callKey, toolName, background },
+        { callKey: ctx.callKey, toolName, background, trace: ctx.trace },
       );
       if (!started.ok) return text(`Error: ${started.message}`, true);
       const run = started.value;

@@ -1,6 +1,7 @@
 import type { MessageDelivery } from "../contract/control";
 import type { Outcome } from "../contract/errors";
 import type { RunView, StartRequest } from "../contract/run";
+import type { TraceContext } from "../contract/trace";
 import type { ChildEntry, DescendantEntry } from "../contract/listing";
 
 /**
@@ -30,6 +31,8 @@ export interface RunOrigin {
   callKey: string;
   toolName: string;
   background: boolean;
+  /** The call's span: the child's first turn joins its trace under it (README "Traces"). */
+  trace?: TraceContext;
 }
 
 /** The continuable-child operations the control tools use. */
@@ -38,6 +41,7 @@ export interface ContinuationHost {
   startContinuable(
     request: { provider: string; prompt: string; label: string; maxDepth?: number; deadlineSeconds?: number },
     callKey?: string,
+    trace?: TraceContext,
   ): Promise<Outcome<{ childId: string; messageId: string }>>;
   /** `callKey` makes a follow-up from a tool call land once across re-runs of that call. */
   followup(
@@ -45,6 +49,7 @@ export interface ContinuationHost {
     text: string,
     callKey?: string,
     delivery?: MessageDelivery,
+    trace?: TraceContext,
   ): Promise<Outcome<{ messageId: string }>>;
   interruptAgent(targetId: string): Promise<Outcome<{ accepted: true }>>;
   listAgents(scope: "children" | "descendants"): Promise<Outcome<(ChildEntry | DescendantEntry)[]>>;
@@ -52,5 +57,5 @@ export interface ContinuationHost {
    * The `report` tool: one report to the parent for the tool call `callKey`; the same call run
    * again after a restart is the same report (the parent applies it once).
    */
-  report(text: string, callKey: string): Promise<Outcome<{ messageId: string }>>;
+  report(text: string, callKey: string, trace?: TraceContext): Promise<Outcome<{ messageId: string }>>;
 }

@@ -3,6 +3,7 @@ import type { ToolFilter } from "../contract/tool-filter";
 import { z } from "zod";
 import type { ContentBlock } from "../contract/content";
 import type { ToolSpec } from "./model";
+import type { TraceContext } from "../contract/trace";
 
 /**
  * Tools: zod-typed; arguments that fail the schema never reach `run` and become an error tool
@@ -15,6 +16,11 @@ export interface ToolContext {
   callKey: string;
   toolCallId: string;
   signal: AbortSignal;
+  /**
+   * This call's span (README "Traces"): its trace and its span id as the parent of what the call
+   * causes (a child's first turn, a request to another agent or an MCP server, as `traceparent`).
+   */
+  trace: TraceContext;
 }
 
 /** A tool either answers now or promises a result that a later delivery appends (e.g. a child run). */

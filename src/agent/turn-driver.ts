@@ -1,5 +1,6 @@
 import { compact } from "../core/compact";
-import type { ToolCall } from "../contract/events";
+import type { MessageSource, ToolCall } from "../contract/events";
+import { callTrace } from "../trace/spans";
 import { addUsage } from "../core/usage";
 import { faultPoint } from "../core/faults";
 import type { Plan } from "../core/turn-plan";
@@ -116,7 +117,13 @@ export class TurnDriver<Host> {
       stores.loop.set(claimed.next);
       return { plan, fence };
     }
-    for (const messageId of plan.claim) this.#claim(messageId, loop.openTurn!);
+    const claimed = plan.claim.map((messageId) => this.#claim(messageId, loop.openTurn!));
+    // a new turn continues the trace of the message that started it (README "Traces")
+    const trace = plan.kind === "start-turn" ? claimed.find((source) => source)?.trace : undefined;
+    if (trace) {
+      loop = { ...loop, trace };
+      stores.loop.set(loop);
+    }
     const settings = this.#ports.settings();
     const refused = stepRefusal(loop, {
       maxSteps: settings.maxSteps,
@@ -138,12 +145,14 @@ export class TurnDriver<Host> {
     return { plan, fence: { epoch: loop.epoch, turn: loop.openTurn!, step: loop.step, attempt } };
   }
 
-  #claim(messageId: string, turn: number): void {
+  /** Claims one pending message into the open turn; its source, when it was still pending. */
+  #claim(messageId: string, turn: number): MessageSource | undefined {
     const { stores } = this.#ports;
     const item = stores.inbox.claim(messageId);
-    if (!item) return;
+    if (!item) return undefined;
     stores.log.append("agent/inbox/claimed", { messageId, turn });
     stores.log.append("user/message", { messageId, content: item.content, source: item.source });
+    return item.source;
   }
 
   /** Claims one model call of the fenced step from its durable budget (one transaction per attempt). */
@@ -339,6 +348,7 @@ export class TurnDriver<Host> {
             callKey: callKey(fence.turn, call.id),
             toolCallId: call.id,
             signal: controller.signal,
+            trace: callTrace(sessionId, fence.turn, call.id, stores.loop.get().trace),
           },
           host,
         );

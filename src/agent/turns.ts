@@ -158,7 +158,7 @@ export class Turns implements TurnControl {
     const turn = loop.openTurn!;
     stores.log.append("turn/end", { turn, reason, ...detail, ...(loop.usage ? { usage: loop.usage } : {}) });
     this.#ends.turnEnded(turn, reason, loop.turnStartSeq!);
-    const { usage: _usage, ...rest } = withoutAttempts(loop);
+    const { usage: _usage, trace: _trace, ...rest } = withoutAttempts(loop);
     const closed = { ...rest, openTurn: null, turnStartSeq: null, step: 0 };
     stores.loop.set(closed);
     return closed;

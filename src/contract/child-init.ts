@@ -3,6 +3,7 @@ import type { ContentBlock } from "./content";
 import type { SessionEvent } from "./events";
 import type { Jurisdiction, LocationHint } from "./placement";
 import type { AgentOptions } from "./session";
+import type { TraceContext } from "./trace";
 
 /**
  * What a provider sends a new child's object (`init`). Idempotent by (child id, parent, run id):
@@ -23,6 +24,8 @@ export interface ChildInit {
   descriptor: Descriptor;
   options: AgentOptions;
   prompt: ContentBlock[];
+  /** The span that started it (its parent's tool call, a caller's `traceparent`): its first turn's trace. */
+  trace?: TraceContext;
   /** Fork: the parent's view as of its last turn end (child-spec.ts `forkSeed`). */
   seed?: Pick<SessionEvent, "type" | "at" | "data">[];
   outputSchema?: Record<string, unknown>;

@@ -1,5 +1,6 @@
 import type { ContentBlock } from "./content";
 import type { EventData, Usage } from "./events";
+import type { TraceContext } from "./trace";
 import type { SubagentResult } from "./run";
 
 /**
@@ -70,6 +71,8 @@ export interface ReportEnvelope extends EnvelopeBase {
   messageId: string;
   text: string;
   delivery: ReportDelivery;
+  /** The `report` call's span: a parent turn the report starts joins its trace. */
+  trace?: TraceContext;
 }
 
 /**

@@ -1,14 +1,20 @@
 import type { Descriptor } from "./descriptor";
 import type { JsonValue } from "./json";
 import type { ContentBlock } from "./content";
+import type { TraceContext } from "./trace";
 
 /**
  * The event catalogue of a session log. Every state change of a session appends one of these in
  * the same transaction as the change; the log is append-only with contiguous `seq` from 0.
  */
 
-/** Who a message comes from: attribution only, never authority. */
-export type MessageSource =
+/**
+ * Who a message comes from: attribution only, never authority. `trace`: the span that caused it
+ * (a caller's `traceparent`, the tool call that sent it), whose trace the turn it starts joins.
+ */
+export type MessageSource = MessageOrigin & { trace?: TraceContext };
+
+type MessageOrigin =
   | { kind: "user" }
   | { kind: "coordinator"; form: "relay"; senderSessionId: string }
   | { kind: "subagent-report"; form: "relay"; senderSessionId: string }
@@ -94,7 +100,8 @@ export interface EventData {
    */
   "subagent/remote": { runId: string; kind: "remote" | "acp" | "a2a"; remoteId: string };
   /** A tool call an MCP client made on this session (POST /v1/sessions/:id/mcp), not the model. */
-  "mcp/call": { callId: string; name: string; args: JsonValue };
+  /** `trace`: the MCP client's `_meta.traceparent`, when it sent one (the call's span joins its trace). */
+  "mcp/call": { callId: string; name: string; args: JsonValue; trace?: TraceContext };
   /** The result an MCP client's call got. */
   "mcp/result": { callId: string; name: string; content: ContentBlock[]; isError: boolean };
   /**

@@ -11,7 +11,7 @@ import type { ChildEntry, DescendantListing } from "./listing";
 import type { Jurisdiction, LocationHint } from "./placement";
 import type { ContinuableInit, ContinuableStart, FollowupInput, InterruptAuthority } from "./continuable";
 import type { CreateSchedule, MessageDelivery, Schedule } from "./control";
-import type { OtlpTraces, Span, TraceContext } from "./trace";
+import type { OtlpTraces, Span } from "./trace";
 
 /** A method's answer now or later: an object answers some calls synchronously. */
 type Answer<T> = T | Promise<T>;
@@ -135,7 +135,7 @@ export interface SessionRpc extends SessionApi {
    */
   deleteFrom(parentId: string): Answer<{ gone: boolean }>;
   /** The spans of this session and every local session below it; `context`: what caused its first turn. */
-  traceSpans(context: TraceContext | undefined): Answer<Span[]>;
+  traceSpans(): Answer<Span[]>;
   /** The newest activity (epoch ms) of this session and every local session below it (RETENTION_DAYS). */
   treeActivity(): Answer<number>;
   /** A child of this session was deleted on its own: its runs end `aborted` and it leaves the listings. */

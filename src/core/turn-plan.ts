@@ -1,4 +1,5 @@
 import type { InboxLane, ToolCall, Usage } from "../contract/events";
+import type { TraceContext } from "../contract/trace";
 
 /**
  * What the turn driver does next, derived only from durable state (so a re-run after a crash
@@ -34,6 +35,8 @@ export interface LoopState {
   toolRuns?: number;
   /** The open turn's model usage so far (summed into its `turn/end`). */
   usage?: Usage;
+  /** The trace the open turn continues (its first message's); none: a trace of its own (README "Traces"). */
+  trace?: TraceContext;
   /** Set by an interrupt: pending work waits for the next waking delivery. */
   parked: boolean;
 }

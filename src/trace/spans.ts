@@ -34,8 +34,6 @@ export interface SessionFacts {
   depth: number;
   /** Events before this seq are a fork's seed (its parent's): not this session's spans. */
   fromSeq?: number;
-  /** The trace a turn continues (what caused it); none: the turn starts a trace of its own. */
-  contextOf?: (turn: number) => TraceContext | undefined;
 }
 
 /** The span id of turn `turn` of a session. */
@@ -51,6 +49,36 @@ export function toolSpanId(sessionId: string, turn: number, toolCallId: string):
 /** The trace a turn starts when nothing caused it from elsewhere. */
 export function newTraceId(sessionId: string, turn: number): string {
   return fingerprint(`${sessionId}/trace/${turn}`) + fingerprint(`trace/${turn}/${sessionId}`);
+}
+
+/**
+ * The span of tool call `toolCallId` of turn `turn`, as the parent of what the call causes:
+ * `turnTrace` is the trace the turn continues (none: the turn's own).
+ */
+export function callTrace(
+  sessionId: string,
+  turn: number,
+  toolCallId: string,
+  turnTrace: TraceContext | undefined,
+): TraceContext {
+  return {
+    traceId: turnTrace?.traceId ?? newTraceId(sessionId, turn),
+    parentSpanId: toolSpanId(sessionId, turn, toolCallId),
+  };
+}
+
+/** The span of the call `callId` an MCP client made on a session's face (`client`: the trace it sent). */
+export function mcpCallSpan(
+  sessionId: string,
+  callId: string,
+  client: TraceContext | undefined,
+): { traceId: string; spanId: string; parentSpanId?: string } {
+  return {
+    traceId:
+      client?.traceId ?? fingerprint(`${sessionId}/mcp/${callId}/trace`) + fingerprint(`trace/${callId}`),
+    spanId: fingerprint(`${sessionId}/mcp/${callId}`),
+    ...(client?.parentSpanId ? { parentSpanId: client.parentSpanId } : {}),
+  };
 }
 
 /** The provider's model name of a route (`openai:gpt-4o-mini` → `gpt-4o-mini`). */
@@ -83,6 +111,8 @@ interface OpenTurn {
   mark: number;
   /** Tool calls made and not answered yet, by call id. */
   calls: Map<string, Span>;
+  /** Its first message was seen: the trace it continues is decided. */
+  traced: boolean;
 }
 
 export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): Span[] {
@@ -102,11 +132,10 @@ export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): S
     switch (event.type) {
       case "turn/start": {
         const turn = (event.data as { turn: number }).turn;
-        const context = facts.contextOf?.(turn) ?? { traceId: newTraceId(sessionId, turn) };
+        // a trace of its own, unless its first message continues another (below)
         const span: Span = {
-          traceId: context.traceId,
+          traceId: newTraceId(sessionId, turn),
           spanId: turnSpanId(sessionId, turn),
-          ...(context.parentSpanId ? { parentSpanId: context.parentSpanId } : {}),
           name: `invoke_agent ${agent}`,
           kind: "internal",
           start: event.at,
@@ -121,13 +150,14 @@ export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): S
           },
         };
         out.push(span);
-        open = { span, step: 0, mark: event.at, calls: new Map() };
+        open = { span, step: 0, mark: event.at, calls: new Map(), traced: false };
         break;
       }
       case "assistant/message": {
         if (!open) break;
         const data = event.data as SessionEvent<"assistant/message">["data"];
         open.step += 1;
+        open.traced = true;
         const chat: Span = {
           traceId: open.span.traceId,
           spanId: fingerprint(`${open.span.spanId}/step/${open.step}`),
@@ -203,8 +233,7 @@ export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): S
       case "mcp/call": {
         const data = event.data as SessionEvent<"mcp/call">["data"];
         const span: Span = {
-          traceId: newTraceId(sessionId, -event.seq - 1),
-          spanId: fingerprint(`${sessionId}/mcp/${data.callId}`),
+          ...mcpCallSpan(sessionId, data.callId, data.trace),
           name: `execute_tool ${data.name}`,
           kind: "internal",
           start: event.at,
@@ -247,9 +276,21 @@ export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): S
         open = undefined;
         break;
       }
+      case "user/message": {
+        if (!open) break;
+        open.mark = event.at;
+        // the turn continues the trace of the message that started it (a caller's traceparent,
+        // the tool call that sent it), as the turn driver decided when it claimed that message
+        const trace = (event.data as SessionEvent<"user/message">["data"]).source.trace;
+        if (!open.traced && trace) {
+          open.span.traceId = trace.traceId;
+          if (trace.parentSpanId) open.span.parentSpanId = trace.parentSpanId;
+        }
+        open.traced = true;
+        break;
+      }
       default:
-        if (open && (event.type === "user/message" || event.type === "agent/inbox/claimed"))
-          open.mark = event.at;
+        if (open && event.type === "agent/inbox/claimed") open.mark = event.at;
     }
   }
   // a turn still running: its spans so far, ending at the log's last event

@@ -29,6 +29,7 @@ import type { ActivationRow } from "../../store/activation";
 import type { RunRow } from "../../store/runs";
 import type { SessionPart } from "../../session/part";
 import type { Drains } from "./drains";
+import type { TraceContext } from "../../../src/contract/trace";
 import type { SessionContext } from "../../session/session-context";
 
 /** What it needs of this session's own one-shot runs: cancelling them when it is drained. */
@@ -92,7 +93,7 @@ export class ContinuableChild implements SessionPart {
         messageId,
         lane: "next-turn",
         waking: true,
-        source: { kind: "user" },
+        source: { kind: "user", ...compact({ trace: spec.trace }) },
         content: spec.prompt,
         contentHash: messageId,
       });
@@ -300,6 +301,7 @@ export class ContinuableChild implements SessionPart {
     text: string,
     delivery: ReportDelivery,
     callKey: string,
+    trace?: TraceContext,
   ): Promise<Outcome<{ messageId: string }>> {
     const header = this.#ctx.header();
     if (header?.mode !== "continuable" || !this.#activation()) {
@@ -316,6 +318,7 @@ export class ContinuableChild implements SessionPart {
       messageId,
       text: reportText(header.id, text),
       delivery,
+      ...compact({ trace }),
     };
     try {
       const answer = await this.#ctx.session(header.parentSession!).deliver(envelope);

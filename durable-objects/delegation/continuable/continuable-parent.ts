@@ -19,6 +19,7 @@ import { initChild, StartsInFlight } from "../child-start";
 import { childInit, forkSeed, type PlacedChild, placeChild, reservedChildId } from "../child-spec";
 import type { EnvelopeHandlers, SessionPart } from "../../session/part";
 import type { Drains } from "./drains";
+import type { TraceContext } from "../../../src/contract/trace";
 import type { SessionContext } from "../../session/session-context";
 
 export interface ContinuableStarted {
@@ -74,7 +75,11 @@ export class ContinuableParent implements SessionPart {
    * and id) makes a start from the model idempotent; a caller-reserved `childId` makes the same
    * request a retry of the start it names (§10.5). Both are kept in store/continuable-starts.ts.
    */
-  async start(spec: ContinuableStart, callKey?: string): Promise<Outcome<ContinuableStarted>> {
+  async start(
+    spec: ContinuableStart,
+    callKey?: string,
+    trace?: TraceContext,
+  ): Promise<Outcome<ContinuableStarted>> {
     const ctx = this.#ctx;
     const { stores } = ctx;
     const header = ctx.header()!;
@@ -95,7 +100,7 @@ export class ContinuableParent implements SessionPart {
     );
     if (!placed.ok) return placed;
     const runId = prior?.runId ?? newRunId();
-    const init = this.#initOf(spec, record.name, runId, placed.value, info.kind === "fork");
+    const init = this.#initOf(spec, record.name, runId, placed.value, info.kind === "fork", trace);
     const start: Reserved = { init, provider: record.name, label: spec.label, callKey, key };
     // the first attempt is still creating the child: its outcome is this retry's too
     const creating = this.#starts.get(runId);
@@ -138,6 +143,7 @@ export class ContinuableParent implements SessionPart {
     runId: string,
     placed: PlacedChild,
     fork: boolean,
+    trace: TraceContext | undefined,
   ): ContinuableInit {
     const seed = fork ? forkSeed(this.#ctx) : [];
     return {
@@ -154,6 +160,7 @@ export class ContinuableParent implements SessionPart {
         ...compact({ toolFilter: spec.toolFilter }),
       },
       prompt: toBlocks(spec.prompt),
+      ...compact({ trace }),
       ...(seed.length === 0 ? {} : { seed }),
     };
   }
@@ -321,7 +328,12 @@ export class ContinuableParent implements SessionPart {
   #applyReport(envelope: ReportEnvelope): void {
     if (!this.#ctx.stores.children.has(envelope.from)) return;
     const lane: InboxLane = envelope.delivery === "wakeup" ? "next-turn" : "next-step";
-    const source: MessageSource = { kind: "subagent-report", form: "relay", senderSessionId: envelope.from };
+    const source: MessageSource = {
+      kind: "subagent-report",
+      form: "relay",
+      senderSessionId: envelope.from,
+      ...compact({ trace: envelope.trace }),
+    };
     this.#admit(envelope.messageId, lane, envelope.delivery !== "quiet", source, envelope.text);
   }
 

@@ -58,7 +58,7 @@ export class OneShotChild implements SessionPart {
         messageId: `msg_${spec.runId}`,
         lane: "next-turn",
         waking: true,
-        source: { kind: "user" },
+        source: { kind: "user", ...compact({ trace: spec.trace }) },
         content: spec.prompt,
         contentHash: spec.runId,
       });

@@ -1,6 +1,7 @@
 import { quote } from "../../../src/core/quote";
 import { turnCallOf } from "../../../src/agent/call-keys";
 import type { RunOrigin } from "../../../src/agent/host";
+import type { TraceContext } from "../../../src/contract/trace";
 import { isEmptyContent } from "../../../src/contract/content";
 import { deadlineDiagnostic, isDeadline } from "../../../src/contract/control";
 import type { RunResultEnvelope } from "../../../src/contract/envelope";
@@ -52,7 +53,12 @@ export class OneShotRuns implements SessionPart, RunSettlement {
     this.#transports = [this.local, ...others];
   }
 
-  async start(request: StartRequest, origin?: RunOrigin): Promise<Outcome<RunView>> {
+  /** `trace`: the span that asked for the start (a tool call's is its origin's). */
+  async start(
+    request: StartRequest,
+    origin?: RunOrigin,
+    trace: TraceContext | undefined = origin?.trace,
+  ): Promise<Outcome<RunView>> {
     const { runs } = this.#ctx.stores;
     const existing = origin && runs.byCallKey(origin.callKey);
     if (existing) return ok(this.view(existing)); // a re-run tool call re-attaches
@@ -63,7 +69,7 @@ export class OneShotRuns implements SessionPart, RunSettlement {
     const { provider } = checked.value;
     const transport = this.#transports.find((t) => t.runs(provider.kind));
     if (!transport) return fail("NO_PROVIDER", `no transport runs providers of kind ${provider.kind}`);
-    const started = await transport.start({ request, origin, ...checked.value });
+    const started = await transport.start({ request, origin, trace, ...checked.value });
     if (!started.ok) return started;
     if (request.deadlineSeconds !== undefined) this.#ctx.kick(); // its deadline gets the alarm and a timer
     return ok(this.view(runs.get(started.value)!));

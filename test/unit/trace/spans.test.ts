@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { EventData, EventType, SessionEvent } from "../../../src/contract/events";
 import { otlpTraces } from "../../../src/trace/otlp";
-import { newTraceId, type Span, spansOf, toolSpanId, turnSpanId } from "../../../src/trace/spans";
+import { callTrace, newTraceId, type Span, spansOf, toolSpanId, turnSpanId } from "../../../src/trace/spans";
 
 const SESSION = "0b6f0d1e-5e1a-4c37-9a52-1c2b3d4e5f60";
 
@@ -125,16 +125,41 @@ describe("spans are a projection of a session's log (README 'Traces')", () => {
     }
   });
 
-  it("a turn caused elsewhere continues that trace under the span that caused it", () => {
-    const spans = spansOf(ONE_TURN, {
-      sessionId: SESSION,
-      model: "scripted",
-      depth: 1,
-      contextOf: (turn) =>
-        turn === 1 ? { traceId: "a".repeat(32), parentSpanId: "b".repeat(16) } : undefined,
+  it("a turn whose first message carries a trace continues it under the span that caused it; a later message changes nothing", () => {
+    const caused = { traceId: "a".repeat(32), parentSpanId: "b".repeat(16) };
+    const events = ONE_TURN.map((e) =>
+      e.type === "user/message"
+        ? { ...e, data: { ...(e.data as object), source: { kind: "user", trace: caused } } }
+        : e,
+    ) as SessionEvent[];
+    const spans = spansOf(events, { sessionId: SESSION, model: "scripted", depth: 1 });
+    expect(spans.every((s) => s.traceId === caused.traceId)).toBe(true);
+    expect(spans[0]).toMatchObject({ parentSpanId: caused.parentSpanId });
+    // a steering message claimed mid-turn with another trace: the turn stays where it started
+    const steered = [
+      ...events.slice(0, 5),
+      {
+        seq: 100,
+        type: "user/message",
+        at: 1_510,
+        data: {
+          messageId: "m2",
+          content: [],
+          source: { kind: "user", trace: { traceId: "c".repeat(32), parentSpanId: "d".repeat(16) } },
+        },
+      },
+      ...events.slice(5),
+    ] as SessionEvent[];
+    const again = spansOf(steered, { sessionId: SESSION, model: "scripted", depth: 1 });
+    expect(again.map((s) => [s.traceId, s.spanId, s.parentSpanId])).toEqual(
+      spans.map((s) => [s.traceId, s.spanId, s.parentSpanId]),
+    );
+    // the turn's tool call is the parent of what it causes, in the same trace
+    expect(callTrace(SESSION, 1, "c1", caused)).toEqual({
+      traceId: caused.traceId,
+      parentSpanId: byName(spans, "execute_tool echo")[0]!.spanId,
     });
-    expect(spans.every((s) => s.traceId === "a".repeat(32))).toBe(true);
-    expect(spans[0]).toMatchObject({ parentSpanId: "b".repeat(16) });
+    expect(callTrace(SESSION, 1, "c1", undefined).traceId).toBe(newTraceId(SESSION, 1));
   });
 
   it("a failed turn and an error result carry error status; a turn still running ends at the log's last event; a fork's seed is not its own", () => {
@@ -206,14 +231,27 @@ describe("spans are a projection of a session's log (README 'Traces')", () => {
       ["turn/end", { turn: 1, reason: "completed" }, 41],
       ["mcp/call", { callId: "k1", name: "echo", args: {} }, 100],
       ["mcp/result", { callId: "k1", name: "echo", content: [], isError: false }, 120],
+      [
+        "mcp/call",
+        {
+          callId: "k2",
+          name: "echo",
+          args: {},
+          trace: { traceId: "e".repeat(32), parentSpanId: "f".repeat(16) },
+        },
+        130,
+      ],
     );
     const spans = spansOf(events, { sessionId: SESSION, model: "scripted", depth: 0 });
     const compaction = spans.find((s) => s.attributes["subagents.purpose"] === "compaction")!;
     expect(compaction).toMatchObject({ start: 10, end: 30, parentSpanId: turnSpanId(SESSION, 1) });
     expect(compaction.attributes["gen_ai.usage.input_tokens"]).toBe(800);
-    const mcp = byName(spans, "execute_tool echo")[0]!;
+    const [mcp, traced] = byName(spans, "execute_tool echo");
     expect(mcp).toMatchObject({ start: 100, end: 120 });
-    expect(mcp.parentSpanId).toBeUndefined();
+    expect(mcp!.parentSpanId).toBeUndefined();
+    // a client that sent `_meta.traceparent`: the call is a span of its trace, under its span
+    expect(traced).toMatchObject({ traceId: "e".repeat(32), parentSpanId: "f".repeat(16) });
+    expect(traced!.traceId).not.toBe(mcp!.traceId);
   });
 });
 
