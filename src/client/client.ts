@@ -1,6 +1,7 @@
 import { sseSocket } from "./sse";
 import { SubagentError } from "./errors";
 import { EventStream, type StreamOptions, type WebSocketFactory, type WebSocketLike } from "./stream";
+import type { OtlpTrace } from "./trace";
 import { type CallOptions, type FetchLike, Transport } from "./transport";
 import type {
   ApprovalDecision,
@@ -239,6 +240,14 @@ export class SubagentsClient {
       },
       options,
     );
+  }
+
+  /**
+   * `GET /v1/sessions/:id/trace`: the spans of the session and of every local session below it,
+   * as OTLP/HTTP JSON (`spansOfTrace` lists them, `attributeOf` reads an attribute).
+   */
+  trace(sessionId: string, options?: CallOptions): Promise<OtlpTrace> {
+    return this.#http.request("GET", `/v1/sessions/${id(sessionId)}/trace`, options);
   }
 
   /** `POST /v1/sessions/:id/interrupt`: aborts the open turn. */

@@ -23,5 +23,18 @@ export {
   type WebSocketFactory,
   type WebSocketLike,
 } from "./stream";
+export {
+  type SpanAttributeValue,
+  attributeOf,
+  type OtlpAttribute,
+  type OtlpResourceSpans,
+  type OtlpScopeSpans,
+  type OtlpSpan,
+  type OtlpSpanKind,
+  type OtlpStatus,
+  type OtlpTrace,
+  type OtlpValue,
+  spansOfTrace,
+} from "./trace";
 export type { CallOptions, FetchLike } from "./transport";
 export * from "./types";

@@ -1,11 +1,11 @@
 // The dashboard in a real browser (the packaged Chromium of lib/browser.mjs, driven by playwright-core) against
 // `wrangler dev`: sign in, create a session, talk to it, start a continuable child, watch the tree,
 // interrupt and follow up, compact a session's context, decide a child's pending approvals, add and
-// delete a schedule, hold a message until a time, steer a running turn, delete sessions, and check
-// that what the page shows is what the API says.
+// delete a schedule, hold a message until a time, steer a running turn, delete sessions, show a
+// session tree's trace as a waterfall, and check that what the page shows is what the API says.
 //
-// The screenshot goes to test-results/dashboard.png; with UPDATE_SCREENSHOT=1 also to
-// docs/dashboard.png (the committed one the README shows).
+// The screenshots go to test-results/dashboard.png and test-results/dashboard-trace.png; with
+// UPDATE_SCREENSHOT=1 also to docs/dashboard.png and docs/trace.png (the committed ones the docs show).
 import assert from "node:assert/strict";
 import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -24,6 +24,46 @@ const ECHO_PING = { call: [{ tool: "echo", args: { text: "ping" } }] };
 const ECHO_TWICE = JSON.stringify({ script: [ECHO_PING, ECHO_PING, { say: "finished" }] });
 /** Log events the transcript does not show (bookkeeping), as the dashboard decides. */
 const SILENT = new Set(["turn/start", "agent/inbox/claimed", "subagent/descriptor"]);
+
+/** A scripted step that calls `echo`. */
+const echoStep = (text) => ({ call: [{ tool: "echo", args: text === undefined ? {} : { text } }] });
+/** A child that thinks, looks something up twice and answers. */
+const RESEARCHER = JSON.stringify({
+  script: [
+    { think: 600 },
+    echoStep("look up"),
+    { think: 500 },
+    echoStep("cross-check"),
+    { think: 300 },
+    { say: "found it" },
+  ],
+});
+/** A child that works longer, and whose second call fails (echo without its text): an error span. */
+const CHECKER = JSON.stringify({
+  script: [
+    { think: 900 },
+    echoStep("verify"),
+    { think: 2500 },
+    echoStep(undefined),
+    { think: 400 },
+    { say: "verified" },
+  ],
+});
+/** A root that starts both children side by side (foreground `subagent` calls), then calls a tool itself. */
+const TRACE_DEMO = JSON.stringify({
+  script: [
+    { think: 400 },
+    {
+      call: [
+        { tool: "subagent", args: { description: "researcher", prompt: RESEARCHER } },
+        { tool: "subagent", args: { description: "checker", prompt: CHECKER } },
+      ],
+    },
+    { think: 300 },
+    echoStep("summary"),
+    { say: "both done" },
+  ],
+});
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -114,6 +154,118 @@ function turnAround(events, seq) {
   let end = at;
   while (end < events.length - 1 && events[end].type !== "turn/end") end++;
   return events.slice(start, end + 1);
+}
+
+/** The spans of a `/trace` answer (OTLP/HTTP JSON). */
+function spansOf(trace) {
+  return trace.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans));
+}
+
+/** A span attribute's value as JSON gives it (`intValue` a decimal string). */
+function attr(span, key) {
+  const value = span.attributes.find((a) => a.key === key)?.value;
+  return value === undefined ? undefined : Object.values(value)[0];
+}
+
+/** Nanoseconds (a decimal string) as ms. */
+function ms(nanos) {
+  return Number(BigInt(nanos) / 1000n) / 1000;
+}
+
+/** The trace's rows as the page shows them, in page order, with their label's indent and their bar's box in its lane. */
+async function traceRows(page, id) {
+  return page.locator(`#trace[data-trace-for="${id}"] .span-row`).evaluateAll((rows) =>
+    rows.map((row) => {
+      const track = row.querySelector(".span-track").getBoundingClientRect();
+      const bar = row.querySelector(".span-bar").getBoundingClientRect();
+      return {
+        spanId: row.dataset.spanId,
+        parentSpanId: row.dataset.parentSpanId,
+        name: row.dataset.name,
+        operation: row.dataset.operation,
+        depth: Number(row.dataset.depth),
+        startMs: Number(row.dataset.startMs),
+        durationMs: Number(row.dataset.durationMs),
+        error: row.dataset.error !== undefined,
+        inProgress: row.dataset.inProgress !== undefined,
+        inputTokens: row.dataset.inputTokens,
+        outputTokens: row.dataset.outputTokens,
+        costUsd: row.dataset.costUsd,
+        indent: Number.parseFloat(getComputedStyle(row.querySelector(".span-label")).paddingLeft),
+        duration: row.querySelector(".span-duration").textContent,
+        text: row.querySelector(".span-label").textContent,
+        colour: getComputedStyle(row.querySelector(".span-bar")).backgroundColor,
+        track: {
+          left: track.left,
+          right: track.right,
+          top: track.top,
+          bottom: track.bottom,
+          width: track.width,
+        },
+        bar: { left: bar.left, right: bar.right, top: bar.top, bottom: bar.bottom, width: bar.width },
+      };
+    }),
+  );
+}
+
+/**
+ * Checks the shown waterfall against the API's spans: a row per span with its parent, name and
+ * times; rows in tree order (each row's parent is the nearest row above it one level up, a row
+ * whose parent is not in the trace at the top level); durations as the API's; every bar inside its
+ * lane, placed and sized on the axis from the earliest start to the latest end.
+ */
+function assertWaterfall(rows, spans) {
+  assert.equal(rows.length, spans.length, "a row per span");
+  const byId = new Map(spans.map((s) => [s.spanId, s]));
+  assert.deepEqual(new Set(rows.map((r) => r.spanId)), new Set(byId.keys()));
+  const t0 = Math.min(...spans.map((s) => ms(s.startTimeUnixNano)));
+  const t1 = Math.max(...spans.map((s) => ms(s.endTimeUnixNano)));
+  const range = Math.max(t1 - t0, 1);
+  const above = []; // the nearest row above at each depth
+  for (const row of rows) {
+    const span = byId.get(row.spanId);
+    assert.equal(row.name, span.name);
+    assert.equal(row.parentSpanId, span.parentSpanId);
+    assert.equal(row.operation, attr(span, "gen_ai.operation.name"));
+    assert.equal(row.error, span.status.code === 2, `${span.name}: marked as an error iff its status is`);
+    assert.equal(row.inProgress, attr(span, "subagents.in_progress") === true);
+    const parent = span.parentSpanId && byId.has(span.parentSpanId) ? span.parentSpanId : undefined;
+    if (parent === undefined) assert.equal(row.depth, 0, `${span.name} starts a tree`);
+    else {
+      assert.ok(
+        row.depth > 0 && above[row.depth - 1]?.spanId === parent,
+        `${span.name} sits under its parent`,
+      );
+      assert.ok(row.indent > above[row.depth - 1].indent, `${span.name} is indented under its parent`);
+    }
+    above[row.depth] = row;
+    above.length = row.depth + 1;
+    const start = ms(span.startTimeUnixNano);
+    const duration = ms(span.endTimeUnixNano) - start;
+    assert.ok(row.durationMs >= 0, `${span.name}: a duration of ${row.durationMs} ms`);
+    assert.ok(
+      Math.abs(row.durationMs - duration) < 0.01,
+      `${span.name}: ${row.durationMs} ms, the API ${duration} ms`,
+    );
+    assert.ok(Math.abs(row.startMs - (start - t0)) < 0.01, `${span.name} starts where the API says`);
+    assert.match(row.duration, /^\d+(\.\d+)? (ms|s)$|^\d+ min \d\d s$/);
+    const { bar, track } = row;
+    assert.ok(
+      bar.left >= track.left - 0.5 &&
+        bar.right <= track.right + 0.5 &&
+        bar.top >= track.top &&
+        bar.bottom <= track.bottom,
+      `${span.name}: the bar ${JSON.stringify(bar)} leaves its lane ${JSON.stringify(track)}`,
+    );
+    // 3px at least, so the shortest calls still show (and are kept inside the lane)
+    const width = Math.max((duration / range) * track.width, 3);
+    const left = Math.min(((start - t0) / range) * track.width, track.width - 3);
+    assert.ok(Math.abs(bar.width - width) <= 1.5, `${span.name}: ${bar.width}px wide, not ${width}px`);
+    assert.ok(
+      Math.abs(bar.left - track.left - left) <= 1.5,
+      `${span.name}: starts at ${bar.left - track.left}px, not ${left}px`,
+    );
+  }
 }
 
 /** Boxes of the tree rows' badges that overlap another badge or the row's label or id. */
@@ -954,5 +1106,179 @@ describe("the dashboard in a real browser", { timeout: 300_000 }, () => {
     } finally {
       await tab.close();
     }
+  });
+
+  it("shows a session tree's trace as a waterfall: a row per span of the API's /trace, nested, on one time axis, live while the turn runs", async () => {
+    const made = await api(server, "POST", "/v1/sessions", { body: { label: "trace demo" } });
+    assert.equal(made.status, 201);
+    const id = made.body.id;
+    await page.waitForSelector(`#session-list [data-session-id="${id}"]`);
+    await page.click(`#session-list [data-session-id="${id}"] button`);
+    await page.waitForSelector(`[data-transcript-for="${id}"]`);
+    await page.click('#session-views [data-view="trace"]');
+    assert.equal(await page.getAttribute("#tab-trace", "aria-selected"), "true");
+    assert.equal(await page.isVisible("#transcript"), false, "the trace takes the transcript's place");
+    await page.waitForSelector(`#trace[data-trace-for="${id}"][data-spans="0"] .trace-empty`);
+
+    // while the root waits for its children: its turn is marked running, and the page follows
+    // the log with no click (the root's own spans, and its children's)
+    const sent = await api(server, "POST", `/v1/sessions/${id}/messages`, { body: { content: TRACE_DEMO } });
+    assert.equal(sent.status, 202);
+    await page.waitForSelector(
+      `#trace[data-trace-for="${id}"] .span-row[data-operation="invoke_agent"][data-in-progress] .badge.span-running`,
+    );
+    await page.waitForSelector(`#trace[data-trace-for="${id}"] .span-row[data-name="invoke_agent checker"]`);
+    await eventually(
+      async () => (await allEvents(server, id)).filter((e) => e.type === "turn/end").length,
+      (n) => n === 1,
+      STEP_MS,
+      "the root's turn to end",
+    );
+    const trace = await api(server, "GET", `/v1/sessions/${id}/trace`);
+    assert.equal(trace.status, 200);
+    const spans = spansOf(trace.body);
+    // what the scenario makes: three turns, the two children's under the calls that started them
+    assert.equal(spans.filter((s) => attr(s, "gen_ai.operation.name") === "invoke_agent").length, 3);
+    await page.waitForSelector(
+      `#trace[data-trace-for="${id}"][data-spans="${spans.length}"]:not(:has(.span-row[data-in-progress]))`,
+    );
+    const rows = await traceRows(page, id);
+    assertWaterfall(rows, spans);
+    const byId = new Map(rows.map((r) => [r.spanId, r]));
+    for (const child of ["researcher", "checker"]) {
+      const row = rows.find((r) => r.name === `invoke_agent ${child}`);
+      const call = byId.get(row.parentSpanId);
+      assert.equal(
+        call.name,
+        "execute_tool subagent",
+        `${child}'s turn hangs under the call that started it`,
+      );
+      assert.equal(row.depth, call.depth + 1);
+      assert.ok(row.indent > call.indent);
+      assert.ok(rows.indexOf(row) > rows.indexOf(call));
+    }
+    // agents, model calls and tool calls have a colour each (rows neither failed nor running)
+    const colours = new Map();
+    for (const r of rows.filter((r) => !r.error && !r.inProgress)) {
+      colours.set(r.operation, [...new Set([...(colours.get(r.operation) ?? []), r.colour])]);
+    }
+    assert.deepEqual([...colours.keys()].sort(), ["chat", "execute_tool", "invoke_agent"]);
+    for (const [op, seen] of colours) assert.equal(seen.length, 1, `one colour for ${op}: ${seen}`);
+    assert.equal(new Set([...colours.values()].flat()).size, 3, "three different colours");
+    // the failed call (echo without its text) is the one marked, with a badge
+    const failed = rows.filter((r) => r.error);
+    assert.deepEqual(
+      failed.map((r) => r.name),
+      spans.filter((s) => s.status.code === 2).map((s) => s.name),
+    );
+    assert.deepEqual(
+      failed.map((r) => r.name),
+      ["execute_tool echo"],
+    );
+    assert.match(failed[0].text, /error/);
+    assert.match(
+      await page.textContent(`#trace[data-trace-for="${id}"] .trace-summary`),
+      new RegExp(`^${spans.length} spans · `),
+    );
+
+    // tokens as the spans carry them (a model that reports its usage)
+    const counted = await api(server, "POST", "/v1/sessions", {
+      body: { label: "traced tokens", model: "openai:gpt-test" },
+    });
+    assert.equal(counted.status, 201);
+    await talk(server, counted.body.id, "use the tool");
+    const countedSpans = spansOf((await api(server, "GET", `/v1/sessions/${counted.body.id}/trace`)).body);
+    await page.waitForSelector(`#session-list [data-session-id="${counted.body.id}"]`);
+    await page.click(`#session-list [data-session-id="${counted.body.id}"] button`);
+    await page.waitForSelector(
+      `#trace[data-trace-for="${counted.body.id}"][data-spans="${countedSpans.length}"]`,
+    );
+    const countedRows = await traceRows(page, counted.body.id);
+    assertWaterfall(countedRows, countedSpans);
+    const withUsage = countedSpans.filter((s) => attr(s, "gen_ai.usage.input_tokens") !== undefined);
+    assert.ok(
+      withUsage.some((s) => attr(s, "gen_ai.operation.name") === "chat"),
+      "the model calls report tokens",
+    );
+    for (const span of countedSpans) {
+      const row = countedRows.find((r) => r.spanId === span.spanId);
+      const input = attr(span, "gen_ai.usage.input_tokens");
+      const output = attr(span, "gen_ai.usage.output_tokens");
+      assert.deepEqual([row.inputTokens, row.outputTokens], [input, output], span.name);
+      if (input !== undefined) assert.ok(row.text.includes(`${input} in / ${output} out`), row.text);
+    }
+    // a cost on a span (`subagents.cost_usd`, USD) shows beside its tokens, and the model calls' sum
+    // in the summary: the API's answer with a price on each model call
+    const priced = structuredClone((await api(server, "GET", `/v1/sessions/${counted.body.id}/trace`)).body);
+    for (const span of spansOf(priced))
+      if (attr(span, "gen_ai.operation.name") === "chat")
+        span.attributes.push({ key: "subagents.cost_usd", value: { doubleValue: 0.0012 } });
+    const chats = countedSpans.filter((s) => attr(s, "gen_ai.operation.name") === "chat").length;
+    await page.route(`**/v1/sessions/${counted.body.id}/trace`, (route) => route.fulfill({ json: priced }));
+    try {
+      await page.click('[data-action="refresh-trace"]');
+      await page.waitForSelector(
+        `#trace[data-trace-for="${counted.body.id}"] .span-row[data-cost-usd] .span-cost`,
+      );
+      const costs = await page
+        .locator(`#trace[data-trace-for="${counted.body.id}"] .span-row[data-cost-usd]`)
+        .evaluateAll((els) =>
+          els.map((el) => [el.dataset.operation, el.querySelector(".span-cost").textContent]),
+        );
+      assert.deepEqual(costs, Array(chats).fill(["chat", "$0.0012"]));
+      assert.equal(
+        await page.textContent(`#trace[data-trace-for="${counted.body.id}"] .trace-cost`),
+        `$${(0.0012 * chats).toFixed(4)}`,
+      );
+    } finally {
+      await page.unroute(`**/v1/sessions/${counted.body.id}/trace`);
+    }
+
+    // back on the demo, the trace stays open (the tab is kept as sessions change)
+    await page.click(`#session-list [data-session-id="${id}"] button`);
+    await page.waitForSelector(`#trace[data-trace-for="${id}"][data-spans="${spans.length}"]`);
+    assertWaterfall(await traceRows(page, id), spans);
+
+    // the picture: the demo as its own token shows it (no directory: its tree beside its trace)
+    const tab = await context.newPage();
+    tab.setDefaultTimeout(STEP_MS);
+    try {
+      await tab.goto(server.url);
+      await tab.fill('input[name="token"]', made.body.token);
+      await tab.press('input[name="token"]', "Enter");
+      await tab.waitForSelector(`[data-transcript-for="${id}"]`);
+      await eventually(
+        () => treeStatuses(tab),
+        (s) => Object.keys(s).length === 3 && s[id] === "idle",
+        STEP_MS,
+        "the demo's tree of three",
+      );
+      await tab.click('#session-views [data-view="trace"]');
+      await tab.waitForSelector(`#trace[data-trace-for="${id}"][data-spans="${spans.length}"]`);
+      assertWaterfall(await traceRows(tab, id), spans);
+      await tab.waitForTimeout(300);
+      mkdirSync(join(REPO_ROOT, "test-results"), { recursive: true });
+      const shot = join(REPO_ROOT, "test-results", "dashboard-trace.png");
+      await tab.screenshot({ path: shot });
+      if (process.env.UPDATE_SCREENSHOT === "1") copyFileSync(shot, join(REPO_ROOT, "docs", "trace.png"));
+    } finally {
+      await tab.close();
+    }
+
+    // on a phone screen: no sideways scrolling, each bar still on the one axis, inside its lane
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.waitForTimeout(200);
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(width <= 390, `the page is ${width}px wide on a 390px screen`);
+    assertWaterfall(await traceRows(page, id), spans);
+    await page
+      .locator("#trace")
+      .screenshot({ path: join(REPO_ROOT, "test-results", "dashboard-trace-phone.png") });
+    await page.setViewportSize({ width: 1280, height: 860 });
+
+    // back to the transcript, as the other views expect it
+    await page.click('#session-views [data-view="transcript"]');
+    await page.waitForSelector(`[data-transcript-for="${id}"]`);
+    assert.equal(await page.isVisible("#trace"), false);
   });
 });

@@ -15,6 +15,7 @@ import { attempt, clearError, note, showError } from "./notice";
 import { SchedulesPanel } from "./schedules";
 import { SessionList } from "./sessions";
 import { forgetToken, saveToken } from "./token-store";
+import { SPAN_EVENTS, TracePanel } from "./trace";
 import { TranscriptView } from "./transcript";
 import { type TreeNode, TreeView } from "./tree";
 
@@ -26,7 +27,9 @@ import { type TreeNode, TreeView } from "./tree";
  * (asked and decided approvals reach the root's log from anywhere in the tree, so its stream
  * brings them at once) and the selected session's schedules (its own log shows them made,
  * deleted and fired). A deleted session leaves the page: its tree's root clears the selection
- * and leaves the list, a session below it hands the selection to its parent.
+ * and leaves the list, a session below it hands the selection to its parent. Beside the
+ * transcript, a tab shows the selected session's trace (trace.ts), read again while it is shown
+ * and its session's log adds spans, or anything in the tree still works.
  */
 
 const REFRESH_EVENTS = new Set([
@@ -63,6 +66,7 @@ export class Dashboard {
   readonly controls: Controls;
   readonly approvals: ApprovalsPanel;
   readonly schedules: SchedulesPanel;
+  readonly trace: TracePanel;
 
   constructor() {
     this.tree = new TreeView($("#tree"), (id) => this.#pick(id));
@@ -99,7 +103,24 @@ export class Dashboard {
       client: () => this.client,
       gone: (id) => this.#gone.has(id),
     });
+    this.trace = new TracePanel($("#trace"), {
+      client: () => this.client,
+      gone: (id) => this.#gone.has(id),
+    });
+    for (const tab of document.querySelectorAll<HTMLButtonElement>("#session-views [data-view]"))
+      tab.addEventListener("click", () =>
+        this.showView(tab.dataset.view === "trace" ? "trace" : "transcript"),
+      );
     window.addEventListener("hashchange", () => this.#fromHash());
+  }
+
+  /** Shows the selected session's transcript or its trace (the choice stays as sessions change). */
+  showView(view: "transcript" | "trace"): void {
+    $("#session-panel").dataset.view = view;
+    for (const tab of document.querySelectorAll<HTMLElement>("#session-views [data-view]"))
+      tab.setAttribute("aria-selected", String(tab.dataset.view === view));
+    $("#transcript").hidden = view !== "transcript";
+    this.trace.setVisible(view === "trace");
   }
 
   /** Checks the token against the API; on success keeps it (this tab only) and opens the dashboard. */
@@ -157,6 +178,7 @@ export class Dashboard {
     this.tree.setRoot(undefined);
     this.approvals.clear();
     this.schedules.clear();
+    this.trace.clear();
     this.list.clear();
     for (const t of [this.#refreshTimer, this.#pollTimer]) if (t) clearTimeout(t);
     if (this.#listTimer) clearInterval(this.#listTimer);
@@ -190,6 +212,7 @@ export class Dashboard {
     $("#empty").hidden = true;
     this.transcript.show(client, id);
     this.schedules.show(id);
+    this.trace.show(id);
     this.#header();
     this.controls.render();
     void client.getSession(id).then(
@@ -237,6 +260,8 @@ export class Dashboard {
       return;
     }
     this.tree.select(this.#selected);
+    // spans of sessions below the selected one show up in no log this page follows
+    if (this.tree.busy() || this.trace.live()) this.trace.soon();
     this.transcript.relabel();
     this.approvals.relabel();
     const root = this.tree.node(this.tree.rootId);
@@ -256,6 +281,7 @@ export class Dashboard {
   #onEvent(event: SessionEvent): void {
     if (REFRESH_EVENTS.has(event.type)) this.scheduleRefresh();
     if (touchesSchedules(event)) this.schedules.soon();
+    if (SPAN_EVENTS.has(event.type)) this.trace.soon();
   }
 
   /**
@@ -296,6 +322,7 @@ export class Dashboard {
     this.#view = undefined;
     this.transcript.close();
     this.schedules.clear();
+    this.trace.clear();
     this.#rootWatch?.close();
     this.#rootWatch = undefined;
     this.tree.setRoot(undefined);
