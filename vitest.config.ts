@@ -36,6 +36,10 @@ export function workersPool(main?: string) {
           // the tests' A2A agent on the SDK's server side (test/setup/a2a-agent.ts), for a2a providers
           TEST_A2A_URL: a2aAgent.url,
           TEST_A2A_TOKEN: a2aAgent.token,
+          // what `openai:priced-*` models cost (README "Prices and budgets"); other routes have no price
+          MODEL_PRICES: JSON.stringify({
+            "openai:priced-*": { input: 1000, output: 2000, cachedInput: 500 },
+          }),
         },
       },
     };

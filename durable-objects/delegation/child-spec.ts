@@ -20,6 +20,7 @@ import {
   placeId,
   placementOf,
 } from "../../src/core/placement";
+import { priceOf } from "../../src/core/prices";
 import type { SessionContext } from "../session/session-context";
 
 /**
@@ -123,11 +124,15 @@ export function placeChild(
     const budget = childBudget(ctx);
     if (!budget.ok) return budget;
   }
-  // a token budget is shared down: the child gets what is left of this session's
-  const tokens = header.options.budget?.tokens;
-  const left = tokens === undefined ? undefined : tokens - ctx.stores.usage.budgetUsed();
-  if (left !== undefined && left <= 0 && !reattach)
-    return fail("BUDGET_EXCEEDED", `this session's token budget of ${tokens} is spent`);
+  // a budget is its tree's: the child draws from the same remainder (session/tree-budget.ts)
+  const budget = header.options.budget;
+  const spent = reattach ? undefined : ctx.budget.spent();
+  if (spent) return fail("BUDGET_EXCEEDED", spent.replace(/^BUDGET_EXCEEDED: /, ""));
+  if (budget?.usd !== undefined && !priceOf(ctx.prices, model))
+    return fail(
+      "INVALID_REQUEST",
+      `model: ${model} has no price (MODEL_PRICES) and the tree's budget is in dollars`,
+    );
   return ok({
     childId,
     depth: depth.value,
@@ -143,7 +148,7 @@ export function placeChild(
         maxOutputTokens: request.maxOutputTokens ?? header.options.maxOutputTokens,
         contextWindow: request.contextWindow ?? header.options.contextWindow,
       }),
-      ...(left === undefined ? {} : { budget: { tokens: Math.max(1, left) } }),
+      ...(budget ? { budget: { ...budget, owner: budget.owner ?? header.id } } : {}),
       // MCP servers: the start request's, else the parent's
       ...compact({ mcpServers: request.mcpServers ?? header.options.mcpServers }),
       // approvals: the parent's requirements plus the start's own (never fewer), its timeout or the parent's

@@ -10,7 +10,9 @@ import type { Remote, SessionRpc } from "../../src/contract/session-api";
 import type { LocationHint } from "../../src/core/placement";
 import { logRefusal } from "../../src/core/quotas";
 import type { Deployment } from "../../src/platform/deployment";
-import { defaultModelOf } from "../../src/platform/models";
+import { defaultModelOf, pricesOf } from "../../src/platform/models";
+import type { Prices } from "../../src/core/prices";
+import { TreeBudget } from "./tree-budget";
 import { type RegistryStub, registryStub, sessionStub } from "../../src/platform/stubs";
 import type { ProviderRecord } from "../../src/providers/catalog";
 import { mayUse, scopeOf } from "../../src/providers/provider-access";
@@ -49,6 +51,10 @@ export class SessionContext {
   };
   /** Remote delegation: this deployment's public URL (callbacks; absent: polling only) and deadline. */
   readonly remoteSettings: { publicUrl: string | undefined; deadlineMs: number };
+  /** What the deployment's models cost (MODEL_PRICES). */
+  readonly prices: Prices;
+  /** The budget of the session's tree, and what counts against it (tree-budget.ts). */
+  readonly budget: TreeBudget;
   readonly #env: Env;
   readonly #signals: SessionSignals;
   readonly #watch: ChildWatch;
@@ -77,6 +83,8 @@ export class SessionContext {
       logCap: env.MAX_LOG_BYTES,
     };
     this.remoteSettings = remoteSettings(env);
+    this.prices = pricesOf(env);
+    this.budget = new TreeBudget(this);
   }
 
   header(): SessionHeader | undefined {

@@ -44,6 +44,7 @@ import { subscriberCap } from "./subscribers";
 import { treeSpans } from "./trace";
 import { DEFAULT_SERVICE_NAME, otlpTraces, type OtlpTraces } from "../../src/trace/otlp";
 import type { Span } from "../../src/trace/spans";
+import type { Spend } from "../../src/contract/events";
 
 /**
  * A page of `GET …/events` holds at most this much event data past its first event (`next` goes
@@ -387,6 +388,11 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   async traceSpans(): Promise<Span[]> {
     const parts = this.#parts;
     return parts && !parts.deletion.deleting() ? treeSpans(parts.ctx) : [];
+  }
+
+  /** A session of the tree whose budget this one owns reports its spending (session/tree-budget.ts). */
+  async drawBudget(memberId: string, spend: Spend): Promise<Spend | undefined> {
+    return this.#parts?.ctx.budget.draw(memberId, spend);
   }
 
   /** The newest activity of this session's tree (a root's retention asks). */

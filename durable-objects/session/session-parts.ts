@@ -125,6 +125,7 @@ export function assembleParts(
     host,
     approvals,
     live: subscribers,
+    budget: ctx.budget,
   });
   // the order their hooks run: a deletion first (its erasure ends the pass), a cut-short drain
   // before any model step, then approvals that timed

@@ -43,7 +43,14 @@ export function sessionView(ctx: SessionContext, header: SessionHeader): Session
   if (compaction) view.compactionUsage = compaction;
   const subtree = usage.subtree();
   if (subtree) view.subtreeUsage = subtree;
-  if (header.options.budget) view.budget = { tokens: header.options.budget.tokens, used: usage.budgetUsed() };
+  const budget = ctx.budget.state();
+  if (budget)
+    view.budget = {
+      ...budget.limit,
+      used: budget.used.tokens,
+      ...(budget.limit.usd === undefined ? {} : { usedUsd: budget.used.usd }),
+      ...(budget.shared ? { shared: true as const } : {}),
+    };
   // which MCP servers it has, never their tokens
   if (header.options.mcpServers?.length)
     view.mcpServers = header.options.mcpServers.map(({ name, url }) => ({ name, url }));

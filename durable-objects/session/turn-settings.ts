@@ -6,13 +6,13 @@ import { compact } from "../../src/core/compact";
 import { positiveInt } from "../../src/core/positive-int";
 import { DEFAULT_MAX_LOG_BYTES } from "../../src/core/quotas";
 import type { SessionHeader } from "../../src/contract/session";
-import { defaultModelOf } from "../../src/platform/models";
+import { defaultModelOf, pricesOf } from "../../src/platform/models";
 
 /**
- * A session's turn settings: its header's model, persona, sampling parameters and token budget,
- * and context window, over the deployment's vars (MAX_STEPS_PER_TURN, MODEL_TIMEOUT_SECONDS,
- * MODEL_ATTEMPTS_PER_STEP, MAX_LOG_BYTES, DEFAULT_MODEL, DEFAULT_CONTEXT_WINDOW, COMPACTION_MODEL,
- * REQUIRE_APPROVAL),
+ * A session's turn settings: its header's model, persona, sampling parameters and context window,
+ * over the deployment's vars (MAX_STEPS_PER_TURN, MODEL_TIMEOUT_SECONDS, MODEL_ATTEMPTS_PER_STEP,
+ * MAX_LOG_BYTES, DEFAULT_MODEL, DEFAULT_CONTEXT_WINDOW, COMPACTION_MODEL, REQUIRE_APPROVAL,
+ * MODEL_PRICES),
  * which are read once.
  */
 export function turnSettingsOf(env: Env, header: { get(): SessionHeader | undefined }): () => TurnSettings {
@@ -25,6 +25,7 @@ export function turnSettingsOf(env: Env, header: { get(): SessionHeader | undefi
   const defaultContextWindow = positiveInt(vars.DEFAULT_CONTEXT_WINDOW, DEFAULT_CONTEXT_WINDOW);
   const compactionRoute = vars.COMPACTION_MODEL?.trim() || undefined;
   const deployment = deploymentRequirements(vars.REQUIRE_APPROVAL);
+  const prices = pricesOf(env);
   if (deployment.invalid)
     console.error(
       'REQUIRE_APPROVAL is not a JSON list of tool names or prefixes ending in "*": every call needs approval',
@@ -43,7 +44,7 @@ export function turnSettingsOf(env: Env, header: { get(): SessionHeader | undefi
       params,
       maxSteps,
       policy,
-      budgetTokens: options?.budget?.tokens,
+      prices,
       maxLogBytes,
       contextWindow: options?.contextWindow,
       defaultContextWindow,

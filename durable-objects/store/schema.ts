@@ -199,6 +199,13 @@ export const SESSION_MIGRATIONS: readonly string[] = [
    ) STRICT;
    CREATE INDEX schedules_due ON schedules (next_at);
    ALTER TABLE runs ADD COLUMN deadline_at INTEGER;`,
+  // 17: a tree's shared budget (README "Prices and budgets"): at the session that owns it, what
+  // each session of its tree last said it spent
+  `CREATE TABLE budget_draws (
+     member_id TEXT PRIMARY KEY,
+     tokens INTEGER NOT NULL,
+     usd REAL NOT NULL
+   ) STRICT;`,
 ];
 
 /**
@@ -289,6 +296,7 @@ export const TABLES_ON_FIRST_USE = [
   "cancelled_runs",
   "approvals",
   "schedules",
+  "budget_draws",
 ] as const;
 export type TableOnFirstUse = (typeof TABLES_ON_FIRST_USE)[number];
 

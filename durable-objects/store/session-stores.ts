@@ -9,6 +9,7 @@ import { Flags } from "./flags";
 import { CompactionRequests } from "./compaction-requests";
 import { Approvals } from "./approvals";
 import { Schedules } from "./schedules";
+import { BudgetDraws } from "./budget-draws";
 import { Inbox } from "./inbox";
 import { Outbox } from "./outbox";
 import { Receipts } from "./receipts";
@@ -60,6 +61,7 @@ export class SessionStores implements DriverStores {
   readonly approvals: Approvals;
   /** Messages it will receive later, once or on a cron schedule. */
   readonly schedules: Schedules;
+  readonly budgetDraws: BudgetDraws;
   /** The tables created on first use (schema.ts), and the SQL of each for its store. */
   readonly tables: FirstUseTables;
   readonly #loopRow: SingleRow<LoopState>;
@@ -102,6 +104,7 @@ export class SessionStores implements DriverStores {
     this.cancelledRuns = new CancelledRuns(this.tables.sql("cancelled_runs"));
     this.approvals = new Approvals(this.tables.sql("approvals"));
     this.schedules = new Schedules(this.tables.sql("schedules"));
+    this.budgetDraws = new BudgetDraws(this.tables.sql("budget_draws"));
     this.#loopRow = new SingleRow<LoopState>(this.sql, "loop");
     if (created) {
       log.startEmpty();

@@ -1,5 +1,5 @@
 import type { Usage } from "../../src/contract/events";
-import { addUsage, subtractUsage, tokensOf } from "../../src/core/usage";
+import { addUsage, type Spend, spendOf, subtractUsage } from "../../src/core/usage";
 import type { FlagName, Flags } from "./flags";
 
 /**
@@ -22,14 +22,13 @@ export class UsageTotals {
     return this.#read("usage:compaction");
   }
 
-  /** The settled one-shot runs this session started, as their results reported. */
-  runs(): Usage | undefined {
-    return this.#read("usage:runs");
-  }
-
-  /** The tokens that count against the session's budget: its own steps' and its runs'. */
-  budgetUsed(): number {
-    return tokensOf(this.own()) + tokensOf(this.runs());
+  /**
+   * What this session spent that counts against its tree's budget: its own model calls and its
+   * runs on other deployments and agents (a local child's spending is the child's own: it reports
+   * it to the budget's owner itself, session/tree-budget.ts).
+   */
+  spend(): Spend {
+    return spendOf(addUsage(this.own(), this.#read("usage:remote")));
   }
 
   /**
@@ -55,8 +54,12 @@ export class UsageTotals {
     this.flags.set("usage:compaction", JSON.stringify(addUsage(this.compaction(), usage)));
   }
 
-  addRuns(usage: Usage): void {
-    this.flags.set("usage:runs", JSON.stringify(addUsage(this.runs(), usage)));
+  /**
+   * A run's result reported `usage`: counted when the run was on another deployment or agent (a
+   * local child's is its own, and reaches this session as its subtree's report, `addBelow`).
+   */
+  addRuns(usage: Usage, local: boolean): void {
+    if (!local) this.flags.set("usage:remote", JSON.stringify(addUsage(this.#read("usage:remote"), usage)));
   }
 
   /** A local child's run or epoch ended, reporting this much of its subtree's usage. */

@@ -7,6 +7,8 @@ import type { DriverStores } from "./driver-stores";
 import { type ModelClient, ModelError, type ModelReply, type ToolSpec } from "./model";
 import { type AttemptClaim, callModel } from "./model-calls";
 import type { TurnSettings } from "./turn-settings";
+import { budgetSpent, type BudgetLedger } from "./budget";
+import { priced } from "../core/prices";
 import type { Fence, Turns } from "./turns";
 
 /** Where a compaction runs: the step it is part of (none while the session is idle) and its budget. */
@@ -45,6 +47,8 @@ export interface CompactorPorts {
   settings(): TurnSettings;
   /** The deployment's model routes. */
   models: { client(route: string): ModelClient };
+  /** The session's budget, when it has one (none: model calls are bounded by steps and attempts alone). */
+  budget?: BudgetLedger;
 }
 
 /**
@@ -161,7 +165,7 @@ export class Compactor {
     }
     await faultPoint(settings.sessionId, "after-compact");
     const summary = textOf(reply.content).trim() || "(the model wrote no summary)";
-    const usage = reply.usage;
+    const usage = priced(reply.usage, route, settings.prices);
     return stores.transact(() => {
       const still = site.fence ? turns.current(site.fence) : stores.loop.get().openTurn === null;
       const now = stores.log.view();
@@ -203,13 +207,13 @@ export class Compactor {
    */
   claimIdle(attemptsPerStep: number): AttemptClaim {
     const { stores } = this.#ports;
-    const { budgetTokens } = this.#ports.settings();
+    const budget = this.#ports.budget?.state();
     return stores.transact((): AttemptClaim => {
       const begun = stores.compaction.pending();
       if (begun === undefined) return { ok: false, reason: "no compaction is pending" };
       // a spent token budget pays for no more model calls, summaries included
-      if (budgetTokens !== undefined && stores.usage.budgetUsed() >= budgetTokens)
-        return { ok: false, reason: `the session's token budget of ${budgetTokens} is spent` };
+      const spent = budgetSpent(budget);
+      if (spent) return { ok: false, reason: spent };
       if (begun >= attemptsPerStep)
         return { ok: false, reason: `the compaction's summarizing call failed ${begun} times` };
       stores.compaction.attempted();

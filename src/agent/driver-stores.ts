@@ -49,7 +49,5 @@ export interface DriverStores {
     addOwn(usage: Usage): void;
     /** Inside the transaction that appends a `context/compacted`: its summarizing call's usage. */
     addCompaction(usage: Usage): void;
-    /** What counts against the session's token budget so far. */
-    budgetUsed(): number;
   };
 }

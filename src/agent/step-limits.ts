@@ -2,6 +2,7 @@ import { compact } from "../core/compact";
 import { logQuotaMessage } from "../core/quotas";
 import type { LoopState } from "../core/turn-plan";
 import type { AttemptClaim } from "./model-calls";
+import { budgetSpent, type BudgetState } from "./budget";
 
 /**
  * What bounds a turn's model steps, from durable state alone (pure): the step budget of a turn,
@@ -13,8 +14,8 @@ import type { AttemptClaim } from "./model-calls";
 export interface StepLimits {
   maxSteps: number;
   attemptsPerStep: number;
-  /** The session's token budget and what counts against it, when it has one. */
-  tokens?: { tokens: number; used: number } | undefined;
+  /** The session's budget and what counts against it, when it has one. */
+  budget?: BudgetState | undefined;
   /** The session's log size and its quota (MAX_LOG_BYTES), when known. */
   log?: { bytes: number; max: number } | undefined;
 }
@@ -25,13 +26,9 @@ export function stepRefusal(
   limits: StepLimits,
 ): { error: string; code?: "BUDGET_EXCEEDED" | "QUOTA_EXCEEDED" } | undefined {
   if (loop.step >= limits.maxSteps) return { error: `step budget of ${limits.maxSteps} exhausted` };
-  // a spent token budget ends the turn before another model call (never mid-append)
-  const tokens = limits.tokens;
-  if (tokens && tokens.used >= tokens.tokens)
-    return {
-      error: `BUDGET_EXCEEDED: the session's token budget of ${tokens.tokens} is spent (${tokens.used} used)`,
-      code: "BUDGET_EXCEEDED",
-    };
+  // a spent budget ends the turn before another model call (never mid-append)
+  const spent = budgetSpent(limits.budget);
+  if (spent) return { error: spent, code: "BUDGET_EXCEEDED" };
   // a log at its quota takes no new work: the open turn ends before another model call, so a
   // session never grows its log without bound (what its children deliver is still applied)
   const log = limits.log;

@@ -2,6 +2,7 @@ import { compact } from "../core/compact";
 import type { MessageSource, ToolCall } from "../contract/events";
 import { callTrace } from "../trace/spans";
 import { addUsage } from "../core/usage";
+import { priced } from "../core/prices";
 import { faultPoint } from "../core/faults";
 import type { Plan } from "../core/turn-plan";
 import { overThreshold } from "./compaction";
@@ -62,6 +63,8 @@ export class TurnDriver<Host> {
   async step(): Promise<boolean> {
     const { stores, turns } = this.#ports;
     if (turns.external()) return stores.transact(() => recordInbox(stores));
+    // a budget shared with a tree: what the others spent is learnt before a model call may be made
+    if (this.#ports.budget && turns.owesStep()) await this.#ports.budget.sync();
     const started = stores.transact(() => this.#begin());
     if (started === undefined) return this.#compactIdle();
     if (started.plan.kind === "tools") {
@@ -69,6 +72,8 @@ export class TurnDriver<Host> {
       return true;
     }
     await this.#modelStep(started.fence);
+    // and what this one spent is reported at once (before its tools run), so the others learn it
+    await this.#ports.budget?.sync();
     return true;
   }
 
@@ -128,10 +133,7 @@ export class TurnDriver<Host> {
     const refused = stepRefusal(loop, {
       maxSteps: settings.maxSteps,
       attemptsPerStep: settings.policy.attemptsPerStep,
-      tokens:
-        settings.budgetTokens === undefined
-          ? undefined
-          : { tokens: settings.budgetTokens, used: stores.usage.budgetUsed() },
+      budget: this.#ports.budget?.state(),
       log: { bytes: stores.log.bytes(), max: settings.maxLogBytes },
     });
     if (refused) {
@@ -281,14 +283,16 @@ export class TurnDriver<Host> {
         });
         return [];
       }
+      // usage is priced as it is recorded: a later change of MODEL_PRICES never rewrites history
+      const used = priced(reply.usage, settings.modelRoute, settings.prices);
       stores.log.append("assistant/message", {
         content: reply.content,
         ...(reply.toolCalls.length > 0 ? { toolCalls: reply.toolCalls } : {}),
         stopReason: reply.stopReason,
-        ...(reply.usage ? { usage: reply.usage } : {}),
+        ...(used ? { usage: used } : {}),
         model: settings.modelRoute,
       });
-      const usage = addUsage(loop.usage, reply.usage);
+      const usage = addUsage(loop.usage, used);
       // the step's tool calls (if any) run right after this commit: their first run is claimed here
       const next = {
         ...withoutAttempts(loop),
@@ -297,7 +301,7 @@ export class TurnDriver<Host> {
         ...(reply.toolCalls.length > 0 ? { toolRuns: 1 } : {}),
       };
       stores.loop.set(next);
-      if (reply.usage) stores.usage.addOwn(reply.usage);
+      if (used) stores.usage.addOwn(used);
       // A final answer ends the turn, unless waking next-step work (a steer, a report, a notice)
       // arrived meanwhile: a busy session takes it at its nearest step, not in a new turn.
       const steered = stores.inbox.pending().some((p) => p.lane === "next-step" && p.waking);

@@ -1,5 +1,6 @@
 import type { ModelParams } from "./model";
 import type { ModelCallPolicy } from "./model-calls";
+import type { Prices } from "../core/prices";
 
 /** Model calls one turn may make before it ends as `error` (`MAX_STEPS_PER_TURN` overrides). */
 export const MAX_STEPS_PER_TURN = 64;
@@ -20,8 +21,8 @@ export interface TurnSettings {
   maxSteps: number;
   /** Timeout, retries and the per-step attempt budget of model calls. */
   policy: ModelCallPolicy;
-  /** The session's token budget, when it has one (what counts against it is in the stores). */
-  budgetTokens: number | undefined;
+  /** What the deployment's models cost (MODEL_PRICES): usage is priced as it is recorded. */
+  prices: Prices;
   /** The log quota (MAX_LOG_BYTES), checked before each model step. */
   maxLogBytes: number;
   /** The session's own context window (`contextWindow`), when it names one. */

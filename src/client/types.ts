@@ -40,6 +40,8 @@ export interface Usage {
   cachedInputTokens?: number;
   /** Output tokens spent on reasoning (part of `outputTokens`). */
   reasoningTokens?: number;
+  /** What they cost in US dollars at the deployment's MODEL_PRICES (absent: the model has no price). */
+  costUsd?: number;
 }
 
 /**
@@ -249,8 +251,11 @@ export interface PendingApproval {
 
 export interface CreateSessionRequest extends Placement, ModelParams, ApprovalOptions {
   model?: string;
-  /** Tokens (input plus output) the session and the one-shot runs it starts may use; children get what is left. */
-  budget?: { tokens: number };
+  /**
+   * What the session's tree may spend: tokens (input plus output) and/or US dollars (at the
+   * deployment's MODEL_PRICES); every session below it draws from the same remainder.
+   */
+  budget?: { tokens?: number; usd?: number };
   /** MCP servers whose tools the model gets as `mcp__<name>__<tool>` (children inherit them). */
   mcpServers?: McpServerSpec[];
   persona?: string;
@@ -288,8 +293,11 @@ export interface SessionView extends Placement {
    * their runs and epochs ended (a child at work adds its part when that run or epoch ends).
    */
   subtreeUsage?: Usage;
-  /** Its token budget and what counts against it so far. */
-  budget?: { tokens: number; used: number };
+  /**
+   * Its tree's budget and what counts against it so far: `used` in tokens, `usedUsd` in dollars;
+   * `shared` on a session below the one created with it.
+   */
+  budget?: { tokens?: number; usd?: number; used: number; usedUsd?: number; shared?: true };
   /** Its MCP servers (names and urls; tokens are never shown). */
   mcpServers?: { name: string; url: string }[];
 }

@@ -45,6 +45,18 @@ export interface Usage {
   cachedInputTokens?: number;
   /** Output tokens spent on reasoning (part of `outputTokens`). */
   reasoningTokens?: number;
+  /**
+   * What the tokens cost in US dollars, at the deployment's MODEL_PRICES when they were used
+   * (README "Prices and budgets"); absent for a route with no price (never a made-up zero). A sum
+   * counts the priced part of its addends.
+   */
+  costUsd?: number;
+}
+
+/** What a budget counts of some usage: its tokens (input plus output) and its cost in dollars. */
+export interface Spend {
+  tokens: number;
+  usd: number;
 }
 
 export interface EventData {

@@ -13,6 +13,7 @@ const Usage = z.object({
   outputTokens: z.number().int(),
   cachedInputTokens: z.number().int().optional(),
   reasoningTokens: z.number().int().optional(),
+  costUsd: z.number().nonnegative().optional(),
 });
 const Text = z.object({ type: z.literal("text"), text: z.string() });
 
@@ -47,7 +48,15 @@ export const SessionView = z
     usage: Usage.optional(),
     compactionUsage: Usage.optional(),
     subtreeUsage: Usage.optional(),
-    budget: z.object({ tokens: z.number().int(), used: z.number().int() }).optional(),
+    budget: z
+      .object({
+        tokens: z.number().int().optional(),
+        usd: z.number().optional(),
+        used: z.number().int(),
+        usedUsd: z.number().optional(),
+        shared: z.literal(true).optional(),
+      })
+      .optional(),
     mcpServers: z.array(z.object({ name: z.string(), url: z.string() })).optional(),
     jurisdiction: z.string().optional(),
     locationHint: z.string().optional(),

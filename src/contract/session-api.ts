@@ -12,6 +12,7 @@ import type { Jurisdiction, LocationHint } from "./placement";
 import type { ContinuableInit, ContinuableStart, FollowupInput, InterruptAuthority } from "./continuable";
 import type { CreateSchedule, MessageDelivery, Schedule } from "./control";
 import type { OtlpTraces, Span } from "./trace";
+import type { Spend } from "./events";
 
 /** A method's answer now or later: an object answers some calls synchronously. */
 type Answer<T> = T | Promise<T>;
@@ -134,8 +135,13 @@ export interface SessionRpc extends SessionApi {
    * its object holds nothing (then asked no more).
    */
   deleteFrom(parentId: string): Answer<{ gone: boolean }>;
-  /** The spans of this session and every local session below it; `context`: what caused its first turn. */
+  /** The spans of this session and every local session below it. */
   traceSpans(): Answer<Span[]>;
+  /**
+   * A session of the tree whose budget this session owns has spent `spend` so far (README "Prices
+   * and budgets"): the tree's total, or undefined where this session owns no budget.
+   */
+  drawBudget(memberId: string, spend: Spend): Answer<Spend | undefined>;
   /** The newest activity (epoch ms) of this session and every local session below it (RETENTION_DAYS). */
   treeActivity(): Answer<number>;
   /** A child of this session was deleted on its own: its runs end `aborted` and it leaves the listings. */

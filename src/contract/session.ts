@@ -53,10 +53,12 @@ export interface AgentOptions {
    */
   contextWindow?: number;
   /**
-   * Tokens (input plus output) this session's model steps and the one-shot runs it starts may use;
-   * a child gets what is left of its parent's when it starts (semantics.md §8).
+   * What its tree may spend: tokens (input plus output) and/or US dollars (at MODEL_PRICES), over
+   * the model calls of every session in its local tree and the runs they start on other
+   * deployments and agents (README "Prices and budgets", semantics.md §8). `owner`: the session
+   * that holds the tree's figures (set on the sessions below it; absent on the owner itself).
    */
-  budget?: { tokens: number };
+  budget?: { tokens?: number; usd?: number; owner?: string };
   /** MCP servers whose tools the model gets as `mcp__<name>__<tool>` (children inherit them). */
   mcpServers?: McpServerSpec[];
   /** Tool names (or prefixes ending in `*`) whose calls wait for approval; a child adds its own. */
@@ -103,8 +105,12 @@ export interface SessionView {
    * their runs and epochs ended (semantics.md §8).
    */
   subtreeUsage?: Usage;
-  /** Its token budget and what counts against it so far (its own steps and its runs). */
-  budget?: { tokens: number; used: number };
+  /**
+   * Its tree's budget and what counts against it so far, as this session knows it: `used` in
+   * tokens, `usedUsd` in dollars (with a budget in dollars); `shared` on a session below the one
+   * that was created with it.
+   */
+  budget?: { tokens?: number; usd?: number; used: number; usedUsd?: number; shared?: true };
   /** Its MCP servers, without their tokens. */
   mcpServers?: { name: string; url: string }[];
 }

@@ -112,8 +112,17 @@ export const CreateSessionBody = z.strictObject({
   ...ModelParamsFields,
   mcpServers: McpServersField.optional(),
   ...ApprovalFields,
-  /** A token budget (input plus output) for the session, shared down to its children. */
-  budget: z.strictObject({ tokens: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER) }).optional(),
+  /**
+   * What the session's tree may spend, in tokens (input plus output) and/or US dollars (at the
+   * deployment's MODEL_PRICES); shared by every session below it (README "Prices and budgets").
+   */
+  budget: z
+    .strictObject({
+      tokens: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
+      usd: z.number().positive().max(1_000_000_000).optional(),
+    })
+    .refine((b) => b.tokens !== undefined || b.usd !== undefined, { message: "give tokens, usd or both" })
+    .optional(),
   persona: z.string().max(32_768).optional(),
   toolFilter: ToolFilterSchema.optional(),
   label: z.string().min(1).max(200).optional(),

@@ -1,9 +1,12 @@
-import type { Usage } from "../contract/events";
+import type { Spend, Usage } from "../contract/events";
+
+export type { Spend } from "../contract/events";
 
 /**
- * Token usage arithmetic: sums of steps into turns, of turns into runs and of sessions into
- * subtrees. Cached and reasoning counts are parts of input and output; a sum keeps them only when
- * some addend reported them.
+ * Usage arithmetic: sums of steps into turns, of turns into runs and of sessions into subtrees.
+ * Cached and reasoning counts are parts of input and output; a sum keeps them only when some
+ * addend reported them. Cost likewise: a sum carries `costUsd` when some addend had a price, and
+ * it is the priced addends' total (an unpriced route's tokens add no cost, never a made-up zero).
  */
 
 export function addUsage(a: Usage | undefined, b: Usage | undefined): Usage | undefined {
@@ -17,6 +20,8 @@ export function addUsage(a: Usage | undefined, b: Usage | undefined): Usage | un
   const reasoning = (a.reasoningTokens ?? 0) + (b.reasoningTokens ?? 0);
   if (a.cachedInputTokens !== undefined || b.cachedInputTokens !== undefined) sum.cachedInputTokens = cached;
   if (a.reasoningTokens !== undefined || b.reasoningTokens !== undefined) sum.reasoningTokens = reasoning;
+  if (a.costUsd !== undefined || b.costUsd !== undefined)
+    sum.costUsd = roundUsd((a.costUsd ?? 0) + (b.costUsd ?? 0));
   return sum;
 }
 
@@ -35,8 +40,10 @@ export function subtractUsage(a: Usage | undefined, b: Usage | undefined): Usage
     rest.cachedInputTokens = Math.max(0, a.cachedInputTokens - (b.cachedInputTokens ?? 0));
   if (a.reasoningTokens !== undefined)
     rest.reasoningTokens = Math.max(0, a.reasoningTokens - (b.reasoningTokens ?? 0));
+  const cost = a.costUsd === undefined ? 0 : Math.max(0, roundUsd(a.costUsd - (b.costUsd ?? 0)));
+  if (cost > 0) rest.costUsd = cost;
   const left =
-    rest.inputTokens + rest.outputTokens + (rest.cachedInputTokens ?? 0) + (rest.reasoningTokens ?? 0);
+    rest.inputTokens + rest.outputTokens + (rest.cachedInputTokens ?? 0) + (rest.reasoningTokens ?? 0) + cost;
   return left > 0 ? rest : undefined;
 }
 
@@ -47,4 +54,22 @@ export function sumUsage(all: readonly (Usage | undefined)[]): Usage | undefined
 /** The tokens a budget counts: input plus output. */
 export function tokensOf(usage: Usage | undefined): number {
   return usage ? usage.inputTokens + usage.outputTokens : 0;
+}
+
+export const NO_SPEND: Spend = { tokens: 0, usd: 0 };
+
+export function spendOf(usage: Usage | undefined): Spend {
+  return { tokens: tokensOf(usage), usd: usage?.costUsd ?? 0 };
+}
+
+export function addSpend(a: Spend, b: Spend): Spend {
+  return { tokens: a.tokens + b.tokens, usd: roundUsd(a.usd + b.usd) };
+}
+
+/**
+ * Dollars to 1e-10 (a hundredth of a millionth of a cent): sums of float prices stay stable
+ * (0.1 + 0.2 is 0.3) while keeping far more precision than any price list has.
+ */
+export function roundUsd(usd: number): number {
+  return Math.round(usd * 1e10) / 1e10;
 }

@@ -1,6 +1,6 @@
 import { quoteAll } from "../core/quote";
 import type { Deployment } from "../platform/deployment";
-import { defaultModelOf } from "../platform/models";
+import { defaultModelOf, pricesOf } from "../platform/models";
 import { fail, type Outcome } from "../contract/errors";
 import { DEFAULT_TENANT, type SessionView } from "../contract/session";
 import type { CreateSessionBody } from "../contract/wire";
@@ -9,6 +9,7 @@ import { sha256Hex } from "../core/hash";
 import { newPlacedId, placedIdFromDigest, placementOf } from "../core/placement";
 import { newSessionToken } from "./auth";
 import { registryStub, sessionStub } from "../platform/stubs";
+import { priceOf } from "../core/prices";
 import type { z } from "zod";
 
 /**
@@ -26,6 +27,9 @@ export async function createTopLevelSession(
   const model = body.model ?? defaultModelOf(env);
   const problem = deployment.models(env).problem(model);
   if (problem) return fail("INVALID_REQUEST", `model: ${problem}`);
+  // a budget in dollars needs its model's price: else nothing would ever count against it
+  if (body.budget?.usd !== undefined && !priceOf(pricesOf(env), model))
+    return fail("INVALID_REQUEST", `budget.usd: model ${model} has no price (MODEL_PRICES)`);
   const unknownTools = body.toolFilter ? deployment.unknownTools(body.toolFilter) : [];
   if (unknownTools.length > 0)
     return fail("INVALID_REQUEST", `toolFilter names unknown tools: ${quoteAll(unknownTools)}`);
@@ -48,7 +52,7 @@ export async function createTopLevelSession(
   const created = await sessionStub(env, id, locationHint).create({
     id,
     tokenHash: await sha256Hex(token),
-    options: { model, ...compact(rest) },
+    options: { model, ...compact({ ...rest, budget: rest.budget && compact(rest.budget) }) },
     ...compact({ label }),
     ...(tenant === DEFAULT_TENANT ? {} : { tenant }),
     ...placement,

@@ -1,5 +1,6 @@
 import { type BuiltinModelSettings, builtinModels } from "../agent/builtin-models";
 import type { ModelProvider } from "../agent/model-provider";
+import { parsePrices, type Prices } from "../core/prices";
 
 /** The built-in model providers, configured from the Worker's env. */
 export function builtinModelsOf(env: Env): ModelProvider[] {
@@ -24,4 +25,15 @@ function modelSettingsOf(env: Env): BuiltinModelSettings {
   if (vars.OPENAI_API_KEY) settings.openAiApiKey = vars.OPENAI_API_KEY;
   if (vars.AI) settings.ai = vars.AI;
   return settings;
+}
+
+/**
+ * What the deployment's models cost (MODEL_PRICES, README "Prices and budgets"). A value that is
+ * not a valid price list prices nothing (usage then has no `costUsd`) and says so in the log, and
+ * a session that asks for a budget in dollars is refused (its model has no price).
+ */
+export function pricesOf(env: Env): Prices {
+  const parsed = parsePrices((env as { MODEL_PRICES?: string }).MODEL_PRICES);
+  if (parsed.problem) console.error(`${parsed.problem}: no model has a price`);
+  return parsed.prices;
 }

@@ -87,11 +87,13 @@ function providerModel(route: string): string {
   return colon < 0 ? route : route.slice(colon + 1);
 }
 
+/** Tokens and, where the model had a price, what they cost (`subagents.cost_usd`). */
 function usageAttributes(usage: Usage | undefined): Record<string, number> {
   return usage
     ? {
         [ATTR_GEN_AI_USAGE_INPUT_TOKENS]: usage.inputTokens,
         [ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]: usage.outputTokens,
+        ...(usage.costUsd === undefined ? {} : { "subagents.cost_usd": usage.costUsd }),
       }
     : {};
 }

@@ -10,6 +10,8 @@ import { nodeHttp, type ServerResponse } from "./node-http.ts";
  *
  * Behaviour, by the last message of the request:
  *   user "use the tool"  -> a `tool_calls` message calling `echo` with {"text":"ping"}, finish "tool_calls"
+ *   user "keep using the tool" (anywhere in the conversation) -> every answer calls `echo` again:
+ *                           a turn that only a step budget or a token budget ends
  *   user "be long"       -> a partial text, finish "length"
  *   user "fail please"   -> HTTP 500 whose body echoes the Authorization header back (as some
  *                           gateways do), so tests can prove the adapter keeps the key out of the log
@@ -194,6 +196,15 @@ function answer(index: number, body: unknown, authorization: string): unknown {
     );
   }
 
+  if (messages.some((m) => m.role === "user" && contentText(m.content) === "keep using the tool")) {
+    if (!offersEcho(tools)) throw new HttpError(400, "the echo tool was not offered");
+    const call = {
+      id: `call_${index}`,
+      type: "function",
+      function: { name: "echo", arguments: '{"text":"again"}' },
+    };
+    return completion(index, model, prompt, { content: null, tool_calls: [call] }, "tool_calls");
+  }
   if (last.role === "tool") {
     if (typeof last.tool_call_id !== "string") throw new HttpError(400, "a tool message needs tool_call_id");
     const text = `tool said: ${contentText(last.content)}`;

@@ -199,7 +199,7 @@ export class OneShotRuns implements SessionPart, RunSettlement {
       ...(result.usage ? { usage: result.usage } : {}),
     });
     // what the child used counts against this session's token budget (semantics.md §8)
-    if (result.usage) ctx.stores.usage.addRuns(result.usage);
+    if (result.usage) ctx.stores.usage.addRuns(result.usage, run.local);
     // a local child's subtree is part of this session's tree (another deployment's is not)
     if (run.local && subtreeUsage) ctx.stores.usage.addBelow(subtreeUsage);
     // a foreground call of the model's answers its deferred tool call; an MCP client's call (a key
@@ -234,7 +234,7 @@ export class OneShotRuns implements SessionPart, RunSettlement {
     if (!run || run.childId !== from) return;
     // a run its deadline ended: the child's own result comes later; what it used still counts
     if (run.state === "settled" && isDeadline(run.result?.diagnostic) && result.usage)
-      this.#ctx.stores.usage.addRuns(result.usage);
+      this.#ctx.stores.usage.addRuns(result.usage, run.local);
     if (run.state === "settled") return;
     if (run.state === "running") this.settle(run, result);
     else runs.keepEarlyResult(run.runId, result);

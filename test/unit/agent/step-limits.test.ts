@@ -18,11 +18,26 @@ describe("step limits", () => {
   it("refuse a step past the step budget, a spent token budget, or the step's attempts, in that order", () => {
     expect(stepRefusal(open, limits)).toBeUndefined();
     expect(stepRefusal({ ...open, step: 3 }, limits)).toEqual({ error: "step budget of 3 exhausted" });
-    expect(stepRefusal(open, { ...limits, tokens: { tokens: 10, used: 10 } })).toEqual({
+    const budget = (
+      limit: { tokens?: number; usd?: number },
+      tokens: number,
+      usd: number,
+      shared = false,
+    ) => ({
+      ...limits,
+      budget: { limit, used: { tokens, usd }, shared },
+    });
+    expect(stepRefusal(open, budget({ tokens: 10 }, 10, 0))).toEqual({
       error: "BUDGET_EXCEEDED: the session's token budget of 10 is spent (10 used)",
       code: "BUDGET_EXCEEDED",
     });
-    expect(stepRefusal(open, { ...limits, tokens: { tokens: 10, used: 9 } })).toBeUndefined();
+    expect(stepRefusal(open, budget({ tokens: 10 }, 9, 0))).toBeUndefined();
+    // a budget in dollars, and one shared with a tree (a session below the one created with it)
+    expect(stepRefusal(open, budget({ usd: 0.5 }, 1_000_000, 0.49))).toBeUndefined();
+    expect(stepRefusal(open, budget({ tokens: 100, usd: 0.5 }, 10, 0.5, true))).toEqual({
+      error: "BUDGET_EXCEEDED: its tree's budget of $0.5 is spent ($0.5 used)",
+      code: "BUDGET_EXCEEDED",
+    });
     expect(stepRefusal({ ...open, attempts: 2 }, limits)).toEqual({
       error: "the model step failed 2 times (the object restarted during each call)",
     });

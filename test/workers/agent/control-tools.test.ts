@@ -16,6 +16,7 @@ import {
   waitForEvents,
 } from "../../support/logs";
 import { evict, sqlRows, stub } from "../../support/objects";
+import { aCallSpan } from "../../support/trace";
 import { LONG_TURN, script, toolCall } from "../../support/scripts";
 
 /**
@@ -134,7 +135,13 @@ describe("list_agents and send_message (semantics.md §9.4, §6.3)", () => {
     await settledTimes(root.id, childId, 2);
     const childLog = await allEvents(childId);
     expect(insertedOf(childLog, "coordinator").map((e) => e.data.source)).toEqual([
-      { kind: "coordinator", form: "relay", senderSessionId: root.id },
+      {
+        kind: "coordinator",
+        form: "relay",
+        senderSessionId: root.id,
+        // the span of the send_message call: the turn it starts joins the sender's trace under it
+        trace: aCallSpan(),
+      },
     ]);
     expect(messagesOf(childLog, "coordinator").map((e) => textOf(e.data.content))).toEqual(["via the tool"]);
 

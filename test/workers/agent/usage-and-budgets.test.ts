@@ -120,18 +120,77 @@ describe("token budgets (semantics.md §8)", () => {
     expect((refused.body as { error: { code: string } }).error.code).toBe("BUDGET_EXCEEDED");
   });
 
-  it("give a child what is left of its parent's, and count the child's run against the parent", async () => {
+  it("are shared with a child, not copied: the child spends from the tree's remainder and its spending counts once", async () => {
     const { id } = await createSession({ model: MODEL, budget: { tokens: 100 } });
     await turn(id, "a b c"); // 1 + 6 tokens ("hello from fake: a b c")
     const { id: childId, result } = await oneShot(id, "d e");
-    const child = (await api("GET", `/v1/sessions/${childId}`)).body as { budget: { tokens: number } };
-    expect(child.budget.tokens).toBe(100 - 7);
-    const parent = (await api("GET", `/v1/sessions/${id}`)).body as { budget: { used: number } };
-    expect(parent.budget.used).toBe(7 + result.usage.inputTokens + result.usage.outputTokens);
+    const spent = 7 + result.usage.inputTokens + result.usage.outputTokens;
+    const child = (await api("GET", `/v1/sessions/${childId}`)).body as { budget: unknown };
+    expect(child.budget).toEqual({ tokens: 100, used: spent, shared: true });
+    const parent = (await api("GET", `/v1/sessions/${id}`)).body as { budget: unknown };
+    expect(parent.budget).toEqual({ tokens: 100, used: spent });
   });
 
-  it("refuses a budget that is not a positive integer", async () => {
-    for (const budget of [{ tokens: 0 }, { tokens: 1.5 }, { tokens: "10" }, {}, { tokens: 10, extra: 1 }]) {
+  it("hold for parallel children: four children that never stop on their own draw from one remainder and end BUDGET_EXCEEDED", async () => {
+    const { id } = await createSession({ model: MODEL, budget: { tokens: 300 } });
+    // four children at once, each a model that calls a tool at every step (its turn would run to
+    // the step budget: 64 steps, about 4,000 tokens each, were the budget copied to each)
+    const started = await Promise.all(
+      [1, 2, 3, 4].map(() =>
+        api("POST", `/v1/sessions/${id}/subagents`, {
+          body: { provider: "spawn", mode: "one-shot", prompt: "keep using the tool", model: MODEL },
+        }),
+      ),
+    );
+    for (const s of started) expect(s.status, JSON.stringify(s.body)).toBe(201);
+    const runs = await Promise.all(
+      started.map(async (s) => {
+        const { runId } = s.body as { runId: string };
+        for (let waits = 0; ; waits++) {
+          const run = await api("GET", `/v1/sessions/${id}/runs/${runId}?wait=10000`);
+          const body = run.body as { state: string; result: any };
+          if (body.state === "settled" || waits >= 5) {
+            expect(body.state, JSON.stringify(body)).toBe("settled");
+            return body.result;
+          }
+        }
+      }),
+    );
+    let total = 0;
+    let overshoot = 0;
+    for (const [i, s] of started.entries()) {
+      expect(runs[i].stopReason, JSON.stringify(runs[i])).toBe("error");
+      expect(runs[i].output?.[0]?.text ?? runs[i].diagnostic ?? "").toContain("BUDGET_EXCEEDED");
+      const steps = (await allEvents((s.body as { id: string }).id))
+        .filter((e) => e.type === "assistant/message")
+        .map((e) => e.data.usage.inputTokens + e.data.usage.outputTokens);
+      total += steps.reduce((a: number, b: number) => a + b, 0);
+      // what one more step past the budget may cost this child: its largest
+      overshoot += Math.max(...steps);
+    }
+    // the tree spent its budget, and past it by at most one step per running child
+    expect(total).toBeGreaterThanOrEqual(300);
+    expect(total).toBeLessThanOrEqual(300 + overshoot);
+    const view = (await api("GET", `/v1/sessions/${id}`)).body as { budget: { used: number } };
+    expect(view.budget.used).toBe(total);
+    // and the tree starts nothing more
+    const refused = await api("POST", `/v1/sessions/${id}/subagents`, {
+      body: { provider: "spawn", mode: "one-shot", prompt: "one more" },
+    });
+    expect((refused.body as { error: { code: string } }).error.code).toBe("BUDGET_EXCEEDED");
+  });
+
+  it("refuses a budget that is not positive tokens or dollars", async () => {
+    for (const budget of [
+      { tokens: 0 },
+      { tokens: 1.5 },
+      { tokens: "10" },
+      {},
+      { tokens: 10, extra: 1 },
+      { usd: 0 },
+      { usd: -1 },
+      { usd: "1" },
+    ]) {
       const res = await api("POST", "/v1/sessions", { body: { budget } });
       expect(res.status, JSON.stringify(budget)).toBe(400);
     }

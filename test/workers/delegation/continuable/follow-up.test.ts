@@ -34,6 +34,7 @@ import {
 } from "../../../support/logs";
 import { activationOf, childRows, sqlRows, stub } from "../../../support/objects";
 import { script, spawnCall } from "../../../support/scripts";
+import { aCallSpan } from "../../../support/trace";
 
 /**
  * Following up a continuable child (semantics.md §6.3): follow-ups queue in the same epoch while
@@ -234,7 +235,7 @@ describe("follow-up and cold resume (semantics.md §6.3, §7.2)", () => {
     expect(userTexts(childLog)).toEqual(["first", "after the abort"]);
     expect(turnReasons(childLog)).toEqual(["completed", "completed"]);
     expect(insertedOf(childLog, "coordinator").map((e) => e.data.source)).toEqual([
-      { kind: "coordinator", form: "relay", senderSessionId: root.id },
+      { kind: "coordinator", form: "relay", senderSessionId: root.id, trace: aCallSpan() },
     ]);
   });
 

@@ -17,6 +17,7 @@ import {
   waitForEvents,
 } from "../../../support/logs";
 import { inboxOf } from "../../../support/objects";
+import { aCallSpan } from "../../../support/trace";
 import { script, spawnCall, toolCall } from "../../../support/scripts";
 
 /**
@@ -99,7 +100,7 @@ describe("reports (semantics.md §6.5)", () => {
         messageId: expect.stringMatching(/^msg_/),
         lane: "next-step",
         waking: false,
-        source: { kind: "subagent-report", form: "relay", senderSessionId: q.childId },
+        source: { kind: "subagent-report", form: "relay", senderSessionId: q.childId, trace: aCallSpan() },
       },
     ]);
     expect(toolResults(qLog, "report")).toEqual([
@@ -225,7 +226,7 @@ describe("reports (semantics.md §6.5)", () => {
     await settledTimes(root.id, mid);
     const midLog = await allEvents(mid);
     expect(insertedOf(midLog, "subagent-report").map((e) => e.data.source)).toEqual([
-      { kind: "subagent-report", form: "relay", senderSessionId: leaf },
+      { kind: "subagent-report", form: "relay", senderSessionId: leaf, trace: aCallSpan() },
     ]);
     const rootLog = await quiet(root.id);
     expect(insertedOf(rootLog, "subagent-report")).toEqual([]);
