@@ -41,7 +41,7 @@ export function admitUserMessage(ctx: SessionContext, input: SendInput): Outcome
       messageId: newMessageId(),
       ...placement(delivery),
       waking: true,
-      source: { kind: "user" },
+      source: { kind: "user", ...compact({ trace: input.trace }) },
       content,
       contentHash,
       ...compact({ idempotencyKey: input.idempotencyKey }),

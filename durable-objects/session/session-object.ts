@@ -45,6 +45,7 @@ import { treeSpans } from "./trace";
 import { DEFAULT_SERVICE_NAME, otlpTraces, type OtlpTraces } from "../../src/trace/otlp";
 import type { Span } from "../../src/trace/spans";
 import type { Spend } from "../../src/contract/events";
+import type { TraceContext } from "../../src/contract/trace";
 
 /**
  * A page of `GET …/events` holds at most this much event data past its first event (`next` goes
@@ -119,7 +120,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
         content: message.content,
         at: notBefore,
         delivery: message.delivery ?? "next-turn",
-        source: { kind: "user" },
+        source: { kind: "user", ...compact({ trace: message.trace }) },
         by: "caller",
         ...compact({ idempotencyKey: message.idempotencyKey }),
       });
@@ -233,10 +234,10 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     return ok({ approvalId, decision });
   }
 
-  async startRun(caller: Caller, request: StartRequest): Promise<Outcome<StartedRun>> {
+  async startRun(caller: Caller, request: StartRequest, trace?: TraceContext): Promise<Outcome<StartedRun>> {
     const session = this.#authorize(caller, "act");
     if (!session.ok) return session;
-    const started = await session.value.parts.runs.start(request);
+    const started = await session.value.parts.runs.start(request, undefined, trace);
     return started.ok
       ? ok({ runId: started.value.runId, id: started.value.id, local: started.value.local })
       : started;
@@ -258,9 +259,10 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   async startContinuable(
     caller: Caller,
     spec: ContinuableStart,
+    trace?: TraceContext,
   ): Promise<Outcome<{ childId: string; messageId: string }>> {
     const session = this.#authorize(caller, "act");
-    return session.ok ? session.value.parts.children.start(spec) : session;
+    return session.ok ? session.value.parts.children.start(spec, undefined, trace) : session;
   }
 
   async followupChild(
@@ -268,10 +270,16 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     childId: string,
     content: WireContent,
     delivery?: MessageDelivery,
+    trace?: TraceContext,
   ): Promise<Outcome<{ messageId: string }>> {
     const session = this.#authorize(caller, "act");
     return session.ok
-      ? session.value.parts.children.followup(childId, content, { kind: "user" }, compact({ delivery }))
+      ? session.value.parts.children.followup(
+          childId,
+          content,
+          { kind: "user", ...compact({ trace }) },
+          compact({ delivery }),
+        )
       : session;
   }
 

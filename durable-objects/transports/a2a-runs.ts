@@ -14,7 +14,7 @@ import type { SessionContext } from "../session/session-context";
 import type { RemoteRow } from "../store/remote-store";
 import type { RunRow } from "../store/runs";
 import { FarSideRuns, type ResultSink } from "./far-side-runs";
-import { prepareOutOfProcess, publishOutOfProcess } from "./out-of-process";
+import { prepareOutOfProcess, publishOutOfProcess, traceparentOfRun } from "./out-of-process";
 import type { ChildTransport, TransportStart } from "./transport";
 
 /** The first poll of a task's state (then doubling to 30 s): an A2A agent does not call back. */
@@ -83,7 +83,7 @@ export class A2aRuns extends FarSideRuns implements ChildTransport {
   }
 
   async #send(run: RunRow, row: RemoteRow): Promise<void> {
-    const answer = await sendRunMessage(this.#target(row), runMessage(run.runId, row.request.prompt));
+    const answer = await sendRunMessage(this.#target(row, run), runMessage(run.runId, row.request.prompt));
     if (!answer.ok) return this.failed(run, row, answer, "accept the task");
     const progress = progressOf(answer.value, this.secretsOf(row));
     const taskId = "status" in answer.value ? answer.value.id : undefined;
@@ -104,7 +104,7 @@ export class A2aRuns extends FarSideRuns implements ChildTransport {
   }
 
   async #poll(run: RunRow, row: RemoteRow): Promise<void> {
-    const answer = await readTask(this.#target(row), row.remoteId!);
+    const answer = await readTask(this.#target(row, run), row.remoteId!);
     if (!answer.ok) return this.failed(run, row, answer, "show the task");
     const progress = progressOf(answer.value, this.secretsOf(row));
     if (progress.done) {
@@ -128,7 +128,8 @@ export class A2aRuns extends FarSideRuns implements ChildTransport {
     });
   }
 
-  #target(row: RemoteRow): A2aTarget {
-    return { url: row.url, token: row.token };
+  /** `run`: the run a request is for (its start's span goes as `traceparent`). */
+  #target(row: RemoteRow, run?: RunRow): A2aTarget {
+    return { url: row.url, token: row.token, traceparent: traceparentOfRun(run) };
   }
 }

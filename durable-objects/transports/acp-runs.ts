@@ -1,3 +1,4 @@
+import { compact } from "../../src/core/compact";
 import type { ContentBlock } from "../../src/contract/content";
 import { type Outcome, ok } from "../../src/contract/errors";
 import type { SubagentResult } from "../../src/contract/run";
@@ -6,7 +7,7 @@ import { failedResult, permissionOptionFor } from "../../src/providers/acp-proto
 import type { ApprovalDecision } from "../../src/contract/events";
 import type { JsonValue } from "../../src/contract/json";
 import type { ProviderKind } from "../../src/contract/provider";
-import { prepareOutOfProcess, publishOutOfProcess } from "./out-of-process";
+import { prepareOutOfProcess, publishOutOfProcess, traceparentOfRun } from "./out-of-process";
 import type { ResultSink } from "./far-side-runs";
 import type { RunRow } from "../store/runs";
 import type { SessionPart } from "../session/part";
@@ -188,9 +189,11 @@ export class AcpRuns implements ChildTransport, SessionPart {
   #connect(runId: string, prompt: ContentBlock[], resume: string | undefined, attempts = 1): void {
     const row = this.#ctx.stores.acpRuns.get(runId)!;
     const target = { url: row.url, token: row.token, secrets: row.token === null ? [] : [row.token] };
+    const traceparent = traceparentOfRun(this.#ctx.stores.runs.get(runId));
     const connection = new AcpConnection(target, prompt, {
       ...(this.#timeouts ? { timeouts: this.#timeouts } : {}),
       ...(resume === undefined ? {} : { resume }),
+      ...compact({ traceparent }),
       onPermission: async (request) => {
         const provider = this.#ctx.stores.runs.get(runId)?.spec.provider ?? "acp";
         const { decision } = await this.#approvals.ask(holderOf(runId), {

@@ -1,5 +1,7 @@
 import { deadlineOf } from "../../src/contract/control";
 import { compact } from "../../src/core/compact";
+import { traceparentOf } from "../../src/trace/traceparent";
+import type { RunRow } from "../store/runs";
 import type { TraceContext } from "../../src/contract/trace";
 import type { RunOrigin } from "../../src/agent/host";
 import type { ChildInit } from "../../src/contract/child-init";
@@ -93,4 +95,10 @@ export function publishOutOfProcess(
   });
   runs.markRunning(start.runId);
   log.append("subagent/start", { runId: start.runId, provider: provider.name, id: start.id, local: false });
+}
+
+/** The `traceparent` of a run's requests: the span that started it (README "Traces"), if any. */
+export function traceparentOfRun(run: RunRow | undefined): string | undefined {
+  const trace = run?.spec.trace;
+  return trace ? traceparentOf(trace) : undefined;
 }

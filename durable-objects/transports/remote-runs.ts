@@ -14,7 +14,7 @@ import {
   remoteKey,
 } from "../../src/providers/remote-protocol";
 import { FarSideRuns, type ResultSink } from "./far-side-runs";
-import { prepareOutOfProcess, publishOutOfProcess } from "./out-of-process";
+import { prepareOutOfProcess, publishOutOfProcess, traceparentOfRun } from "./out-of-process";
 import type { RemoteRequest, RemoteRow } from "../store/remote-store";
 import type { RunRow } from "../store/runs";
 import type { ChildTransport, TransportStart } from "./transport";
@@ -112,7 +112,7 @@ export class RemoteRuns extends FarSideRuns implements ChildTransport {
       idempotencyKey: remoteKey(run.runId),
       ...(url === undefined ? {} : { callback: { url, secret: row.secret } }),
     };
-    const answer = await callRemote(this.#target(row), "POST", "/v1/sessions", body);
+    const answer = await callRemote(this.#target(row, run), "POST", "/v1/sessions", body);
     if (!answer.ok) return this.failed(run, row, answer, "create the remote session");
     const created = RemoteCreated.safeParse(answer.body);
     if (!created.success || (request.jurisdiction && created.data.jurisdiction !== request.jurisdiction)) {
@@ -137,7 +137,7 @@ export class RemoteRuns extends FarSideRuns implements ChildTransport {
   async #prompt(run: RunRow, row: RemoteRow): Promise<void> {
     const path = `/v1/sessions/${row.remoteId}/messages`;
     const body = { content: row.request.prompt, idempotencyKey: remoteKey(run.runId) };
-    const answer = await callRemote(this.#target(row), "POST", path, body);
+    const answer = await callRemote(this.#target(row, run), "POST", path, body);
     if (!answer.ok) return this.failed(run, row, answer, "accept the prompt");
     const now = Date.now();
     const { remoteRuns: remote } = this.ctx.stores;
@@ -150,7 +150,7 @@ export class RemoteRuns extends FarSideRuns implements ChildTransport {
   /** The fallback to the callback: reads the remote session's events until its first turn ends. */
   async #poll(run: RunRow, row: RemoteRow): Promise<void> {
     const path = `/v1/sessions/${row.remoteId}/events?after=${row.cursor}&limit=500`;
-    const answer = await callRemote(this.#target(row), "GET", path);
+    const answer = await callRemote(this.#target(row, run), "GET", path);
     if (!answer.ok) return this.failed(run, row, answer, "show the session's events");
     const page = RemoteEventPage.safeParse(answer.body);
     if (!page.success)
@@ -173,7 +173,8 @@ export class RemoteRuns extends FarSideRuns implements ChildTransport {
     });
   }
 
-  #target(row: RemoteRow): RemoteTarget {
-    return { url: row.url, token: row.token, secrets: this.secretsOf(row) };
+  /** `run`: the run a request is for (its start's span goes as `traceparent`). */
+  #target(row: RemoteRow, run?: RunRow): RemoteTarget {
+    return { url: row.url, token: row.token, secrets: this.secretsOf(row), traceparent: traceparentOfRun(run) };
   }
 }

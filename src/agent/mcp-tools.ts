@@ -4,6 +4,7 @@ import type { McpServerSpec } from "../contract/session";
 import { outboundFetch } from "../platform/outbound-fetch";
 import type { SessionHost } from "./host";
 import type { OfferedTool, ToolSource } from "./tool-source";
+import { traceparentOf } from "../trace/traceparent";
 import { text, type Tool, type ToolOutcome } from "./tools";
 
 /**
@@ -144,10 +145,16 @@ export class McpToolSource implements ToolSource<SessionHost> {
       timeoutMs: CALL_TIMEOUT_MS + 5_000,
       run: async (args, context): Promise<ToolOutcome> => {
         const signal = AbortSignal.any([context.signal, AbortSignal.timeout(CALL_TIMEOUT_MS)]);
+        const traceparent = traceparentOf(context.trace);
         try {
           const result = await this.#withClient(server, signal, (client) =>
             client.callTool(
-              { name: tool.name, arguments: (args ?? {}) as Record<string, unknown> },
+              {
+                name: tool.name,
+                arguments: (args ?? {}) as Record<string, unknown>,
+                // the call's span: the server's work may join the session's trace (README "Traces")
+                ...(traceparent ? { _meta: { traceparent } } : {}),
+              },
               { signal, timeout: CALL_TIMEOUT_MS },
             ),
           );

@@ -22,6 +22,11 @@ export interface CallOptions {
   signal?: AbortSignal | undefined;
   /** Overrides the client's timeout for this call. */
   timeoutMs?: number | undefined;
+  /**
+   * The caller's span (W3C `traceparent`, `00-<trace id>-<span id>-01`): the work the call starts
+   * (a message's turn, a child's first turn) joins the caller's trace (README "Traces").
+   */
+  traceparent?: string | undefined;
 }
 
 type Query = Record<string, string | number | undefined>;
@@ -61,6 +66,7 @@ export class Transport {
   ): Promise<T> {
     const headers: Record<string, string> = { accept: "application/json" };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
+    if (options.traceparent) headers.traceparent = options.traceparent;
     let body: string | undefined;
     if (options.body !== undefined) {
       body = JSON.stringify(options.body);

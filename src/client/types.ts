@@ -15,8 +15,19 @@ export type ContentBlock = TextBlock;
 /** Message content on the wire: a string, or an array of text blocks. */
 export type Content = string | TextBlock[];
 
-/** Who a message comes from (attribution only, never authority). */
-export type MessageSource =
+/** A trace and the span in it that caused something (W3C trace context, README "Traces"). */
+export interface TraceContext {
+  traceId: string;
+  parentSpanId?: string;
+}
+
+/**
+ * Who a message comes from (attribution only, never authority); `trace`: the span that caused it,
+ * whose trace the turn it starts joins.
+ */
+export type MessageSource = MessageOrigin & { trace?: TraceContext };
+
+type MessageOrigin =
   | { kind: "user" }
   | { kind: "coordinator"; form: "relay"; senderSessionId: string }
   | { kind: "subagent-report"; form: "relay"; senderSessionId: string }
@@ -110,7 +121,7 @@ export interface EventData {
   /** An out-of-process run's counterpart: the remote deployment's session or the ACP agent's session. */
   "subagent/remote": { runId: string; kind: "remote" | "acp" | "a2a"; remoteId: string };
   /** A tool call an MCP client made on this session (not the model). */
-  "mcp/call": { callId: string; name: string; args: unknown };
+  "mcp/call": { callId: string; name: string; args: unknown; trace?: TraceContext };
   /** The result an MCP client's call got. */
   "mcp/result": { callId: string; name: string; content: ContentBlock[]; isError: boolean };
   /** One of the session's MCP servers could not be listed (once per failure streak; never its token). */

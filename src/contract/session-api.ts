@@ -11,7 +11,7 @@ import type { ChildEntry, DescendantListing } from "./listing";
 import type { Jurisdiction, LocationHint } from "./placement";
 import type { ContinuableInit, ContinuableStart, FollowupInput, InterruptAuthority } from "./continuable";
 import type { CreateSchedule, MessageDelivery, Schedule } from "./control";
-import type { OtlpTraces, Span } from "./trace";
+import type { OtlpTraces, Span, TraceContext } from "./trace";
 import type { Spend } from "./events";
 
 /** A method's answer now or later: an object answers some calls synchronously. */
@@ -55,18 +55,21 @@ export interface SessionApi {
   schedules(caller: Caller): Answer<Outcome<{ schedules: Schedule[] }>>;
   createSchedule(caller: Caller, body: CreateSchedule): Answer<Outcome<{ scheduleId: string; next: number }>>;
   deleteSchedule(caller: Caller, scheduleId: string): Answer<Outcome<void>>;
-  startRun(caller: Caller, request: StartRequest): Answer<Outcome<StartedRun>>;
+  /** `trace`: the caller's span (its `traceparent`); the child's first turn joins its trace. */
+  startRun(caller: Caller, request: StartRequest, trace?: TraceContext): Answer<Outcome<StartedRun>>;
   runStatus(caller: Caller, runId: string, waitMs: number): Answer<Outcome<RunView>>;
   disposeRun(caller: Caller, runId: string): Answer<Outcome<{ accepted: true }>>;
   startContinuable(
     caller: Caller,
     spec: ContinuableStart,
+    trace?: TraceContext,
   ): Answer<Outcome<{ childId: string; messageId: string }>>;
   followupChild(
     caller: Caller,
     childId: string,
     content: WireContent,
     delivery?: MessageDelivery,
+    trace?: TraceContext,
   ): Answer<Outcome<{ messageId: string }>>;
   interruptChild(caller: Caller, childId: string): Answer<Outcome<{ accepted: true }>>;
   drainChildren(caller: Caller, childIds?: string[]): Answer<Outcome<{ drained: string[] }>>;
@@ -193,6 +196,8 @@ export interface SendInput {
   delivery?: MessageDelivery;
   /** Epoch ms: the message enters the inbox no earlier than this. */
   notBefore?: number;
+  /** The caller's span (its `traceparent`): the turn the message starts joins the caller's trace. */
+  trace?: TraceContext;
 }
 
 export interface EventPage {

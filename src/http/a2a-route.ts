@@ -1,3 +1,4 @@
+import { compact } from "../core/compact";
 import { A2A_VERSION_HEADER, AgentCard } from "@a2a-js/sdk";
 import { LegacyJsonRpcTransportHandler } from "@a2a-js/sdk/compat/v0_3/server";
 import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from "@a2a-js/sdk/server";
@@ -13,6 +14,8 @@ import { registryStub, sessionStub } from "../platform/stubs";
 import { authenticate, isFailure, type TokenSettings } from "./auth";
 import { depthExceeds, MAX_JSON_DEPTH, readText } from "./body";
 import { parseDirectoryCursor } from "./directory-cursor";
+import { parseTraceparent } from "../trace/traceparent";
+import type { TraceContext } from "../contract/trace";
 import { createTopLevelSession } from "./session-create";
 
 /**
@@ -44,7 +47,9 @@ export function addA2aRoutes(
     const body = await readText(request);
     if (!body.ok) return failure(body);
     const card = agentCard(apiRootOf(request, env, base), version);
-    const handler = new SessionTaskHandler(card, sessionsFor(env, deployment, caller));
+    // a caller's `traceparent`: the turn its message starts joins its trace (README "Traces")
+    const trace = parseTraceparent(request.headers.get("traceparent"));
+    const handler = new SessionTaskHandler(card, sessionsFor(env, deployment, caller, trace));
     const requested = request.headers.get(A2A_VERSION_HEADER) ?? "";
     const legacy = requested === "" || requested === "0.3";
     const context = new ServerCallContext({ ...(requested ? { requestedVersion: requested } : {}) });
@@ -94,14 +99,20 @@ function apiRootOf(request: Request, env: Env, base: string): string {
 }
 
 /** The runtime as the caller may use it: their tenant's sessions, through the sessions' own checks. */
-function sessionsFor(env: Env, deployment: Deployment, caller: Caller & { kind: "admin" }): TaskSessions {
+function sessionsFor(
+  env: Env,
+  deployment: Deployment,
+  caller: Caller & { kind: "admin" },
+  trace: TraceContext | undefined,
+): TaskSessions {
   const tenant = tenantOf(caller);
   return {
     async create(key) {
       const created = await createTopLevelSession(env, deployment, { idempotencyKey: key }, tenant);
       return created.ok ? ok({ id: created.value.id }) : created;
     },
-    send: (id, content, key) => sessionStub(env, id).send(caller, { content, idempotencyKey: key }),
+    send: (id, content, key) =>
+      sessionStub(env, id).send(caller, { content, idempotencyKey: key, ...compact({ trace }) }),
     events: (id, after, waitMs) => sessionStub(env, id).events(caller, { after, limit: 500 }, waitMs),
     interrupt: (id) => sessionStub(env, id).interrupt(caller),
     decide: (id, approvalId, decision) => sessionStub(env, id).decideApproval(caller, approvalId, decision),

@@ -25,6 +25,7 @@ import { openApiDocument } from "./openapi";
 import { parseDirectoryCursor } from "./directory-cursor";
 import { addA2aRoutes } from "./a2a-route";
 import { unhandledFailure } from "./unhandled";
+import { parseTraceparent } from "../trace/traceparent";
 import { approvalIdParam, sessionIdParam } from "./path-params";
 
 /**
@@ -103,7 +104,9 @@ export function buildRouter(deployment: Deployment, base = "") {
       if (typeof id !== "string") return failure(id);
       const body = await readBody(request, SendMessageBody, { idempotencyKeyHeader: true });
       if (!body.ok) return failure(body);
-      return reply(await sessionStub(env, id).send(caller, compact(body.value)), 202);
+      // a caller's `traceparent`: the turn the message starts joins its trace (README "Traces")
+      const trace = parseTraceparent(request.headers.get("traceparent"));
+      return reply(await sessionStub(env, id).send(caller, compact({ ...body.value, trace })), 202);
     }),
   );
 

@@ -13,6 +13,7 @@ import { failure, json } from "../contract/respond";
 import { registryStub, sessionStub } from "../platform/stubs";
 import { z } from "zod";
 import { EventsQuery } from "../contract/wire";
+import { parseTraceparent } from "../trace/traceparent";
 import { sessionIdParam } from "./path-params";
 
 /** Provider registry and one-shot delegation routes (docs/api.md). */
@@ -100,12 +101,14 @@ export function addDelegationRoutes(router: RouterType<IRequest, [Env, Execution
       const body = await readBody(request, StartSubagentBody);
       if (!body.ok) return failure(body);
       const { mode, ...start } = body.value;
+      // a caller's `traceparent`: the child's first turn joins its trace (README "Traces")
+      const trace = parseTraceparent(request.headers.get("traceparent"));
       if (mode === "continuable") {
         const spec = validate(start, ContinuableStartSchema);
         if (!spec.ok) return failure(spec);
-        return reply(await sessionStub(env, id).startContinuable(caller, compact(spec.value)), 202);
+        return reply(await sessionStub(env, id).startContinuable(caller, compact(spec.value), trace), 202);
       }
-      return reply(await sessionStub(env, id).startRun(caller, compact(start)), 201);
+      return reply(await sessionStub(env, id).startRun(caller, compact(start), trace), 201);
     }),
   );
 
@@ -133,6 +136,7 @@ export function addDelegationRoutes(router: RouterType<IRequest, [Env, Execution
           request.params.childId ?? "",
           body.value.content,
           body.value.delivery,
+          parseTraceparent(request.headers.get("traceparent")),
         ),
         202,
       );

@@ -34,6 +34,8 @@ export interface A2aTarget {
   /** The agent card's URL, or the agent's base URL (its card at `.well-known/agent-card.json`). */
   url: string;
   token: string | null;
+  /** The span that asked for the run (W3C `traceparent`): the agent's work may join its trace. */
+  traceparent?: string | undefined;
 }
 
 export type A2aOutcome<T> = { ok: true; value: T } | { ok: false; permanent: boolean; error: string };
@@ -209,6 +211,7 @@ async function clientFor(target: A2aTarget, signal: AbortSignal, seen: Seen): Pr
   const fetchImpl: typeof fetch = async (input, init) => {
     const headers = new Headers(init?.headers);
     if (target.token !== null) headers.set("authorization", `Bearer ${target.token}`);
+    if (target.traceparent) headers.set("traceparent", target.traceparent);
     try {
       const response = await outboundFetch(input, { ...init, headers, signal }, { origin });
       seen.status = response.status;

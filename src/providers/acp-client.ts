@@ -65,6 +65,8 @@ export interface AcpRunOptions {
    * to answer `cancelled`.
    */
   onPermission?: (request: PermissionRequest) => Promise<string | undefined>;
+  /** The span that started the run (W3C `traceparent`), sent in the prompt's `_meta`. */
+  traceparent?: string;
 }
 
 const CANCELLED = "the run was cancelled by its parent";
@@ -87,6 +89,7 @@ export class AcpConnection {
   readonly #onSession: ((sessionId: string, canLoad: boolean) => void) | undefined;
   readonly #resume: string | undefined;
   readonly #onPermission: AcpRunOptions["onPermission"];
+  readonly #traceparent: string | undefined;
   /** While `session/load` replays the session's history, its updates are not this run's output. */
   #replaying = false;
   #unreachable = false;
@@ -97,6 +100,7 @@ export class AcpConnection {
     this.#onSession = options.onSession;
     this.#resume = options.resume;
     this.#onPermission = options.onPermission;
+    this.#traceparent = options.traceparent;
     this.result = new Promise((resolve) => {
       this.#resolve = resolve;
     });
@@ -204,7 +208,7 @@ export class AcpConnection {
       const answer = await this.#call(
         context,
         methods.agent.session.prompt,
-        promptParams(sessionId, prompt),
+        promptParams(sessionId, prompt, this.#traceparent),
         this.#timeouts.promptMs,
       );
       if (answer === undefined) return;

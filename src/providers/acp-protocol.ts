@@ -70,12 +70,17 @@ export function offersLoadSession(initialized: unknown): boolean {
   return parsed.success && parsed.data.agentCapabilities?.loadSession === true;
 }
 
-export function promptParams(sessionId: string, prompt: readonly ContentBlock[]): unknown {
+/** `session/prompt`; `traceparent`: the span that started the run, in `_meta` (the agent's work may join its trace). */
+export function promptParams(
+  sessionId: string,
+  prompt: readonly ContentBlock[],
+  traceparent?: string,
+): unknown {
   const text = prompt
     .filter((b): b is Extract<ContentBlock, { type: "text" }> => b.type === "text")
     .map((b) => b.text)
     .join("\n");
-  return { sessionId, prompt: [{ type: "text", text }] };
+  return { sessionId, prompt: [{ type: "text", text }], ...(traceparent ? { _meta: { traceparent } } : {}) };
 }
 
 const STOP: Record<string, SubagentStopReason> = {

@@ -21,6 +21,8 @@ export interface RemoteTarget {
   token: string | null;
   /** Everything that must never appear in an error text (token, callback secret). */
   secrets: readonly string[];
+  /** The span that asked for the run (W3C `traceparent`): the far side's work joins its trace. */
+  traceparent?: string | undefined;
 }
 
 export async function callRemote(
@@ -32,6 +34,7 @@ export async function callRemote(
   const headers: Record<string, string> = {};
   if (target.token !== null) headers.authorization = `Bearer ${target.token}`;
   if (body !== undefined) headers["content-type"] = "application/json";
+  if (target.traceparent) headers.traceparent = target.traceparent;
   // a timer of our own, cleared when the call is over (AbortSignal.timeout's would outlive it)
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new Error("timed out")), REMOTE_CALL_TIMEOUT_MS);

@@ -12,7 +12,8 @@ import { nodeHttp } from "./node-http";
  *   fails {}          -> an error result ("the tool failed on purpose")
  *   explode {}        -> throws (the SDK turns it into an error result)
  *
- * GET /__calls answers how many tool calls it served, per tool (for caching and inheritance checks).
+ * GET /__calls answers how many tool calls it served, per tool (for caching and inheritance checks),
+ * and `traceparents`: the `_meta.traceparent` of each call that carried one, in order.
  */
 
 export const MCP_TEST_TOKEN = "mcp-test-token-4f1c9a";
@@ -26,16 +27,19 @@ export interface McpTestServer {
 export async function startMcpServer(): Promise<McpTestServer> {
   const http = await nodeHttp();
   const calls: Record<string, number> = {};
-  const counted = (name: string) => {
+  const traceparents: { tool: string; traceparent: string }[] = [];
+  const counted = (name: string, extra?: { mcpReq?: { _meta?: Record<string, unknown> } }) => {
     calls[name] = (calls[name] ?? 0) + 1;
+    const traceparent = extra?.mcpReq?._meta?.traceparent;
+    if (typeof traceparent === "string") traceparents.push({ tool: name, traceparent });
   };
   const factory = () => {
     const server = new McpServer({ name: "test-tools", version: "1.0.0" });
     server.registerTool(
       "add",
       { description: "Adds two numbers.", inputSchema: z.object({ a: z.number(), b: z.number() }) },
-      async ({ a, b }) => {
-        counted("add");
+      async ({ a, b }, extra) => {
+        counted("add", extra as never);
         return { content: [{ type: "text", text: String(a + b) }] };
       },
     );
@@ -70,7 +74,7 @@ export async function startMcpServer(): Promise<McpTestServer> {
       const url = new URL(req.url ?? "/", "http://127.0.0.1");
       if (url.pathname === "/__calls") {
         res.writeHead(200, { "content-type": "application/json" });
-        res.end(JSON.stringify(calls));
+        res.end(JSON.stringify({ ...calls, traceparents }));
         return;
       }
       if (req.headers.authorization !== `Bearer ${MCP_TEST_TOKEN}`) {

@@ -221,7 +221,9 @@ describe("the client SDK against the Worker", () => {
     expect(own.tokenSession).toBe(a.id);
     expect(admin.tokenSession).toBeUndefined();
     expect(await own.getSession(a.id)).toMatchObject({ id: a.id, label: "sdk a", parentSession: null });
-    const { messageId } = await own.sendMessage(a.id, "hello sdk", { idempotencyKey: "k1" });
+    // a caller's trace context rides along: the turn the message starts joins that trace
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const { messageId } = await own.sendMessage(a.id, "hello sdk", { idempotencyKey: "k1", traceparent });
     expect(typeof messageId).toBe("string");
     const log = await eventually(
       async () => {
@@ -234,6 +236,11 @@ describe("the client SDK against the Worker", () => {
     expect(log.map((e) => e.seq)).toEqual(log.map((_, i) => i));
     const answer = log.find((e) => e.type === "assistant/message") as SessionEvent<"assistant/message">;
     expect(answer.data.content[0]?.text).toBe("echo: hello sdk");
+    const said = log.find((e) => e.type === "user/message") as SessionEvent<"user/message">;
+    expect(said.data.source).toEqual({
+      kind: "user",
+      trace: { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", parentSpanId: "00f067aa0ba902b7" },
+    });
     const page = await own.events(a.id, { after: 0, limit: 2 });
     expect(page.events.map((e) => e.seq)).toEqual([1, 2]);
     expect(page.next).toBe(2);
