@@ -175,6 +175,11 @@ export class RemoteRuns extends FarSideRuns implements ChildTransport {
 
   /** `run`: the run a request is for (its start's span goes as `traceparent`). */
   #target(row: RemoteRow, run?: RunRow): RemoteTarget {
-    return { url: row.url, token: row.token, secrets: this.secretsOf(row), traceparent: traceparentOfRun(run) };
+    return {
+      url: row.url,
+      token: row.token,
+      secrets: this.secretsOf(row),
+      traceparent: traceparentOfRun(run),
+    };
   }
 }

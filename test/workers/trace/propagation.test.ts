@@ -232,15 +232,16 @@ describe("the runtime's traceparent goes out on every request a tool call makes"
     const { id } = await createSession({
       mcpServers: [{ name: "calc", url: TEST_MCP_URL, token: TEST_MCP_TOKEN }],
     });
-    const before = ((await (await fetch(new URL("/__calls", TEST_MCP_URL))).json()) as any).traceparents.length;
+    const before = ((await (await fetch(new URL("/__calls", TEST_MCP_URL))).json()) as any).traceparents
+      .length;
     await api("POST", `/v1/sessions/${id}/messages`, {
       body: { content: script({ call: [{ tool: "mcp__calc__add", args: { a: 1, b: 2 } }] }, { say: "3" }) },
     });
     await waitForTurnEnds(id, 1);
     const call = toolSpan(await spansOf(id), "mcp__calc__add");
-    const served = ((await (await fetch(new URL("/__calls", TEST_MCP_URL))).json()) as any).traceparents.slice(
-      before,
-    );
+    const served = (
+      (await (await fetch(new URL("/__calls", TEST_MCP_URL))).json()) as any
+    ).traceparents.slice(before);
     expect(served).toContainEqual({ tool: "add", traceparent: traceparentOf(call) });
   });
 });
