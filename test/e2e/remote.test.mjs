@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { createServer } from "node:http";
 import { after, before, describe, it } from "node:test";
+import { startMcpServer } from "../setup/mcp-server.ts";
 import { allEvents, api, assistantTexts, createSession, waitForEvents, settledRun } from "./lib/api.mjs";
 import {
   freePort,
@@ -54,6 +55,18 @@ async function recordingProxy(targetUrl) {
     recorded,
     close: () => new Promise((resolve) => server.close(resolve)),
   };
+}
+
+/** The spans of `GET …/trace` on `server`, flat. */
+async function spansOf(server, id) {
+  const res = await api(server, "GET", `/v1/sessions/${id}/trace`);
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans));
+}
+
+function attributeOf(span, key) {
+  const value = span.attributes.find((a) => a.key === key)?.value;
+  return value === undefined ? undefined : Object.values(value)[0];
 }
 
 function lifecycle(events, runId) {
@@ -163,6 +176,82 @@ describe("remote delegation between two wrangler dev deployments", { timeout: 90
     // no credential of the run in what anyone can read
     const readable = JSON.stringify([events, run, remoteLog, (await api(a, "GET", "/v1/providers")).body]);
     assert.ok(!readable.includes(tokens.b), "B's token appears nowhere readable on A or B");
+  });
+
+  it("one trace covers a root on A, its local child and grandchild, a remote child on B and an MCP tool call, each under the span that caused it", {
+    timeout: TEST_TIMEOUT_MS,
+  }, async () => {
+    const mcp = await startMcpServer();
+    try {
+      const grandchild = JSON.stringify({ script: [{ say: "deep" }] });
+      const child = JSON.stringify({
+        script: [
+          { call: [{ tool: "subagent", args: { description: "grandchild", prompt: grandchild } }] },
+          { say: "child done" },
+        ],
+      });
+      const label = `far-${crypto.randomUUID().slice(0, 8)}`;
+      const root = await createSession(a, {
+        label: "traced root",
+        providers: ["spawn", "b"],
+        mcpServers: [{ name: "calc", url: mcp.url, token: mcp.token }],
+      });
+      const script = JSON.stringify({
+        script: [
+          {
+            call: [
+              { tool: "subagent", args: { description: "child", prompt: child } },
+              { tool: "subagent_b", args: { description: label, prompt: "hello over the wire" } },
+              { tool: "mcp__calc__add", args: { a: 20, b: 22 } },
+            ],
+          },
+          { say: "root done" },
+        ],
+      });
+      const sent = await api(a, "POST", `/v1/sessions/${root.id}/messages`, { body: { content: script } });
+      assert.equal(sent.status, 202, JSON.stringify(sent.body));
+      await waitForEvents(a, root.id, (es) => es.some((e) => e.type === "turn/end"), 120_000);
+
+      const spans = await spansOf(a, root.id);
+      const traceId = spans[0].traceId;
+      assert.deepEqual([...new Set(spans.map((s) => s.traceId))], [traceId], "A's tree is one trace");
+      const named = (name) => spans.filter((s) => s.name === name);
+      const [rootTurn] = named("invoke_agent traced root");
+      assert.equal(rootTurn.parentSpanId, undefined, "the root's turn starts the trace");
+      const byId = new Map(spans.map((s) => [s.spanId, s]));
+      // each span's parent is in the trace; the children hang under the calls that started them
+      for (const span of spans.filter((s) => s !== rootTurn))
+        assert.ok(byId.has(span.parentSpanId), span.name);
+      const calls = named("execute_tool subagent");
+      const [childTurn] = named("invoke_agent child");
+      const [grandchildTurn] = named("invoke_agent grandchild");
+      assert.equal(calls.length, 2);
+      assert.equal(byId.get(childTurn.parentSpanId).name, "execute_tool subagent");
+      assert.equal(attributeOf(byId.get(childTurn.parentSpanId), "gen_ai.agent.id"), root.id);
+      assert.equal(byId.get(grandchildTurn.parentSpanId).name, "execute_tool subagent");
+      assert.equal(
+        attributeOf(byId.get(grandchildTurn.parentSpanId), "gen_ai.agent.id"),
+        attributeOf(childTurn, "gen_ai.agent.id"),
+      );
+
+      // the remote child on B: its turn is a span of the same trace, under A's call that started it
+      const [farCall] = named("execute_tool subagent_b");
+      const remoteId = await remoteSessionByLabel(b, label);
+      const farSpans = await spansOf(b, remoteId);
+      const farTurn = farSpans.find((s) => s.name.startsWith("invoke_agent"));
+      assert.equal(farTurn.traceId, traceId, "B's session continues A's trace");
+      assert.equal(farTurn.parentSpanId, farCall.spanId);
+
+      // the MCP server got the call's span as _meta.traceparent
+      const [mcpCall] = named("execute_tool mcp__calc__add");
+      const served = await (await fetch(new URL("/__calls", mcp.url))).json();
+      assert.deepEqual(
+        served.traceparents.filter((t) => t.tool === "add"),
+        [{ tool: "add", traceparent: `00-${traceId}-${mcpCall.spanId}-01` }],
+      );
+    } finally {
+      await mcp.close();
+    }
   });
 
   it("forged and replayed callbacks are refused (401/409/404) and change nothing", {

@@ -1,6 +1,6 @@
 import { createMcpHandler, McpServer } from "@modelcontextprotocol/server";
 import { z } from "zod";
-import { nodeHttp } from "./node-http";
+import { nodeHttp } from "./node-http.ts";
 
 /**
  * A real MCP server for the tests, built on the official SDK's server side, served over HTTP by
