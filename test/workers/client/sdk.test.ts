@@ -16,6 +16,8 @@ import type { RunView as ContractRunView, StartRequestSchema } from "../../../sr
 import type { DirectoryEntry, OutboxEntry, RegistryEvent } from "../../../src/contract/session-api";
 import type { SessionView as ContractSessionView } from "../../../src/contract/session";
 import type { CreateSessionBody } from "../../../src/contract/wire";
+import type { OtlpTraces as ContractOtlpTraces } from "../../../src/contract/trace";
+import type { OtlpTrace } from "../../../src/client/trace";
 import type { DescendantEntry as ContractDescendant } from "../../../src/contract/listing";
 import type { ProviderInfo as ContractProvider } from "../../../src/providers/catalog";
 import { ADMIN, workerFetch } from "../../support/api";
@@ -37,6 +39,7 @@ type WireTypesMatch = [
   Assert<Extends<Client.CreateSessionRequest, z.input<typeof CreateSessionBody>>>,
   Assert<Extends<Client.StartOneShotRequest, z.input<typeof StartRequestSchema>>>,
   Assert<Extends<Client.StartContinuableRequest, z.input<typeof ContinuableStartSchema>>>,
+  Assert<Extends<ContractOtlpTraces, OtlpTrace>>,
 ];
 
 /** The Worker's fetch with the signature the SDK expects. */
@@ -174,8 +177,8 @@ async function failure(promise: Promise<unknown>): Promise<SubagentError> {
 
 describe("the client SDK against the Worker", () => {
   it("knows every error code of src/contract/errors.ts with the same status", () => {
-    const typesMatch: WireTypesMatch["length"] = 11; // the tuple above compiles: the wire types match
-    expect(typesMatch).toBe(11);
+    const typesMatch: WireTypesMatch["length"] = 12; // the tuple above compiles: the wire types match
+    expect(typesMatch).toBe(12);
     for (const [code, status] of Object.entries(CONTRACT_ERROR_STATUS))
       expect([code, (ERROR_STATUS as Record<string, number>)[code]]).toEqual([code, status]);
   });
