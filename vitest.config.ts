@@ -1,11 +1,12 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 /**
  * The Workers pool of the main suite (and of the fault campaign, which passes its own `main`: the
- * product's Worker plus a user tool, test/faults/worker.ts).
+ * product's Worker plus a user tool, test/faults/worker.ts). `traceExport`: the Worker exports its
+ * spans to the tests' OTLP receiver (test/setup/otlp-receiver.ts), for the export tests alone.
  */
-export function workersPool(main?: string) {
+export function workersPool(main?: string, { traceExport = false }: { traceExport?: boolean } = {}) {
   // The options are a function so they can `inject` what globalSetup provides: the fake
   // OpenAI-compatible server listens on a loopback port the OS picks when the run starts.
   return cloudflareTest(({ inject }) => {
@@ -15,11 +16,13 @@ export function workersPool(main?: string) {
     if (!mcpServer) throw new Error("globalSetup ./test/setup/mcp-server.ts did not provide mcpServer");
     const a2aAgent = inject("a2aAgent");
     if (!a2aAgent) throw new Error("globalSetup ./test/setup/a2a-agent.ts did not provide a2aAgent");
+    const exportVars = traceExport ? traceExportBindings(inject("otlpReceiver")) : {};
     return {
       ...(main ? { main } : {}),
       wrangler: { configPath: "./wrangler.toml" },
       miniflare: {
         bindings: {
+          ...exportVars,
           ADMIN_TOKEN: "test-admin-token",
           OPENAI_BASE_URL: fakeOpenAi.baseUrl,
           OPENAI_API_KEY: fakeOpenAi.apiKey,
@@ -46,11 +49,54 @@ export function workersPool(main?: string) {
   });
 }
 
+/**
+ * OTEL_EXPORTER_OTLP_ENDPOINT and its headers (a malformed entry among them, which is skipped)
+ * for the export tests; every other test runs without export.
+ */
+function traceExportBindings(receiver: { endpoint: string } | undefined): Record<string, string> {
+  if (!receiver) throw new Error("globalSetup ./test/setup/otlp-receiver.ts did not provide otlpReceiver");
+  return {
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+    OTEL_EXPORTER_OTLP_HEADERS:
+      "x-otlp-token=s3cret%20token,malformed,Authorization=Basic%20b3RlbDpwdw%3D%3D",
+    OTEL_SERVICE_NAME: "subagents-export-test",
+  };
+}
+
+/** What every Workers project of the suite shares (the fault campaign's too). */
+export const workersTest = {
+  globalSetup: ["./test/setup/openai-server.ts", "./test/setup/mcp-server.ts", "./test/setup/a2a-agent.ts"],
+  testTimeout: 20_000,
+};
+
+/**
+ * The export tests: their Worker exports to the receiver, so they run in a project of their own
+ * (export-off.test.ts stays in the main one, whose Worker exports nothing).
+ */
+const EXPORT_TESTS = "test/workers/trace/export.test.ts";
+
 export default defineConfig({
-  plugins: [workersPool()],
   test: {
-    include: ["test/unit/**/*.test.ts", "test/workers/**/*.test.ts"],
-    globalSetup: ["./test/setup/openai-server.ts", "./test/setup/mcp-server.ts", "./test/setup/a2a-agent.ts"],
-    testTimeout: 20_000,
+    projects: [
+      {
+        plugins: [workersPool()],
+        test: {
+          ...workersTest,
+          name: "workers",
+          include: ["test/unit/**/*.test.ts", "test/workers/**/*.test.ts"],
+          exclude: [...configDefaults.exclude, EXPORT_TESTS],
+        },
+      },
+      {
+        plugins: [workersPool(undefined, { traceExport: true })],
+        test: {
+          ...workersTest,
+          name: "trace-export",
+          include: [EXPORT_TESTS],
+          globalSetup: [...workersTest.globalSetup, "./test/setup/otlp-receiver.ts"],
+          testTimeout: 90_000,
+        },
+      },
+    ],
   },
 });

@@ -1,5 +1,5 @@
 import { defineConfig } from "vitest/config";
-import base, { workersPool } from "./vitest.config.ts";
+import { workersPool, workersTest } from "./vitest.config.ts";
 
 /**
  * `npm run test:faults`: the seeded fault campaign (test/faults/) with the same Workers plugin
@@ -9,10 +9,9 @@ import base, { workersPool } from "./vitest.config.ts";
  * environment; the reporter prints the summary line and writes test-results/faults.json.
  */
 export default defineConfig({
-  ...base,
   plugins: [workersPool("./test/faults/worker.ts")],
   test: {
-    ...base.test,
+    ...workersTest,
     include: ["test/faults/**/*.test.ts"],
     testTimeout: 600_000,
     hookTimeout: 120_000,

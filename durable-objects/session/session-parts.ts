@@ -28,6 +28,7 @@ import { SessionSchedules } from "./schedules";
 import { TurnDeadline } from "./turn-deadline";
 import { Deletion, type Eraser } from "./deletion";
 import { Retention } from "./retention";
+import { TraceExport } from "./trace-export";
 import { turnSettingsOf } from "./turn-settings";
 
 /** A session's parts, built once its schema exists: what the shell's RPC methods reach. */
@@ -115,6 +116,7 @@ export function assembleParts(
   const deadline = new TurnDeadline(ctx);
   const deletion = new Deletion(ctx, runs, schedules, eraser);
   const retention = new Retention(ctx, deletion, env.RETENTION_DAYS);
+  const traceExport = new TraceExport(ctx, deletion, env);
   const host = sessionHost(ctx, runs, children, self, schedules);
   const driver = new TurnDriver<SessionHost>({
     stores,
@@ -151,6 +153,7 @@ export function assembleParts(
       a2a,
       callbacks,
       watch,
+      traceExport,
     ],
     signals,
     stores.header,

@@ -32,7 +32,13 @@ export type FlagName =
   /** The part of its subtree's usage it has reported to its parent (usage-totals.ts). */
   | "usage:reported"
   /** The session is being deleted: how and since when, JSON (session/deletion.ts). */
-  | "deleting";
+  | "deleting"
+  /** How far its spans were exported to the OTLP collector, JSON (src/trace/export.ts). */
+  | "trace:cursor"
+  /** The export's failed tries of its current batch and when the next is due, JSON (src/trace/export-retry.ts). */
+  | "trace:retry"
+  /** How many of its spans the export dropped: refused, rejected, or past its bounds (src/trace/export.ts). */
+  | "trace:dropped";
 
 /** Small named facts of one session that are not worth a table each (FlagName lists them). */
 export class Flags {
