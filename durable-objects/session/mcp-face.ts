@@ -207,6 +207,8 @@ export class McpFace {
         isError,
       }),
     );
+    // the call's span is finished: the drive loop's work (its export, README "Traces") runs now
+    this.#ctx.kick();
     return isError
       ? { content: [{ type: "text", text }], isError: true }
       : { content: [{ type: "text", text }] };

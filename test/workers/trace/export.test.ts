@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, inject, it } from "vitest";
-import { api, createSession, sendMessage } from "../../support/api";
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { api, createSession, sendMessage, workerFetch } from "../../support/api";
 import { count, eventually, sleep, waitForEvents, waitForTurnEnds } from "../../support/logs";
 import { evict, sqlRows } from "../../support/objects";
 import { script, toolCall } from "../../support/scripts";
@@ -276,5 +277,36 @@ describe("OTLP/HTTP export of each session's finished spans (README 'Traces')", 
     await setMode({ mode: "ok" });
     await sleep(2_500);
     expect(accepted(await exportsOf(id))).toEqual([]);
+  });
+
+  it("a call an MCP client made on the session's face is sent once it is answered, in the client's trace", async () => {
+    const { id, token } = await createSession({ label: "mcp face" });
+    const client = new Client({ name: "export-test", version: "1.0.0" });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`http://example.com/v1/sessions/${id}/mcp`), {
+        fetch: (input, init) => {
+          const request = new Request(input, init);
+          request.headers.set("authorization", `Bearer ${token}`);
+          return workerFetch(request);
+        },
+      }),
+    );
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    try {
+      await client.callTool({ name: "echo", arguments: { text: "via mcp" }, _meta: { traceparent } });
+    } finally {
+      await client.close();
+    }
+    // no turn ran: the call's own span is what goes out, with no message to wake the session
+    const exports = await eventually(
+      () => exportsOf(id),
+      (e) => accepted(e).length >= 1,
+      { what: "the MCP call's export" },
+    );
+    const [span] = accepted(exports);
+    expect(span!.name).toBe("execute_tool echo");
+    expect(span!.traceId).toBe("4bf92f3577b34da6a3ce929d0e0e4736");
+    expect(span!.parentSpanId).toBe("00f067aa0ba902b7");
+    expect(bySpanId(accepted(exports))).toEqual(bySpanId(await routeSpans(id, token)));
   });
 });
