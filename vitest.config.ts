@@ -51,7 +51,7 @@ export function workersPool(main?: string, { traceExport = false }: { traceExpor
 
 /**
  * OTEL_EXPORTER_OTLP_ENDPOINT and its headers (a malformed entry among them, which is skipped)
- * for the export tests; every other test runs without export.
+ * for the export tests, with message content captured; every other test runs without export.
  */
 function traceExportBindings(receiver: { endpoint: string } | undefined): Record<string, string> {
   if (!receiver) throw new Error("globalSetup ./test/setup/otlp-receiver.ts did not provide otlpReceiver");
@@ -60,6 +60,8 @@ function traceExportBindings(receiver: { endpoint: string } | undefined): Record
     OTEL_EXPORTER_OTLP_HEADERS:
       "x-otlp-token=s3cret%20token,malformed,Authorization=Basic%20b3RlbDpwdw%3D%3D",
     OTEL_SERVICE_NAME: "subagents-export-test",
+    // what was said goes out too (opt-in; every other project keeps the default, off)
+    OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: "true",
   };
 }
 

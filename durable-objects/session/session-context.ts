@@ -53,6 +53,8 @@ export class SessionContext {
   readonly remoteSettings: { publicUrl: string | undefined; deadlineMs: number };
   /** What the deployment's models cost (MODEL_PRICES). */
   readonly prices: Prices;
+  /** Spans carry what was said (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT, opt-in). */
+  readonly traceContent: boolean;
   /** The budget of the session's tree, and what counts against it (tree-budget.ts). */
   readonly budget: TreeBudget;
   readonly #env: Env;
@@ -84,6 +86,10 @@ export class SessionContext {
     };
     this.remoteSettings = remoteSettings(env);
     this.prices = pricesOf(env);
+    this.traceContent =
+      (
+        env as { OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT?: string }
+      ).OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT?.trim().toLowerCase() === "true";
     this.budget = new TreeBudget(this);
   }
 

@@ -32,6 +32,7 @@ export function sessionSpans(ctx: SessionContext, fromSeq = 0): Span[] {
     model: header.options.model,
     depth: header.delegationDepth,
     fromSeq: from,
+    content: ctx.traceContent,
   });
 }
 

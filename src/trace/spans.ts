@@ -2,14 +2,19 @@ import {
   ATTR_GEN_AI_AGENT_ID,
   ATTR_GEN_AI_AGENT_NAME,
   ATTR_GEN_AI_CONVERSATION_ID,
+  ATTR_GEN_AI_INPUT_MESSAGES,
   ATTR_GEN_AI_OPERATION_NAME,
+  ATTR_GEN_AI_OUTPUT_MESSAGES,
   ATTR_GEN_AI_REQUEST_MODEL,
   ATTR_GEN_AI_RESPONSE_FINISH_REASONS,
+  ATTR_GEN_AI_TOOL_CALL_ARGUMENTS,
   ATTR_GEN_AI_TOOL_CALL_ID,
+  ATTR_GEN_AI_TOOL_CALL_RESULT,
   ATTR_GEN_AI_TOOL_NAME,
   ATTR_GEN_AI_USAGE_INPUT_TOKENS,
   ATTR_GEN_AI_USAGE_OUTPUT_TOKENS,
 } from "@opentelemetry/semantic-conventions/incubating";
+import type { ContentBlock } from "../contract/content";
 import type { SessionEvent, Usage } from "../contract/events";
 import { fingerprint } from "../core/hash";
 import type { Span, TraceContext } from "../contract/trace";
@@ -23,7 +28,8 @@ export type { AttributeValue, Span, TraceContext } from "../contract/trace";
  * spans, ids included (functions of the session id, the turn, the step and the call id), so a
  * trace rebuilt after a restart, or exported twice, is the same trace. Attributes follow the
  * OpenTelemetry GenAI semantic conventions, plus this runtime's own under `subagents.`; no text
- * of a prompt or an answer is an attribute.
+ * of a prompt, an answer or a tool call is an attribute unless the deployment opts in
+ * (`content`: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT).
  */
 
 export interface SessionFacts {
@@ -34,6 +40,37 @@ export interface SessionFacts {
   depth: number;
   /** Events before this seq are a fork's seed (its parent's): not this session's spans. */
   fromSeq?: number;
+  /**
+   * Record what was said (opt-in: traces leave the deployment): a turn's messages and its final
+   * answer, each step's answer and tool calls, each tool call's arguments and result, in the GenAI
+   * conventions' JSON forms, each value cut to MAX_CONTENT_CHARS.
+   */
+  content?: boolean;
+}
+
+/** The longest text one content attribute carries (a longer one is cut, marked). */
+export const MAX_CONTENT_CHARS = 16_384;
+
+function cut(text: string): string {
+  return text.length <= MAX_CONTENT_CHARS ? text : `${text.slice(0, MAX_CONTENT_CHARS)}…[cut]`;
+}
+
+function textOf(content: readonly ContentBlock[]): string {
+  return content.map((b) => (b.type === "text" ? b.text : `[${b.type}]`)).join("\n");
+}
+
+/** `gen_ai.*.messages`: one message of `role` whose parts are its text and its tool calls. */
+function messagesJson(
+  role: "user" | "assistant",
+  texts: readonly string[],
+  calls: readonly { id: string; name: string; args: unknown }[] = [],
+  finish?: string,
+): string {
+  const parts = [
+    ...texts.filter((t) => t.length > 0).map((content) => ({ type: "text", content })),
+    ...calls.map((c) => ({ type: "tool_call", id: c.id, name: c.name, arguments: c.args })),
+  ];
+  return cut(JSON.stringify([{ role, parts, ...(finish ? { finish_reason: finish } : {}) }]));
 }
 
 /** The span id of turn `turn` of a session. */
@@ -115,6 +152,9 @@ interface OpenTurn {
   calls: Map<string, Span>;
   /** Its first message was seen: the trace it continues is decided. */
   traced: boolean;
+  /** With content: the text of its messages, and of its last answer. */
+  said: string[];
+  answer?: string;
 }
 
 export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): Span[] {
@@ -152,7 +192,7 @@ export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): S
           },
         };
         out.push(span);
-        open = { span, step: 0, mark: event.at, calls: new Map(), traced: false };
+        open = { span, step: 0, mark: event.at, calls: new Map(), traced: false, said: [] };
         break;
       }
       case "assistant/message": {
@@ -175,9 +215,20 @@ export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): S
             [ATTR_GEN_AI_RESPONSE_FINISH_REASONS]: [data.stopReason],
             ...usageAttributes(data.usage),
             "subagents.step": open.step,
+            ...(facts.content
+              ? {
+                  [ATTR_GEN_AI_OUTPUT_MESSAGES]: messagesJson(
+                    "assistant",
+                    [textOf(data.content)],
+                    data.toolCalls,
+                    data.stopReason,
+                  ),
+                }
+              : {}),
           },
         };
         out.push(chat);
+        open.answer = textOf(data.content);
         for (const call of data.toolCalls ?? []) {
           const tool: Span = {
             traceId: open.span.traceId,
@@ -192,6 +243,9 @@ export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): S
               [ATTR_GEN_AI_OPERATION_NAME]: "execute_tool",
               [ATTR_GEN_AI_TOOL_NAME]: call.name,
               [ATTR_GEN_AI_TOOL_CALL_ID]: call.id,
+              ...(facts.content
+                ? { [ATTR_GEN_AI_TOOL_CALL_ARGUMENTS]: cut(JSON.stringify(call.args ?? {})) }
+                : {}),
             },
           };
           out.push(tool);
@@ -205,6 +259,7 @@ export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): S
         const tool = open?.calls.get(data.toolCallId);
         if (!open || !tool) break;
         answered(tool, event.at, data.isError);
+        if (facts.content) tool.attributes[ATTR_GEN_AI_TOOL_CALL_RESULT] = cut(textOf(data.content));
         open.calls.delete(data.toolCallId);
         open.mark = event.at;
         break;
@@ -246,6 +301,9 @@ export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): S
             [ATTR_GEN_AI_TOOL_NAME]: data.name,
             [ATTR_GEN_AI_TOOL_CALL_ID]: data.callId,
             "subagents.caller": "mcp",
+            ...(facts.content
+              ? { [ATTR_GEN_AI_TOOL_CALL_ARGUMENTS]: cut(JSON.stringify(data.args ?? {})) }
+              : {}),
           },
         };
         out.push(span);
@@ -257,6 +315,7 @@ export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): S
         const span = mcpCalls.get(data.callId);
         if (!span) break;
         answered(span, event.at, data.isError);
+        if (facts.content) span.attributes[ATTR_GEN_AI_TOOL_CALL_RESULT] = cut(textOf(data.content));
         break;
       }
       case "turn/end": {
@@ -268,6 +327,14 @@ export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): S
           [ATTR_GEN_AI_RESPONSE_FINISH_REASONS]: [data.reason],
           "subagents.stop_reason": data.reason,
           ...(data.cause ? { "subagents.cause": data.cause } : {}),
+          ...(facts.content
+            ? {
+                [ATTR_GEN_AI_INPUT_MESSAGES]: messagesJson("user", open.said),
+                ...(open.answer === undefined
+                  ? {}
+                  : { [ATTR_GEN_AI_OUTPUT_MESSAGES]: messagesJson("assistant", [open.answer]) }),
+              }
+            : {}),
         });
         if (data.reason === "error") {
           span.error = data.error ?? "the turn ended in error";
@@ -283,7 +350,9 @@ export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): S
         open.mark = event.at;
         // the turn continues the trace of the message that started it (a caller's traceparent,
         // the tool call that sent it), as the turn driver decided when it claimed that message
-        const trace = (event.data as SessionEvent<"user/message">["data"]).source.trace;
+        const message = event.data as SessionEvent<"user/message">["data"];
+        const trace = message.source.trace;
+        if (facts.content) open.said.push(textOf(message.content));
         if (!open.traced && trace) {
           open.span.traceId = trace.traceId;
           if (trace.parentSpanId) open.span.parentSpanId = trace.parentSpanId;

@@ -1,7 +1,15 @@
 import { describe, expect, it } from "vitest";
 import type { EventData, EventType, SessionEvent } from "../../../src/contract/events";
 import { otlpTraces } from "../../../src/trace/otlp";
-import { callTrace, newTraceId, type Span, spansOf, toolSpanId, turnSpanId } from "../../../src/trace/spans";
+import {
+  callTrace,
+  MAX_CONTENT_CHARS,
+  newTraceId,
+  type Span,
+  spansOf,
+  toolSpanId,
+  turnSpanId,
+} from "../../../src/trace/spans";
 
 const SESSION = "0b6f0d1e-5e1a-4c37-9a52-1c2b3d4e5f60";
 
@@ -112,6 +120,55 @@ describe("spans are a projection of a session's log (README 'Traces')", () => {
     expect(step2).toMatchObject({ parentSpanId: turn.spanId, start: 1_520, end: 1_900 });
     // no prompt or answer text rides on a span
     expect(JSON.stringify(spans)).not.toMatch(/secret/);
+  });
+
+  it("with content opted in, what was said rides in the GenAI conventions' forms, each value cut to its bound", () => {
+    const spans = spansOf(ONE_TURN, {
+      sessionId: SESSION,
+      model: "openai:gpt-4o-mini",
+      depth: 0,
+      content: true,
+    });
+    const [turn, step1, tool, step2] = spans;
+    expect(JSON.parse(turn!.attributes["gen_ai.input.messages"] as string)).toEqual([
+      { role: "user", parts: [{ type: "text", content: "secret prompt" }] },
+    ]);
+    expect(JSON.parse(turn!.attributes["gen_ai.output.messages"] as string)).toEqual([
+      { role: "assistant", parts: [{ type: "text", content: "secret answer" }] },
+    ]);
+    expect(JSON.parse(step1!.attributes["gen_ai.output.messages"] as string)).toEqual([
+      {
+        role: "assistant",
+        parts: [{ type: "tool_call", id: "c1", name: "echo", arguments: { text: "x" } }],
+        finish_reason: "tool-use",
+      },
+    ]);
+    expect(tool!.attributes).toMatchObject({
+      "gen_ai.tool.call.arguments": '{"text":"x"}',
+      "gen_ai.tool.call.result": "x",
+    });
+    expect(step2!.attributes["gen_ai.output.messages"]).toContain("secret answer");
+    // ids and timing are those of the same log without content
+    const plain = spansOf(ONE_TURN, { sessionId: SESSION, model: "openai:gpt-4o-mini", depth: 0 });
+    expect(spans.map((s) => [s.spanId, s.start, s.end])).toEqual(
+      plain.map((s) => [s.spanId, s.start, s.end]),
+    );
+    // a long answer is cut
+    const long = ONE_TURN.map((e) =>
+      e.type === "tool/result"
+        ? {
+            ...e,
+            data: {
+              ...(e.data as object),
+              content: [{ type: "text", text: "y".repeat(MAX_CONTENT_CHARS + 10) }],
+            },
+          }
+        : e,
+    ) as SessionEvent[];
+    const result = spansOf(long, { sessionId: SESSION, model: "scripted", depth: 0, content: true })[2]!
+      .attributes["gen_ai.tool.call.result"] as string;
+    expect(result).toHaveLength(MAX_CONTENT_CHARS + "…[cut]".length);
+    expect(result.endsWith("…[cut]")).toBe(true);
   });
 
   it("the same log gives the same spans, ids included; another session's gives other ids", () => {

@@ -97,6 +97,20 @@ describe("OTLP/HTTP export of each session's finished spans (README 'Traces')", 
       "invoke_agent exported",
     ]);
     expect(bySpanId(request!.spans)).toEqual(bySpanId(await routeSpans(id, token)));
+    // this deployment opted in to content (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT):
+    // the GenAI conventions' message JSON on the turn and its steps, the call's arguments and result
+    const text = (name: string, key: string) => {
+      const span = request!.spans.find((s) => s.name === name)!;
+      return span.attributes.find((a) => a.key === key)?.value.stringValue as string | undefined;
+    };
+    expect(JSON.parse(text("invoke_agent exported", "gen_ai.input.messages")!)).toEqual([
+      { role: "user", parts: [{ type: "text", content: ECHO_TURN }] },
+    ]);
+    expect(JSON.parse(text("invoke_agent exported", "gen_ai.output.messages")!)).toEqual([
+      { role: "assistant", parts: [{ type: "text", content: "done" }] },
+    ]);
+    expect(JSON.parse(text("execute_tool echo", "gen_ai.tool.call.arguments")!)).toEqual({ text: "ping" });
+    expect(text("execute_tool echo", "gen_ai.tool.call.result")).toBe("ping");
     // nothing more is owed: no second request, the cursor at the log's end
     await sleep(500);
     expect(await exportsOf(id)).toHaveLength(1);
