@@ -10,10 +10,14 @@
 //                           hold; implies --no-readme unless --readme is given
 //   --no-readme             print only, do not touch bench/README.md
 //   --only=step-at-10k-events  measure that row alone and print it (writes nothing)
-//   --budget-seconds=<s>    give up after this long (default 300 plus the load hold)
+//   --budget-seconds=<s>    give up after this long (default 360 plus the load hold)
 //   --render                measure nothing: write the generated blocks of bench/README.md and
 //                           README.md again from the last run's test-results/bench.json (after a
 //                           change of bench/targets.json, say); the figures stay that run's
+// The trace export rows (bench/lib/trace-export.mjs) run the echo and spawn-to-result rounds on a
+// second Worker with OTEL_EXPORTER_OTLP_ENDPOINT set to a collector in this process, beside the
+// first (export off); if that Worker does not start, the phase is reported as not measured and
+// the rest of the run stands.
 // The targets (the ratio each headline row must stay within) are defined once, in
 // bench/targets.json; bench/lib/render.mjs writes both READMEs' blocks from a run's figures and them.
 import { execFileSync } from "node:child_process";
@@ -37,6 +41,7 @@ import {
 } from "./lib/render.mjs";
 import * as bench from "./lib/scenarios.mjs";
 import { ms, ratio } from "./lib/stats.mjs";
+import { exportRounds, startOtlpSink } from "./lib/trace-export.mjs";
 import { startWorker } from "./lib/worker.mjs";
 import { ensurePeerInstalled, startPeer } from "./lib/peer.mjs";
 
@@ -84,6 +89,9 @@ const PLAN = {
   toolRounds: QUICK ? 30 : 100,
   fanoutRounds: QUICK ? 2 : 5,
   streamRounds: QUICK ? 20 : 100,
+  // the trace export rows: rounds of one echo and one spawn, each off and on, and their bound
+  exportRounds: QUICK ? 100 : 500,
+  exportBudgetMs: QUICK ? 20_000 : 45_000,
   loadSessions: 40,
   loadSteps: [100, 200, 300, 400, 600, 800],
   stepSeconds: QUICK ? 2 : 3,
@@ -153,11 +161,14 @@ const model = await startStreamingModel();
 const worker = await startWorker({ bindings: { OPENAI_BASE_URL: model.baseUrl } });
 if (ONLY === undefined) ensurePeerInstalled(log);
 const peerWorker = ONLY === undefined ? await startPeer() : undefined;
+/** The Worker with trace export on, while its phase runs. */
+let exportWorker;
 let stopping = false;
 const stop = async () => {
   if (stopping) return;
   stopping = true;
   await worker.stop();
+  await exportWorker?.stop();
   await peerWorker?.stop();
   await model.close();
 };
@@ -167,9 +178,9 @@ const bail = (code) => {
   void stop().finally(() => process.exit(code));
 };
 for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => bail(130));
-// the safety net: 5 minutes plus the load hold, unless --budget-seconds says otherwise (a busy
+// the safety net: 6 minutes plus the load hold, unless --budget-seconds says otherwise (a busy
 // machine runs every step slower; the run records its load average and CPU pressure)
-const RUN_BUDGET_MS = int("budget-seconds", 300 + LOAD_SECONDS, 3_600) * 1_000;
+const RUN_BUDGET_MS = int("budget-seconds", 360 + LOAD_SECONDS, 3_600) * 1_000;
 const hardStop = setTimeout(() => {
   console.error(`bench: gave up after ${RUN_BUDGET_MS / 1000} s`);
   bail(2);
@@ -230,6 +241,103 @@ function stepReport(step) {
   return { rows, lines };
 }
 
+/**
+ * The trace export rows: a collector in this process, a second Worker whose
+ * OTEL_EXPORTER_OTLP_ENDPOINT points at it, and the interleaved rounds against `admin` (the first
+ * Worker, export off). Never throws: a Worker that does not start, or rounds that fail, give
+ * `{ failed }`, and the rest of the run stands. The second Worker and the collector are stopped
+ * before it resolves.
+ */
+async function measureExport(admin) {
+  let sink;
+  let phase = "starting the collector";
+  try {
+    sink = await startOtlpSink();
+    phase = "starting the Worker with export on";
+    // the first Worker's bindings plus the endpoint: the one difference between the two
+    exportWorker = await startWorker({
+      bindings: { OPENAI_BASE_URL: model.baseUrl, OTEL_EXPORTER_OTLP_ENDPOINT: sink.url },
+    });
+    log(
+      `  export on: workerd up at ${exportWorker.url}, exporting to ${sink.url}/v1/traces ` +
+        `(start ${ms(exportWorker.startMs)} ms)`,
+    );
+    phase = "the rounds";
+    const rounds = await exportRounds(admin, new Client(exportWorker.url, exportWorker.adminToken), {
+      n: PLAN.exportRounds,
+      warmup: 20,
+      sessions: 5,
+      parents: 4,
+      budgetMs: PLAN.exportBudgetMs,
+    });
+    const duringRounds = sink.counts();
+    // the spans of the last rounds are still on their way
+    const received = await sink.settle({ quietMs: 1_000, timeoutMs: 10_000 });
+    return { ...rounds, warmup: 20, sink: { ...received, spansDuringRounds: duringRounds.spans } };
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    console.error(
+      `bench: trace export phase failed (${phase}): ${error instanceof Error ? error.stack : why}`,
+    );
+    return { failed: `${phase} failed: ${why.split("\n")[0].slice(0, 300)}` };
+  } finally {
+    const running = exportWorker;
+    exportWorker = undefined;
+    await running?.stop().catch(() => {});
+    await sink?.close();
+  }
+}
+
+/** The trace export rows' table (ratios to export off in the same rounds) and lines, or why there are none. */
+function exportReport(x) {
+  if (x.failed !== undefined)
+    return { failed: x.failed, lines: [`Trace export: not measured (${x.failed}).`] };
+  const echoOff = { p50: x.echo.off.p50, p99: x.echo.off.p99 };
+  const spawnOff = { p50: x.spawn.off.p50, p99: x.spawn.off.p99 };
+  const rows = [
+    { name: "echo: message -> answer on stream, export off", ...x.echo.off, floor: echoOff },
+    { name: "echo: message -> answer on stream, export on", ...x.echo.on, floor: echoOff },
+    { name: "spawn -> result, export off", ...x.spawn.off, floor: spawnOff },
+    { name: "spawn -> result, export on", ...x.spawn.on, floor: spawnOff },
+  ];
+  const s = x.sink;
+  const kinds =
+    Object.entries(s.byKind)
+      .map(([kind, count]) => `${count} \`${kind}\``)
+      .join(", ") || "none";
+  const refused =
+    Object.keys(x.refusals).length === 0
+      ? ""
+      : ` Refused starts (retried): ${Object.entries(x.refusals)
+          .map(([status, count]) => `${count} x ${status}`)
+          .join(", ")}.`;
+  const lines = [
+    `Trace export: ${x.rounds} rounds after ${x.warmup} warm-up rounds, each one echo (round-robin over ` +
+      `${x.sessions} sessions, their session tokens) and one spawn to result (over ${x.parents} parents, admin ` +
+      "token) on the Worker with export off and on the one with export on, back to back, the order " +
+      `alternating.${refused}`,
+    s.spans === 0
+      ? "The collector received NO span: export did not run, so the export-on rows measure nothing of it " +
+        `(${s.requests} requests, ${s.malformed} not OTLP JSON, ${s.otherRequests} to other paths).`
+      : `The collector received ${s.spans} spans (${kinds}) in ${s.requests} requests ` +
+        `(${Math.round(s.bytes / 1024)} KiB of OTLP JSON), ${s.spansDuringRounds} of them before the last ` +
+        `round ended; ${s.malformed} requests not OTLP JSON, ${s.otherRequests} to other paths.`,
+  ];
+  const p50 = (stat) => Math.round(stat.p50 * 100) / 100;
+  return {
+    rounds: x.rounds,
+    rows,
+    lines,
+    // the README line (bench/lib/render.mjs)
+    summary: {
+      echo: { off: p50(x.echo.off), on: p50(x.echo.on) },
+      spawn: { off: p50(x.spawn.off), on: p50(x.spawn.on) },
+      spans: s.spans,
+      requests: s.requests,
+    },
+  };
+}
+
 if (ONLY !== undefined) {
   try {
     log(`workerd up at ${worker.url} (build ${ms(worker.buildMs)} ms, start ${ms(worker.startMs)} ms)`);
@@ -283,6 +391,11 @@ try {
     budgetMs: 45_000,
     peer,
   });
+  log(
+    `trace export: echo and spawn to result (${PLAN.exportRounds} rounds) with export off and on ` +
+      "(a second Worker exporting to a collector in this process; interleaved rounds)",
+  );
+  const exporting = exportReport(await measureExport(admin));
   const step = await measureStep(admin);
   log(`building a session with ${EVENTS} events through POST /v1/sessions/:id/messages`);
   const large = await bench.buildLargeSession(admin, { events: EVENTS, concurrency: 32, budgetMs: 120_000 });
@@ -548,6 +661,7 @@ try {
       step: stepTable.rows,
       delegation: delegationRows,
       streaming: streamingRows,
+      export: exporting,
       loadTable,
       loadCheck: { lost: c.lost, duplicated: c.duplicated, mismatched: c.mismatched },
       lines: {
@@ -568,6 +682,9 @@ try {
       "",
       terminalTable(withTargets(delegationRows, TARGETS), { floorName: "floor" }),
       "",
+      ...(exporting.rows === undefined
+        ? []
+        : [terminalTable(exporting.rows, { floorName: "export off" }), ""]),
       terminalTable(streamingRows, { floorName: "the model's own" }),
       "",
       alignTable(loadTable),
@@ -580,6 +697,7 @@ try {
       ...stepTable.lines,
       "",
       ...delegationLines,
+      ...exporting.lines,
       streamingLine,
       ...loadLines,
       targetsLine(results, TARGETS),

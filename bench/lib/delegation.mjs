@@ -52,6 +52,21 @@ async function started(client, parentId, refusals, deadline) {
 }
 
 /**
+ * One spawn to result: `POST /v1/sessions/:parentId/subagents` (the trivial one-shot child) until
+ * its 201 (refused starts counted by status in `refusals` and retried), then its run long-polled
+ * until settled with the child's answer; bounded by `deadline`. Resolves with the ms from the POST
+ * to the settled answer (`total`), to the 201 (`accepted`) and from the 201 on (`settle`).
+ */
+export async function spawnToResult(client, parentId, refusals, deadline) {
+  const t0 = performance.now();
+  const run = await started(client, parentId, refusals, deadline);
+  const t1 = performance.now();
+  await settled(client, parentId, run.runId, deadline);
+  const t2 = performance.now();
+  return { total: t2 - t0, accepted: t1 - t0, settle: t2 - t1 };
+}
+
+/**
  * Spawn-to-result over the API beside the spawn floor, interleaved round by round (the order
  * alternates each round). Runtime: POST /v1/sessions/:id/subagents {"provider":"spawn",
  * "prompt":"hi","mode":"one-shot"} -> 201 {runId,id}, then long-poll the run until settled;
@@ -74,16 +89,16 @@ export async function spawnRounds(admin, { n, warmup, parents, budgetMs, peer })
       if (keep) samples.floor.push(performance.now() - t0);
     };
     const spawn = async () => {
-      const parent = sessions[k].id;
-      const t0 = performance.now();
-      const run = await started(admin, parent, refusals, deadline + 30_000);
-      const t1 = performance.now();
-      await settled(admin, parent, run.runId, deadline + 30_000);
-      const t2 = performance.now();
+      const { total, accepted, settle } = await spawnToResult(
+        admin,
+        sessions[k].id,
+        refusals,
+        deadline + 30_000,
+      );
       if (!keep) return;
-      samples.spawn.push(t2 - t0);
-      samples.accepted.push(t1 - t0);
-      samples.settle.push(t2 - t1);
+      samples.spawn.push(total);
+      samples.accepted.push(accepted);
+      samples.settle.push(settle);
     };
     // the peer (the Agents SDK: a brand-new agent started with getAgentByName and called) in the same rounds
     const peerSpawn = async () => {

@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { writeBlock } from "../../scripts/lib/readme-block.mjs";
 import { table } from "./report.mjs";
+import { ms, ratio } from "./stats.mjs";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 export const TARGETS_FILE = join(ROOT, "bench", "targets.json");
@@ -46,6 +47,29 @@ function summaryLabels(report) {
 
 const kib = (bytes) => Math.round(bytes / 1024).toLocaleString("en-US");
 
+/**
+ * The README's line on OTLP trace export: the p50 of echo and of spawn to result with export on
+ * and off, measured in the same rounds, and their ratio, or why the run has none (runs written
+ * before the rows existed have no line).
+ */
+function exportLines(exporting) {
+  if (exporting === undefined) return [];
+  const lead =
+    "OTLP trace export (`OTEL_EXPORTER_OTLP_ENDPOINT` set, spans posted to a collector in the benchmark's process)";
+  if (exporting.failed !== undefined) return [`${lead}: not measured in this run (${exporting.failed}).`, ""];
+  const { echo, spawn, spans, requests } = exporting.summary;
+  const pair = (what, f) => `${what} ${ms(f.on)} ms on vs ${ms(f.off)} ms off (${ratio(f.on, f.off)})`;
+  const received =
+    spans === 0
+      ? "the collector received no span, so export did not run"
+      : `the collector received ${spans.toLocaleString("en-US")} spans in ${requests.toLocaleString("en-US")} requests`;
+  return [
+    `${lead}, p50 of ${exporting.rounds} interleaved rounds of the same run: ${pair("echo", echo)}, ` +
+      `${pair("spawn to result", spawn)}; ${received}.`,
+    "",
+  ];
+}
+
 /** The README's benchmark block: the headline rows, each p50, its ratio and its target. */
 export function summaryBlock(results, targets) {
   const what = summaryLabels(results.report);
@@ -62,6 +86,7 @@ export function summaryBlock(results, targets) {
     "",
     `Bundles: this runtime's Worker ${kib(results.bundles.runtimeBytes)} KiB, the Agents SDK peer's ${kib(results.bundles.peerBytes)} KiB (esbuild, unminified, the same settings).`,
     "",
+    ...exportLines(results.report.export),
     `Written by \`${results.command}\` (${results.commit}, ${results.date.slice(0, 10)}; ${results.machine}). ` +
       "Targets from `bench/targets.json`. Every row and more in [bench/README.md](bench/README.md) and `test-results/bench.json`.",
   ];
@@ -120,6 +145,21 @@ export function resultsBlock(results, targets) {
     "",
     ...r.lines.delegation,
     "",
+    // runs written before the rows existed have no trace export part
+    ...(r.export === undefined
+      ? []
+      : [
+          ...(r.export.rows === undefined
+            ? []
+            : [
+                "Trace export (OTLP/HTTP to a collector in the benchmark's process; ratios to export off in the same rounds):",
+                "",
+                table(r.export.rows, { floorName: "export off" }),
+                "",
+              ]),
+          ...r.export.lines,
+          "",
+        ]),
     "Streaming (time to the first streamed token, ratio to the model's own in the same rounds):",
     "",
     table(r.streaming, { floorName: "the model's own" }),

@@ -70,14 +70,11 @@ export async function latencies(admin, { n, warmup, sessions, budgetMs }) {
       const b = busy[i % sessions];
       await timed(keep && samples.busy, () => b.client.send(b.id, `queued ${i}`));
       const e = echo[i % sessions];
-      const text = `echo bench ${i}`;
-      const t0 = performance.now();
-      await timed(keep && samples.echoAccept, () => e.client.send(e.id, text));
-      await streams[i % sessions].next(
-        (event) => event.type === "assistant/message" && textOf(event) === `echo: ${text}`,
-        10_000,
-      );
-      if (keep) samples.echo.push(performance.now() - t0);
+      const { total, accepted } = await echoOnce(e.client, e.id, streams[i % sessions], `echo bench ${i}`);
+      if (keep) {
+        samples.echoAccept.push(accepted);
+        samples.echo.push(total);
+      }
     }
   } finally {
     for (const stream of streams) stream.close();
@@ -85,6 +82,22 @@ export async function latencies(admin, { n, warmup, sessions, budgetMs }) {
   }
   for (const s of [...plain, ...viaAdmin]) await waitFor(admin, s.id, (v) => v.status === "idle", 30_000);
   return Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, summarize(v)]));
+}
+
+/**
+ * One echo: sends the plain text `text` to session `id` and waits for its `assistant/message`
+ * (`echo: <text>`) on `stream`, the session's open event stream (bounded by `timeoutMs`).
+ * Resolves with the ms from the send to that answer (`total`) and to the 202 (`accepted`).
+ */
+export async function echoOnce(client, id, stream, text, timeoutMs = 10_000) {
+  const t0 = performance.now();
+  await client.send(id, text);
+  const accepted = performance.now() - t0;
+  await stream.next(
+    (event) => event.type === "assistant/message" && textOf(event) === `echo: ${text}`,
+    timeoutMs,
+  );
+  return { total: performance.now() - t0, accepted };
 }
 
 /** Polls GET /v1/sessions/:id/events after `after` until an event matches; bounded. */
