@@ -62,6 +62,8 @@ function traceExportBindings(receiver: { endpoint: string } | undefined): Record
     OTEL_SERVICE_NAME: "subagents-export-test",
     // what was said goes out too (opt-in; every other project keeps the default, off)
     OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: "true",
+    // each turn's batch as the turn ends, so each test sees its own request (batching: unit tests)
+    OTEL_BSP_SCHEDULE_DELAY: "0",
   };
 }
 

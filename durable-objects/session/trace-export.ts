@@ -51,6 +51,11 @@ export class TraceExport implements SessionPart {
   #inFlight: { since: number; done: Promise<void> } | undefined;
   /** Whether a batch is owed, as of a log length and a cursor (asked of the log again once either moved). */
   #owed: { length: number; through: number; owed: boolean } | undefined;
+  /**
+   * Since when (as this instance saw it) a batch has been owed: it goes out OTEL_BSP_SCHEDULE_DELAY
+   * later, with whatever else finished meanwhile (memory only: a new instance waits from its start).
+   */
+  #owedSince: number | undefined;
 
   constructor(ctx: SessionContext, deletion: Deletion, env: Env) {
     this.#ctx = ctx;
@@ -61,6 +66,7 @@ export class TraceExport implements SessionPart {
       endpoint: vars.OTEL_EXPORTER_OTLP_ENDPOINT,
       headers: vars.OTEL_EXPORTER_OTLP_HEADERS,
       serviceName: vars.OTEL_SERVICE_NAME,
+      scheduleDelay: (vars as { OTEL_BSP_SCHEDULE_DELAY?: string }).OTEL_BSP_SCHEDULE_DELAY,
     });
     if (problem) console.error(problem);
     this.#config = config;
@@ -80,12 +86,19 @@ export class TraceExport implements SessionPart {
     this.#inFlight = { since: Date.now(), done };
   }
 
-  /** Now when a batch is owed, the next try's time after a failure, the watchdog while a request is out. */
+  /**
+   * When a batch is owed: the schedule delay after it became owed (a busy session's turns share
+   * a request), the next try's time after a failure, the watchdog while a request is out.
+   */
   nextDue(): number | undefined {
     if (!this.#config || this.#deletion.deleting()) return undefined;
     if (this.#inFlight) return this.#inFlight.since + WATCHDOG_MS;
-    if (!this.#batchOwed()) return undefined;
-    return this.#retry()?.at ?? Date.now();
+    if (!this.#batchOwed()) {
+      this.#owedSince = undefined;
+      return undefined;
+    }
+    this.#owedSince ??= Date.now();
+    return this.#retry()?.at ?? this.#owedSince + this.#config.scheduleDelayMs;
   }
 
   /** Whether a unit finished after the cursor (a question for the log once per append and cursor). */
@@ -133,6 +146,8 @@ export class TraceExport implements SessionPart {
     switch (answer.kind) {
       case "accepted":
         this.#move(base, { ...plan.next, dropped: plan.next.dropped + answer.rejected }, true);
+        // what is still owed (a backlog past one batch's bounds) waited its delay already
+        this.#owedSince = 0;
         return;
       case "refused":
         console.error(

@@ -11,12 +11,19 @@ import { DEFAULT_SERVICE_NAME } from "./otlp";
  *   is not a valid header (no `=`, an empty or invalid name, bad percent-encoding, a control
  *   character or one a header cannot carry) is skipped, never an error.
  * - `OTEL_SERVICE_NAME`: the resource's `service.name` (empty: `subagents-edge`).
+ * - `OTEL_BSP_SCHEDULE_DELAY`: milliseconds a finished span waits before its batch goes out, so
+ *   a busy session sends one request for many turns rather than one per turn (the batch span
+ *   processor's delay in the specification, and its default: 5000); `0`: each turn as it ends.
  */
+
+/** OTEL_BSP_SCHEDULE_DELAY when it is not set (or not a non-negative integer): the specification's default. */
+export const DEFAULT_SCHEDULE_DELAY_MS = 5_000;
 
 export interface ExportVars {
   endpoint: string | undefined;
   headers: string | undefined;
   serviceName: string | undefined;
+  scheduleDelay?: string | undefined;
 }
 
 export interface ExportConfig {
@@ -24,6 +31,8 @@ export interface ExportConfig {
   url: string;
   headers: Record<string, string>;
   serviceName: string;
+  /** How long the first finished span of a batch waits for others before the batch is sent. */
+  scheduleDelayMs: number;
 }
 
 /** The settings, or undefined when export is off (or the endpoint is unusable: `problem` says why). */
@@ -38,8 +47,16 @@ export function exportConfig(vars: ExportVars): { config?: ExportConfig; problem
       url,
       headers: parseOtlpHeaders(vars.headers),
       serviceName: vars.serviceName || DEFAULT_SERVICE_NAME,
+      scheduleDelayMs: scheduleDelayOf(vars.scheduleDelay),
     },
   };
+}
+
+/** OTEL_BSP_SCHEDULE_DELAY in ms: a non-negative integer (at most an hour), else the default. */
+export function scheduleDelayOf(raw: string | undefined): number {
+  const text = raw?.trim() ?? "";
+  if (!/^\d+$/.test(text)) return DEFAULT_SCHEDULE_DELAY_MS;
+  return Math.min(Number(text), 3_600_000);
 }
 
 /** `<endpoint>/v1/traces` for an http(s) base URL. */

@@ -51,6 +51,8 @@ describe("span export across a restart of wrangler dev", () => {
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
       OTEL_EXPORTER_OTLP_HEADERS: "x-otlp-token=e2e%20secret",
       OTEL_SERVICE_NAME: "subagents-e2e",
+      // a batch waits a little for more (the default is 5 s)
+      OTEL_BSP_SCHEDULE_DELAY: "300",
     };
     const start = async () => {
       const server = await startDevServer({ persistTo: dir, token, vars });

@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { exportConfig, parseOtlpHeaders, tracesUrl } from "../../../src/trace/export-config";
+import {
+  DEFAULT_SCHEDULE_DELAY_MS,
+  exportConfig,
+  parseOtlpHeaders,
+  scheduleDelayOf,
+  tracesUrl,
+} from "../../../src/trace/export-config";
 
 describe("the exporter's settings from the OpenTelemetry variables (src/trace/export-config.ts)", () => {
   it("traces go to <endpoint>/v1/traces, a path of the endpoint kept", () => {
@@ -20,11 +26,34 @@ describe("the exporter's settings from the OpenTelemetry variables (src/trace/ex
       exportConfig({ endpoint: "not a url", headers: undefined, serviceName: undefined }).problem,
     ).toMatch(/OTEL_EXPORTER_OTLP_ENDPOINT/);
     expect(exportConfig({ endpoint: "https://c.example.com", headers: "k=v", serviceName: "" })).toEqual({
-      config: { url: "https://c.example.com/v1/traces", headers: { k: "v" }, serviceName: "subagents-edge" },
+      config: {
+        url: "https://c.example.com/v1/traces",
+        headers: { k: "v" },
+        serviceName: "subagents-edge",
+        scheduleDelayMs: DEFAULT_SCHEDULE_DELAY_MS,
+      },
     });
     expect(
       exportConfig({ endpoint: "https://c.example.com", headers: undefined, serviceName: "svc" }).config,
     ).toMatchObject({ headers: {}, serviceName: "svc" });
+  });
+
+  it("OTEL_BSP_SCHEDULE_DELAY: milliseconds a batch waits for more, the specification's 5000 by default", () => {
+    expect(DEFAULT_SCHEDULE_DELAY_MS).toBe(5_000);
+    expect(scheduleDelayOf(undefined)).toBe(5_000);
+    expect(scheduleDelayOf("")).toBe(5_000);
+    expect(scheduleDelayOf("0")).toBe(0);
+    expect(scheduleDelayOf(" 250 ")).toBe(250);
+    for (const bad of ["-1", "1.5", "soon", "1e3"]) expect(scheduleDelayOf(bad)).toBe(5_000);
+    expect(scheduleDelayOf("999999999")).toBe(3_600_000);
+    expect(
+      exportConfig({
+        endpoint: "https://c.example.com",
+        headers: undefined,
+        serviceName: undefined,
+        scheduleDelay: "0",
+      }).config?.scheduleDelayMs,
+    ).toBe(0);
   });
 
   it("headers are key=value pairs, values percent-decoded, spaces around each part trimmed", () => {
