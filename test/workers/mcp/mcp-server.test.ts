@@ -1,8 +1,8 @@
-import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
 import { ADMIN, createSession, workerFetch } from "../../support/api";
 import { allEvents, eventually } from "../../support/logs";
 import { script } from "../../support/scripts";
+import { connectMcpFace } from "../../support/mcp-face";
 import { jsonRpcAnswer, mcpPath, postJsonRpc } from "../../support/json-rpc";
 
 /**
@@ -10,19 +10,6 @@ import { jsonRpcAnswer, mcpPath, postJsonRpc } from "../../support/json-rpc";
  * official MCP TypeScript SDK's own client over Streamable HTTP, and by raw JSON-RPC for the 2025
  * `initialize` revisions and for bad input.
  */
-
-const toWorker = (input: string | URL | Request, init?: RequestInit): Promise<Response> =>
-  workerFetch(new Request(input, init));
-
-async function connect(id: string, token: string): Promise<Client> {
-  const client = new Client({ name: "subagents-test", version: "1.0.0" });
-  const transport = new StreamableHTTPClientTransport(new URL(`http://example.com/v1/sessions/${id}/mcp`), {
-    fetch: toWorker,
-    requestInit: { headers: { authorization: `Bearer ${token}` } },
-  });
-  await client.connect(transport);
-  return client;
-}
 
 function textOf(result: { content?: unknown }): string {
   return ((result.content as { type: string; text?: string }[]) ?? []).map((c) => c.text ?? "").join("");
@@ -45,7 +32,7 @@ describe("a session's tools over MCP (docs/semantics.md §14)", () => {
   it("lists the session's tools as its model sees them, with the session token and with the admin token", async () => {
     const { id, token } = await createSession({ toolFilter: { deny: ["task_kill"] } });
     for (const bearer of [token, ADMIN]) {
-      const client = await connect(id, bearer);
+      const client = await connectMcpFace(id, bearer);
       const names = (await client.listTools()).tools.map((t) => t.name);
       expect(names).toEqual(
         expect.arrayContaining([
@@ -69,7 +56,7 @@ describe("a session's tools over MCP (docs/semantics.md §14)", () => {
 
   it("calls a tool and records the call and its result in the log, marked as MCP's", async () => {
     const { id, token } = await createSession();
-    const client = await connect(id, token);
+    const client = await connectMcpFace(id, token);
     const result = await client.callTool({ name: "echo", arguments: { text: "over mcp" } });
     expect(textOf(result)).toBe("over mcp");
     expect(result.isError).toBeFalsy();
@@ -90,7 +77,7 @@ describe("a session's tools over MCP (docs/semantics.md §14)", () => {
 
   it("answers a foreground subagent call with the child's result, and starts a background child whose output a new connection reads", async () => {
     const { id, token } = await createSession({ backgroundMode: "one-shot" });
-    const first = await connect(id, token);
+    const first = await connectMcpFace(id, token);
     const foreground = await first.callTool({
       name: "subagent",
       arguments: { description: "fg", prompt: script({ say: "the child's answer" }) },
@@ -111,7 +98,7 @@ describe("a session's tools over MCP (docs/semantics.md §14)", () => {
     await first.close();
 
     // a later connection reads the finished task's output
-    const later = await connect(id, token);
+    const later = await connectMcpFace(id, token);
     const output = await eventually(
       async () => textOf(await later.callTool({ name: "task_output", arguments: { task_id: taskId } })),
       (text) => text.includes("done later"),
@@ -130,7 +117,7 @@ describe("a session's tools over MCP (docs/semantics.md §14)", () => {
 
   it("sends progress notifications while a foreground child runs, when the client asked for them", async () => {
     const { id, token } = await createSession();
-    const client = await connect(id, token);
+    const client = await connectMcpFace(id, token);
     const progress: unknown[] = [];
     const result = await client.callTool(
       {
@@ -240,7 +227,7 @@ describe("send_message over MCP takes the same delivery (README 'Steering, deadl
       () => allEvents(childId),
       (log) => log.some((e) => e.type === "user/message"),
     );
-    const client = await connect(id, token);
+    const client = await connectMcpFace(id, token);
     const result = await client.callTool({
       name: "send_message",
       arguments: { subagent_id: childId, message: "over mcp, turn left", delivery: "next-step" },

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, inject, it } from "vitest";
-import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
-import { api, createSession, sendMessage, workerFetch } from "../../support/api";
+import { api, createSession, sendMessage } from "../../support/api";
 import { count, eventually, sleep, waitForEvents, waitForTurnEnds } from "../../support/logs";
 import { evict, sqlRows } from "../../support/objects";
 import { script, toolCall } from "../../support/scripts";
+import { connectMcpFace } from "../../support/mcp-face";
 import {
   agentOf,
   type DecodedSpan,
@@ -295,16 +295,7 @@ describe("OTLP/HTTP export of each session's finished spans (README 'Traces')", 
 
   it("a call an MCP client made on the session's face is sent once it is answered, in the client's trace", async () => {
     const { id, token } = await createSession({ label: "mcp face" });
-    const client = new Client({ name: "export-test", version: "1.0.0" });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(`http://example.com/v1/sessions/${id}/mcp`), {
-        fetch: (input, init) => {
-          const request = new Request(input, init);
-          request.headers.set("authorization", `Bearer ${token}`);
-          return workerFetch(request);
-        },
-      }),
-    );
+    const client = await connectMcpFace(id, token);
     const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     try {
       await client.callTool({ name: "echo", arguments: { text: "via mcp" }, _meta: { traceparent } });

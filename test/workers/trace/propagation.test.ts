@@ -1,4 +1,3 @@
-import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import {
@@ -12,6 +11,7 @@ import {
 } from "../../support/api";
 import { allEvents, eventually, waitForEvents, waitForTurnEnds } from "../../support/logs";
 import { installRemoteNet, registerRemote } from "../../support/remote";
+import { connectMcpFace } from "../../support/mcp-face";
 import { script, toolCall } from "../../support/scripts";
 
 /**
@@ -150,16 +150,7 @@ describe("a caller's traceparent continues into the tree", () => {
 
   it("on the MCP face: a call with _meta.traceparent is a span of the client's trace, under its span", async () => {
     const { id, token } = await createSession();
-    const client = new Client({ name: "trace-test", version: "1.0.0" });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(`http://example.com/v1/sessions/${id}/mcp`), {
-        fetch: (input, init) => {
-          const request = new Request(input, init);
-          request.headers.set("authorization", `Bearer ${token}`);
-          return workerFetch(request);
-        },
-      }),
-    );
+    const client = await connectMcpFace(id, token);
     try {
       const result = await client.callTool({
         name: "echo",
