@@ -1,10 +1,5 @@
 import { compact } from "../../src/core/compact";
-import {
-  createMcpHandler,
-  type McpHttpHandler,
-  McpServer,
-  type StandardSchemaWithJSON,
-} from "@modelcontextprotocol/server";
+import type { McpHttpHandler, McpServer, StandardSchemaWithJSON } from "@modelcontextprotocol/server";
 import { z } from "zod";
 import type { SessionHost } from "../../src/agent/host";
 import { executeTool, type Tool, toolSpecs } from "../../src/agent/tools";
@@ -45,6 +40,8 @@ import { pendingApproval } from "./session-view";
 
 /** Tools a child answers its parent with: not a caller's to use. */
 const CHILD_ONLY = new Set(["report", "structured_output"]);
+
+const SERVER_INFO = { name: "subagents-edge session", version: "0.1.0" };
 /** How often a foreground call waits for its run before it reports progress again. */
 const PROGRESS_EVERY_MS = 5_000;
 /** A foreground call's longest wait (its child keeps running after; task_output reads it later). */
@@ -78,16 +75,23 @@ export class McpFace {
     this.#runs = runs;
   }
 
-  /** Serves one MCP request; the session object has authorized its caller (in `CALLER_HEADER`) to act. */
-  handle(request: Request): Promise<Response> {
-    this.#handler ??= createMcpHandler(({ requestInfo }) => this.#server(callerOf(requestInfo)), {
-      legacy: "stateless",
-    });
+  /**
+   * Serves one MCP request; the session object has authorized its caller (in `CALLER_HEADER`) to
+   * act. The SDK is loaded on the first request (its schemas cost a Worker's start that never
+   * serves MCP, README "Bundle size").
+   */
+  async handle(request: Request): Promise<Response> {
+    if (!this.#handler) {
+      const { createMcpHandler, McpServer } = await import("@modelcontextprotocol/server");
+      this.#handler ??= createMcpHandler(
+        ({ requestInfo }) => this.#server(new McpServer(SERVER_INFO), callerOf(requestInfo)),
+        { legacy: "stateless" },
+      );
+    }
     return this.#handler.fetch(request);
   }
 
-  async #server(caller: Caller | null): Promise<McpServer> {
-    const server = new McpServer({ name: "subagents-edge session", version: "0.1.0" });
+  async #server(server: McpServer, caller: Caller | null): Promise<McpServer> {
     const tools = await this.#ctx.tools.visible(this.#ctx.header());
     const specs = toolSpecs(tools);
     for (const [i, tool] of tools.entries()) {

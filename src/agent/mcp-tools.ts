@@ -1,4 +1,4 @@
-import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import type { Client } from "@modelcontextprotocol/client";
 import { z } from "zod";
 import type { McpServerSpec } from "../contract/session";
 import { outboundFetch } from "../platform/outbound-fetch";
@@ -176,6 +176,8 @@ export class McpToolSource implements ToolSource<SessionHost> {
     signal: AbortSignal,
     work: (client: Client, signal: AbortSignal) => Promise<T>,
   ): Promise<T> {
+    // loaded on a session's first MCP server (its schemas cost a Worker's start that never uses one)
+    const { Client, StreamableHTTPClientTransport } = await import("@modelcontextprotocol/client");
     const client = new Client({ name: "subagents-edge", version: "0.1.0" });
     const transport = new StreamableHTTPClientTransport(new URL(server.url), {
       fetch: (input, init) => this.#fetch(input, { ...init, signal }),

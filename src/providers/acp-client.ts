@@ -1,4 +1,8 @@
-import { type AnyMessage, client, type ClientContext, methods, type Stream } from "@agentclientprotocol/sdk";
+import type { AnyMessage, ClientContext, Stream } from "@agentclientprotocol/sdk";
+
+/** The ACP SDK, loaded by the first run (its schemas cost a Worker's start that never speaks ACP). */
+type AcpSdk = typeof import("@agentclientprotocol/sdk");
+let acp: AcpSdk | undefined;
 import type { ContentBlock } from "../contract/content";
 import type { SubagentResult } from "../contract/run";
 import { checkOutboundUrl } from "../contract/outbound-url";
@@ -126,13 +130,16 @@ export class AcpConnection {
       this.#finish(failedResult(CANCELLED, this.#output, this.#target.secrets, "aborted"));
       return;
     }
-    void this.#context?.notify(methods.agent.session.cancel, { sessionId: this.#sessionId }).catch(() => {});
+    void this.#context
+      ?.notify(acp!.methods.agent.session.cancel, { sessionId: this.#sessionId })
+      .catch(() => {});
     this.#timer(this.#timeouts.cancelGraceMs, () =>
       this.#finish(failedResult(CANCELLED, this.#output, this.#target.secrets, "aborted")),
     );
   }
 
   async #run(prompt: readonly ContentBlock[]): Promise<void> {
+    acp ??= await import("@agentclientprotocol/sdk");
     // checked on every connection too: a provider registered before the rule may break it
     const problem = checkOutboundUrl(this.#target.url, { schemes: ACP_SCHEMES });
     if (problem !== undefined) return this.#fail(`the agent's URL ${problem}: not connected`);
@@ -167,8 +174,9 @@ export class AcpConnection {
     socket.addEventListener("close", (event) => this.#fail(`the connection closed (code ${event.code})`));
     socket.addEventListener("error", () => this.#fail("the connection failed"));
 
-    const app = client({ name: "subagents-edge" })
-      .onNotification(methods.client.session.update, ({ params }) => {
+    const app = acp!
+      .client({ name: "subagents-edge" })
+      .onNotification(acp!.methods.client.session.update, ({ params }) => {
         const update = params.update as {
           sessionUpdate?: string;
           content?: { type?: string; text?: string };
@@ -180,7 +188,7 @@ export class AcpConnection {
         )
           this.#output += update.content.text ?? "";
       })
-      .onRequest(methods.client.session.requestPermission, async ({ params }) => {
+      .onRequest(acp!.methods.client.session.requestPermission, async ({ params }) => {
         const optionId =
           this.#onPermission && !this.#finished && !this.#cancelled
             ? await this.#onPermission(permissionRequestOf(params))
@@ -193,7 +201,7 @@ export class AcpConnection {
       this.#context = context;
       const init = await this.#call(
         context,
-        methods.agent.initialize,
+        acp!.methods.agent.initialize,
         initializeParams(),
         this.#timeouts.setupMs,
       );
@@ -207,7 +215,7 @@ export class AcpConnection {
       if (this.#cancelled) return this.#finish(failedResult(CANCELLED, "", this.#target.secrets, "aborted"));
       const answer = await this.#call(
         context,
-        methods.agent.session.prompt,
+        acp!.methods.agent.session.prompt,
         promptParams(sessionId, prompt, this.#traceparent),
         this.#timeouts.promptMs,
       );
@@ -220,7 +228,7 @@ export class AcpConnection {
   async #newSession(context: ClientContext, canLoad: boolean): Promise<string | undefined> {
     const created = await this.#call(
       context,
-      methods.agent.session.new,
+      acp!.methods.agent.session.new,
       newSessionParams(),
       this.#timeouts.setupMs,
     );
@@ -250,14 +258,14 @@ export class AcpConnection {
     this.#replaying = true;
     const loaded = await this.#call(
       context,
-      methods.agent.session.load,
+      acp!.methods.agent.session.load,
       loadSessionParams(sessionId),
       this.#timeouts.setupMs,
     );
     this.#replaying = false;
     if (loaded === undefined) return undefined;
     // an agent that outlived the old connection may still run the old prompt: stop it first
-    await context.notify(methods.agent.session.cancel, { sessionId }).catch(() => {});
+    await context.notify(acp!.methods.agent.session.cancel, { sessionId }).catch(() => {});
     return sessionId;
   }
 
