@@ -1,14 +1,7 @@
 import type { ProviderKind } from "../../src/contract/provider";
 import { type Outcome, ok } from "../../src/contract/errors";
 import { compact } from "../../src/core/compact";
-import {
-  type A2aTarget,
-  cancelTask,
-  progressOf,
-  readTask,
-  runMessage,
-  sendRunMessage,
-} from "../../src/providers/a2a-client";
+import type { A2aTarget } from "../../src/providers/a2a-client";
 import { newCallbackSecret, pollDelayMs } from "../../src/providers/remote-protocol";
 import type { SessionContext } from "../session/session-context";
 import type { RemoteRow } from "../store/remote-store";
@@ -16,6 +9,9 @@ import type { RunRow } from "../store/runs";
 import { FarSideRuns, type ResultSink } from "./far-side-runs";
 import { prepareOutOfProcess, publishOutOfProcess, traceparentOfRun } from "./out-of-process";
 import type { ChildTransport, TransportStart } from "./transport";
+
+/** The A2A client (the official SDK), loaded by a session's first A2A run, not at the Worker's start. */
+const a2aClient = () => import("../../src/providers/a2a-client");
 
 /** The first poll of a task's state (then doubling to 30 s): an A2A agent does not call back. */
 const FIRST_POLL_MS = 250;
@@ -78,11 +74,13 @@ export class A2aRuns extends FarSideRuns implements ChildTransport {
   }
 
   protected async stopFarSide(row: RemoteRow) {
+    const { cancelTask } = await a2aClient();
     const answer = await cancelTask(this.#target(row), row.remoteId!);
     return answer.ok ? { ok: true as const } : answer;
   }
 
   async #send(run: RunRow, row: RemoteRow): Promise<void> {
+    const { progressOf, runMessage, sendRunMessage } = await a2aClient();
     const answer = await sendRunMessage(this.#target(row, run), runMessage(run.runId, row.request.prompt));
     if (!answer.ok) return this.failed(run, row, answer, "accept the task");
     const progress = progressOf(answer.value, this.secretsOf(row));
@@ -104,6 +102,7 @@ export class A2aRuns extends FarSideRuns implements ChildTransport {
   }
 
   async #poll(run: RunRow, row: RemoteRow): Promise<void> {
+    const { progressOf, readTask } = await a2aClient();
     const answer = await readTask(this.#target(row, run), row.remoteId!);
     if (!answer.ok) return this.failed(run, row, answer, "show the task");
     const progress = progressOf(answer.value, this.secretsOf(row));

@@ -1,7 +1,5 @@
 import { A2A_PROTOCOL_VERSION, type AgentCard } from "@a2a-js/sdk";
-
-/** The JSON-RPC endpoint of the A2A face, under the deployment's base path. */
-export const A2A_ENDPOINT_PATH = "/v1/a2a";
+import { A2A_ENDPOINT_PATH } from "./endpoint";
 
 /** The bearer scheme's name in the card (the deployment's admin or tenant tokens). */
 const SCHEME = "bearer";
