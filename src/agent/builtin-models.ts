@@ -1,5 +1,3 @@
-import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { createWorkersAI } from "workers-ai-provider";
 import { aiSdkModel } from "./ai-sdk-model";
 import { EXTERNAL_MODEL } from "./external-session";
 import type { ModelClient } from "./model";
@@ -16,6 +14,20 @@ export interface BuiltinModelSettings {
 }
 
 const scripted = new ScriptedModel();
+
+/**
+ * A client whose model is made on its first call: the providers' packages are loaded then, not at
+ * the Worker's start (a deployment that never calls `openai:` or `workers-ai:` never builds them).
+ */
+function lazyClient(make: () => Promise<ModelClient>): ModelClient {
+  let client: Promise<ModelClient> | undefined;
+  return {
+    async generate(request) {
+      client ??= make();
+      return (await client).generate(request);
+    },
+  };
+}
 
 /**
  * The built-in model routes: `scripted` (deterministic, offline; api.md), `openai:<model>` (any
@@ -39,15 +51,17 @@ export function builtinModels(settings: BuiltinModelSettings): ModelProvider[] {
       prefix: "openai",
       namesModel: true,
       problem: () => (settings.openAiBaseUrl ? undefined : "OPENAI_BASE_URL is not configured"),
-      client: (model): ModelClient => {
-        const provider = createOpenAICompatible({
-          name: "openai",
-          baseURL: (settings.openAiBaseUrl ?? "").replace(/\/+$/, ""),
-          ...(settings.openAiApiKey ? { apiKey: settings.openAiApiKey } : {}),
-          includeUsage: true,
-        });
-        return aiSdkModel(provider.chatModel(model));
-      },
+      client: (model): ModelClient =>
+        lazyClient(async () => {
+          const { createOpenAICompatible } = await import("@ai-sdk/openai-compatible");
+          const provider = createOpenAICompatible({
+            name: "openai",
+            baseURL: (settings.openAiBaseUrl ?? "").replace(/\/+$/, ""),
+            ...(settings.openAiApiKey ? { apiKey: settings.openAiApiKey } : {}),
+            includeUsage: true,
+          });
+          return aiSdkModel(provider.chatModel(model));
+        }),
     },
     {
       prefix: "workers-ai",
@@ -56,8 +70,12 @@ export function builtinModels(settings: BuiltinModelSettings): ModelProvider[] {
         settings.ai ? undefined : "the AI binding is not configured (use the `ai` environment)",
       client: (model): ModelClient => {
         if (!settings.ai) throw new Error("the AI binding is not configured");
-        const provider = createWorkersAI({ binding: settings.ai as Ai });
-        return aiSdkModel(provider(model as Parameters<typeof provider>[0]));
+        const binding = settings.ai as Ai;
+        return lazyClient(async () => {
+          const { createWorkersAI } = await import("workers-ai-provider");
+          const provider = createWorkersAI({ binding });
+          return aiSdkModel(provider(model as Parameters<typeof provider>[0]));
+        });
       },
     },
   ];
