@@ -4,7 +4,6 @@ import { z } from "zod";
 import type { SessionHost } from "../../src/agent/host";
 import { executeTool, type Tool, toolSpecs } from "../../src/agent/tools";
 import { textOf } from "../../src/contract/content";
-import { ApprovalDecided, ApprovalList } from "../../src/contract/responses";
 import { CALLER_HEADER, type Caller } from "../../src/contract/session";
 import type { PendingApproval } from "../../src/contract/session-api";
 import { DecideApprovalBody } from "../../src/contract/wire";
@@ -104,12 +103,17 @@ export class McpFace {
         (async (args: unknown, extra: McpCallContext) => this.#call(tool, tools, args, extra)) as never,
       );
     }
-    this.#approvalTools(server, caller);
+    // the answers' schemas (the OpenAPI document's) are built with the SDK, on the first request
+    this.#approvalTools(server, caller, await import("../../src/contract/responses"));
     return server;
   }
 
   /** `pending_approvals` and `decide_approval` (README "Approvals"). */
-  #approvalTools(server: McpServer, caller: Caller | null): void {
+  #approvalTools(
+    server: McpServer,
+    caller: Caller | null,
+    { ApprovalDecided, ApprovalList }: typeof import("../../src/contract/responses"),
+  ): void {
     server.registerTool(
       PENDING_APPROVALS,
       {

@@ -21,7 +21,6 @@ import { CALLER_HEADER, type Caller, DEFAULT_TENANT, tenantOf } from "../contrac
 import { offersStreamProtocol, STREAM_PROTOCOL } from "../contract/stream";
 import { compact } from "../core/compact";
 import type { Deployment } from "../platform/deployment";
-import { openApiDocument } from "./openapi";
 import { parseDirectoryCursor } from "./directory-cursor";
 import { addA2aRoutes } from "./a2a-route";
 import { unhandledFailure } from "./unhandled";
@@ -57,10 +56,14 @@ export function buildRouter(deployment: Deployment, base = "") {
 
   router.get("/v1/health", () => json({ ok: true, version: VERSION }));
 
-  // generated once per router, from the zod schemas that validate the requests
+  // generated once per router, from the zod schemas that validate the requests, on its first
+  // request (the document's own schemas of the answers are built then, not at the Worker's start)
   let openApi: string | undefined;
-  router.get("/v1/openapi.json", () => {
-    openApi ??= JSON.stringify(openApiDocument(base, VERSION));
+  router.get("/v1/openapi.json", async () => {
+    if (openApi === undefined) {
+      const { openApiDocument } = await import("./openapi");
+      openApi = JSON.stringify(openApiDocument(base, VERSION));
+    }
     return new Response(openApi, { headers: { "content-type": "application/json; charset=utf-8" } });
   });
 
