@@ -5,7 +5,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { build } from "esbuild";
 import { convertV4MiniflareOptions, Miniflare } from "miniflare";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
@@ -18,8 +18,8 @@ process.env.WRANGLER_LOG ??= "warn";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 
-/** Bundles src/index.ts the way wrangler does for workerd (ESM, workerd conditions). */
-async function bundle(main, outdir) {
+/** Bundles a Worker's main the way wrangler does for workerd (ESM, workerd conditions) into `outdir`. */
+export async function bundle(main, outdir) {
   const outfile = join(outdir, "worker.mjs");
   await build({
     entryPoints: [main],
@@ -41,10 +41,14 @@ async function bundle(main, outdir) {
 
 /**
  * Starts the Worker (`bindings` add to or override wrangler.toml's vars; `inspectorPort` opens
- * workerd's V8 inspector there, for the profiler). Returns { url, adminToken, scriptPath, restart(), stop() }. `restart()` restarts workerd
- * on the same persistence (every Durable Object starts cold and reopens its SQLite from disk).
+ * workerd's V8 inspector there, for the profiler; `scriptPath`: a bundle of bench/worker/entry.ts
+ * already built by `bundle`, so that nothing is built). Returns { url, adminToken, scriptPath,
+ * buildMs, startMs, readyMs, restart(), stop() }: `readyMs` from the Miniflare instance's creation
+ * until workerd answers (the Worker's global scope evaluated), `startMs` the same with the build.
+ * `restart()` restarts workerd on the same persistence (every Durable Object starts cold and
+ * reopens its SQLite from disk).
  */
-export async function startWorker({ bindings = {}, inspectorPort } = {}) {
+export async function startWorker({ bindings = {}, inspectorPort, scriptPath: prebuilt } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "subagents-bench-"));
   // also on an exit that skips stop() (Miniflare exits on SIGINT by itself)
   const cleanup = () => rmSync(dir, { recursive: true, force: true });
@@ -53,7 +57,7 @@ export async function startWorker({ bindings = {}, inspectorPort } = {}) {
     const t0 = performance.now();
     const fromConfig = unstable_getMiniflareWorkerOptions(join(ROOT, "wrangler.toml"));
     // the product's Worker plus the floor object and its /bench/ routes (bench/worker/entry.ts)
-    const scriptPath = await bundle(join(ROOT, "bench/worker/entry.ts"), dir);
+    const scriptPath = prebuilt ?? (await bundle(join(ROOT, "bench/worker/entry.ts"), dir));
     const buildMs = performance.now() - t0;
     const adminToken = `bench-${randomBytes(24).toString("hex")}`;
     // Every binding and setting wrangler.toml declares (Durable Objects, vars, rate limits, ...),
@@ -65,7 +69,8 @@ export async function startWorker({ bindings = {}, inspectorPort } = {}) {
       name: "subagents",
       modules: true,
       scriptPath,
-      rootPath: dir,
+      // workerd reads the script relative to this root and never above it
+      rootPath: dirname(scriptPath),
       bindings: { ...fromToml.bindings, ...bindings, ADMIN_TOKEN: adminToken },
       durableObjects: { ...fromToml.durableObjects, FLOOR: { className: "FloorObject", useSQLite: true } },
       host: "127.0.0.1",
@@ -78,8 +83,10 @@ export async function startWorker({ bindings = {}, inspectorPort } = {}) {
       enableDevRegistry: false,
       ...(inspectorPort === undefined ? {} : { inspectorPort }),
     });
+    const t1 = performance.now();
     const mf = new Miniflare(options);
     const url = (await mf.ready).origin;
+    const readyMs = performance.now() - t1;
     if (!/^http:\/\/(127\.0\.0\.1|\[::1\]|localhost):\d+$/.test(url))
       throw new Error(`not a loopback address: ${url}`);
     return {
@@ -87,12 +94,62 @@ export async function startWorker({ bindings = {}, inspectorPort } = {}) {
       adminToken,
       scriptPath,
       buildMs,
+      readyMs,
       startMs: performance.now() - t0,
       /** Restarts workerd on the same options and persistence; resolves with the (new) origin. */
       async restart() {
         await mf.setOptions(options);
         return (await mf.ready).origin;
       },
+      async stop() {
+        try {
+          await mf.dispose();
+        } finally {
+          cleanup();
+        }
+      },
+    };
+  } catch (error) {
+    cleanup();
+    throw error;
+  }
+}
+
+/**
+ * Starts a fixture Worker of bench/startup/ (`dir` holds its wrangler.toml) in workerd the way
+ * startWorker starts the product's, from `scriptPath` (its main bundled by `bundle`), on fresh
+ * persistence. Returns { url, readyMs, stop() }, `readyMs` as startWorker's.
+ */
+export async function startFixture(dir, scriptPath) {
+  const state = mkdtempSync(join(tmpdir(), "subagents-fixture-"));
+  const cleanup = () => rmSync(state, { recursive: true, force: true });
+  process.once("exit", cleanup);
+  try {
+    const { workerOptions } = unstable_getMiniflareWorkerOptions(join(dir, "wrangler.toml"));
+    const { assets: _assets, modulesRules: _rules, rootPath: _root, ...fromToml } = workerOptions;
+    const options = convertV4MiniflareOptions({
+      ...fromToml,
+      modules: true,
+      scriptPath,
+      rootPath: dirname(scriptPath),
+      host: "127.0.0.1",
+      port: 0,
+    });
+    Object.assign(options, {
+      resourcePersistencePath: join(state, "state"),
+      unsafeObservability: false,
+      unsafeLocalExplorer: false,
+      enableDevRegistry: false,
+    });
+    const t1 = performance.now();
+    const mf = new Miniflare(options);
+    const url = (await mf.ready).origin;
+    const readyMs = performance.now() - t1;
+    if (!/^http:\/\/(127\.0\.0\.1|\[::1\]|localhost):\d+$/.test(url))
+      throw new Error(`not a loopback address: ${url}`);
+    return {
+      url,
+      readyMs,
       async stop() {
         try {
           await mf.dispose();
