@@ -100,6 +100,12 @@ export function startupLines(startup) {
       `collection included), median of the runs; every run, ms: ${runs}. Bundles: esbuild, one set of ` +
       "settings for all four (packages bundled), minified by esbuild, gzip by node:zlib; wrangler's own " +
       `upload of this repository's Worker: ${w.runtime.uploadKib ?? "-"} KiB (${w.runtime.uploadGzipKib ?? "-"} KiB gzip).`,
+    `Protocol SDK code in each bundle (MCP, A2A and ACP packages, KiB of the unminified bundle): ${KEYS.map(
+      (key) => {
+        const sdks = Object.entries(w[key].protocolSdks ?? {});
+        return `${key} ${sdks.length === 0 ? "none" : sdks.map(([name, bytes]) => `${name} ${(bytes / 1024).toFixed(0)}`).join(", ")}`;
+      },
+    ).join("; ")}.`,
   ];
 }
 

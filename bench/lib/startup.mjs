@@ -91,9 +91,23 @@ async function wrangler(cwd, args, timeoutMs) {
   return `${stdout}${stderr}`;
 }
 
-/** Raw, gzip, minified and minified gzip bytes of `entry` bundled by esbuild. */
+/** The protocol SDKs whose code a bundle may hold (npm package name prefixes). */
+export const PROTOCOL_SDKS = ["@modelcontextprotocol/", "@a2a-js/", "@agentclientprotocol/"];
+
+/** A bundled module's npm package (`@scope/name` or `name`), or undefined for the project's own code. */
+function packageOf(path) {
+  const at = path.lastIndexOf("node_modules/");
+  if (at < 0) return undefined;
+  const [first, second] = path.slice(at + "node_modules/".length).split("/");
+  return first.startsWith("@") ? `${first}/${second}` : first;
+}
+
+/**
+ * Raw, gzip, minified and minified gzip bytes of `entry` bundled by esbuild, and `protocolSdks`:
+ * the bytes of the unminified bundle that each protocol SDK package contributes (none: {}).
+ */
 export async function bundleSizes(entry) {
-  const sizes = {};
+  const sizes = { protocolSdks: {} };
   for (const minify of [false, true]) {
     const result = await build({
       absWorkingDir: ROOT,
@@ -108,9 +122,16 @@ export async function bundleSizes(entry) {
       mainFields: ["module", "main"],
       external: ["cloudflare:*", "node:*", ...builtinModules],
       minify,
+      metafile: !minify,
       logLevel: "silent",
     });
     const bytes = result.outputFiles[0].contents;
+    for (const output of Object.values(result.metafile?.outputs ?? {}))
+      for (const [path, { bytesInOutput }] of Object.entries(output.inputs)) {
+        const name = packageOf(path);
+        if (name !== undefined && PROTOCOL_SDKS.some((prefix) => name.startsWith(prefix)))
+          sizes.protocolSdks[name] = (sizes.protocolSdks[name] ?? 0) + bytesInOutput;
+      }
     sizes[minify ? "minifiedBytes" : "rawBytes"] = bytes.byteLength;
     sizes[minify ? "minifiedGzipBytes" : "gzipBytes"] = gzipSync(bytes).byteLength;
   }
