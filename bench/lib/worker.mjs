@@ -50,9 +50,14 @@ export async function bundle(main, outdir) {
  */
 export async function startWorker({ bindings = {}, inspectorPort, scriptPath: prebuilt } = {}) {
   const dir = mkdtempSync(join(tmpdir(), "subagents-bench-"));
-  // also on an exit that skips stop() (Miniflare exits on SIGINT by itself)
-  const cleanup = () => rmSync(dir, { recursive: true, force: true });
-  process.once("exit", cleanup);
+  // also on an exit that skips stop() (Miniflare exits on SIGINT by itself); a stopped Worker's
+  // listener goes, so that many starts in one run (the first-request row) leave none behind
+  const removeDir = () => rmSync(dir, { recursive: true, force: true });
+  const cleanup = () => {
+    process.off("exit", removeDir);
+    removeDir();
+  };
+  process.once("exit", removeDir);
   try {
     const t0 = performance.now();
     const fromConfig = unstable_getMiniflareWorkerOptions(join(ROOT, "wrangler.toml"));
@@ -122,8 +127,12 @@ export async function startWorker({ bindings = {}, inspectorPort, scriptPath: pr
  */
 export async function startFixture(dir, scriptPath) {
   const state = mkdtempSync(join(tmpdir(), "subagents-fixture-"));
-  const cleanup = () => rmSync(state, { recursive: true, force: true });
-  process.once("exit", cleanup);
+  const removeState = () => rmSync(state, { recursive: true, force: true });
+  const cleanup = () => {
+    process.off("exit", removeState);
+    removeState();
+  };
+  process.once("exit", removeState);
   try {
     const { workerOptions } = unstable_getMiniflareWorkerOptions(join(dir, "wrangler.toml"));
     const { assets: _assets, modulesRules: _rules, rootPath: _root, ...fromToml } = workerOptions;
