@@ -21,6 +21,7 @@ import {
   placementOf,
 } from "../../src/core/placement";
 import { priceOf } from "../../src/core/prices";
+import { protocolMissing } from "../../src/platform/deployment";
 import type { SessionContext } from "../session/session-context";
 
 /**
@@ -102,6 +103,8 @@ export function placeChild(
 ): Outcome<PlacedChild> {
   const depth = childDepth(header.delegationDepth, request.maxDepth, deploymentDepthCap(ctx.limits.depthCap));
   if (!depth.ok) return depth;
+  if (request.mcpServers?.length && !ctx.protocols.mcp)
+    return fail("UNSUPPORTED_CAPABILITY", `mcpServers: ${protocolMissing("MCP")}`);
   if (request.toolFilter) {
     const unknown = ctx.tools.unknownNames(request.toolFilter);
     if (unknown.length > 0)

@@ -1,9 +1,12 @@
 import { compact } from "../../src/core/compact";
 import type { McpHttpHandler, McpServer, StandardSchemaWithJSON } from "@modelcontextprotocol/server";
-import { z } from "zod";
+import * as z from "zod";
 import type { SessionHost } from "../../src/agent/host";
 import { executeTool, type Tool, toolSpecs } from "../../src/agent/tools";
 import { textOf } from "../../src/contract/content";
+import { fail } from "../../src/contract/errors";
+import { failure } from "../../src/contract/respond";
+import { protocolMissing } from "../../src/platform/deployment";
 import { CALLER_HEADER, type Caller } from "../../src/contract/session";
 import type { PendingApproval } from "../../src/contract/session-api";
 import { DecideApprovalBody } from "../../src/contract/wire";
@@ -76,12 +79,14 @@ export class McpFace {
 
   /**
    * Serves one MCP request; the session object has authorized its caller (in `CALLER_HEADER`) to
-   * act. The SDK is loaded on the first request (its schemas cost a Worker's start that never
-   * serves MCP, README "Bundle size").
+   * act. The SDK (the deployment's `mcp` protocol) is loaded on the first request: its schemas
+   * cost a Worker's start that never serves MCP. Without the protocol: 404, saying so.
    */
   async handle(request: Request): Promise<Response> {
     if (!this.#handler) {
-      const { createMcpHandler, McpServer } = await import("@modelcontextprotocol/server");
+      const sdk = this.#ctx.protocols.mcp?.server;
+      if (!sdk) return failure(fail("NOT_FOUND", protocolMissing("MCP")));
+      const { createMcpHandler, McpServer } = await sdk();
       this.#handler ??= createMcpHandler(
         ({ requestInfo }) => this.#server(new McpServer(SERVER_INFO), callerOf(requestInfo)),
         { legacy: "stateless" },

@@ -9,7 +9,7 @@ import type { SessionHeader } from "../../src/contract/session";
 import type { Remote, SessionRpc } from "../../src/contract/session-api";
 import type { LocationHint } from "../../src/core/placement";
 import { logRefusal } from "../../src/core/quotas";
-import type { Deployment } from "../../src/platform/deployment";
+import { type Deployment, type Protocols, protocolMissing } from "../../src/platform/deployment";
 import { defaultModelOf, pricesOf } from "../../src/platform/models";
 import type { Prices } from "../../src/core/prices";
 import { TreeBudget } from "./tree-budget";
@@ -33,6 +33,8 @@ export class SessionContext {
   readonly turns: TurnControl;
   /** Every tool source of the session, for the tools its model sees and tool filters. */
   readonly tools: ToolCatalog<SessionHost>;
+  /** The protocols this deployment speaks (MCP, A2A, ACP: each loads its code on first use). */
+  readonly protocols: Protocols;
   /** The model routes this deployment serves (checked when a session or child is created). */
   readonly models: ModelRoutes;
   /** The model of a session that names none (DEFAULT_MODEL, else `scripted`). */
@@ -76,6 +78,7 @@ export class SessionContext {
     this.turns = turns;
     this.tools = toolCatalog(env, deployment, stores);
     this.models = deployment.models(env);
+    this.protocols = deployment.protocols;
     this.defaultModel = defaultModelOf(env);
     this.limits = {
       depthCap: env.MAX_DEPTH_CAP,
@@ -140,6 +143,7 @@ function toolCatalog(env: Env, deployment: Deployment, stores: SessionStores): T
     ...deployment.toolSources(env),
     // a server that cannot be listed is in the log once per failure streak, while the log has room
     new McpToolSource({
+      sdk: deployment.protocols.mcp?.client ?? (() => Promise.reject(new Error(protocolMissing("MCP")))),
       unavailable: (failure) => {
         if (!logRefusal(stores.log.bytes(), env.MAX_LOG_BYTES))
           stores.transact(() => stores.log.append("mcp/server-unavailable", failure));

@@ -1,17 +1,15 @@
 import type { ProviderKind } from "../../src/contract/provider";
-import { type Outcome, ok } from "../../src/contract/errors";
+import { fail, type Outcome, ok } from "../../src/contract/errors";
 import { compact } from "../../src/core/compact";
 import type { A2aTarget } from "../../src/providers/a2a-client";
-import { newCallbackSecret, pollDelayMs } from "../../src/providers/remote-protocol";
+import { protocolMissing } from "../../src/platform/deployment";
+import { newCallbackSecret, pollDelayMs, transportResult } from "../../src/providers/remote-protocol";
 import type { SessionContext } from "../session/session-context";
 import type { RemoteRow } from "../store/remote-store";
 import type { RunRow } from "../store/runs";
 import { FarSideRuns, type ResultSink } from "./far-side-runs";
 import { prepareOutOfProcess, publishOutOfProcess, traceparentOfRun } from "./out-of-process";
 import type { ChildTransport, TransportStart } from "./transport";
-
-/** The A2A client (the official SDK), loaded by a session's first A2A run, not at the Worker's start. */
-const a2aClient = () => import("../../src/providers/a2a-client");
 
 /** The first poll of a task's state (then doubling to 30 s): an A2A agent does not call back. */
 const FIRST_POLL_MS = 250;
@@ -41,6 +39,7 @@ export class A2aRuns extends FarSideRuns implements ChildTransport {
   /** Publishes an A2A run (no I/O); its first message goes out with the next drive. Resolves the run id. */
   async start({ request, origin, trace, provider, descriptor }: TransportStart): Promise<Outcome<string>> {
     const ctx = this.ctx;
+    if (!ctx.protocols.a2a) return fail("UNSUPPORTED_CAPABILITY", protocolMissing("A2A"));
     const prepared = prepareOutOfProcess(ctx, request, provider, "a2a");
     if (!prepared.ok) return prepared;
     const { runId, prompt, depth } = prepared.value;
@@ -70,17 +69,27 @@ export class A2aRuns extends FarSideRuns implements ChildTransport {
   }
 
   protected phaseStep(run: RunRow, row: RemoteRow): Promise<void> {
+    // a run accepted before the deployment dropped the a2a protocol ends saying so
+    if (!this.ctx.protocols.a2a)
+      return this.end(run, row, transportResult("error", protocolMissing("A2A"), this.secretsOf(row)));
     return row.phase === "create" ? this.#send(run, row) : this.#poll(run, row);
   }
 
   protected async stopFarSide(row: RemoteRow) {
-    const { cancelTask } = await a2aClient();
+    if (!this.ctx.protocols.a2a)
+      return { ok: false as const, permanent: true, error: protocolMissing("A2A") };
+    const { cancelTask } = await this.#client();
     const answer = await cancelTask(this.#target(row), row.remoteId!);
     return answer.ok ? { ok: true as const } : answer;
   }
 
+  /** The A2A client (the official SDK), loaded by a session's first A2A run, not at the Worker's start. */
+  #client() {
+    return this.ctx.protocols.a2a!.client();
+  }
+
   async #send(run: RunRow, row: RemoteRow): Promise<void> {
-    const { progressOf, runMessage, sendRunMessage } = await a2aClient();
+    const { progressOf, runMessage, sendRunMessage } = await this.#client();
     const answer = await sendRunMessage(this.#target(row, run), runMessage(run.runId, row.request.prompt));
     if (!answer.ok) return this.failed(run, row, answer, "accept the task");
     const progress = progressOf(answer.value, this.secretsOf(row));
@@ -102,7 +111,7 @@ export class A2aRuns extends FarSideRuns implements ChildTransport {
   }
 
   async #poll(run: RunRow, row: RemoteRow): Promise<void> {
-    const { progressOf, readTask } = await a2aClient();
+    const { progressOf, readTask } = await this.#client();
     const answer = await readTask(this.#target(row, run), row.remoteId!);
     if (!answer.ok) return this.failed(run, row, answer, "show the task");
     const progress = progressOf(answer.value, this.secretsOf(row));

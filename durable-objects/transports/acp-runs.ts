@@ -1,6 +1,7 @@
 import { compact } from "../../src/core/compact";
 import type { ContentBlock } from "../../src/contract/content";
-import { type Outcome, ok } from "../../src/contract/errors";
+import { fail, type Outcome, ok } from "../../src/contract/errors";
+import { protocolMissing } from "../../src/platform/deployment";
 import type { SubagentResult } from "../../src/contract/run";
 import { AcpConnection, type AcpTimeouts } from "../../src/providers/acp-client";
 import { failedResult, permissionOptionFor } from "../../src/providers/acp-protocol";
@@ -93,6 +94,7 @@ export class AcpRuns implements ChildTransport, SessionPart {
   /** Publishes an ACP run and opens its connection. Resolves the run id. */
   async start({ request, origin, trace, provider, descriptor }: TransportStart): Promise<Outcome<string>> {
     const ctx = this.#ctx;
+    if (!ctx.protocols.acp) return fail("UNSUPPORTED_CAPABILITY", protocolMissing("ACP"));
     const prepared = prepareOutOfProcess(ctx, request, provider, "acp");
     if (!prepared.ok) return prepared;
     const { runId, prompt } = prepared.value;
@@ -190,7 +192,9 @@ export class AcpRuns implements ChildTransport, SessionPart {
     const row = this.#ctx.stores.acpRuns.get(runId)!;
     const target = { url: row.url, token: row.token, secrets: row.token === null ? [] : [row.token] };
     const traceparent = traceparentOfRun(this.#ctx.stores.runs.get(runId));
+    const sdk = this.#ctx.protocols.acp?.sdk ?? (() => Promise.reject(new Error(protocolMissing("ACP"))));
     const connection = new AcpConnection(target, prompt, {
+      sdk,
       ...(this.#timeouts ? { timeouts: this.#timeouts } : {}),
       ...(resume === undefined ? {} : { resume }),
       ...compact({ traceparent }),

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { SessionHost } from "./host";
 import { staticToolSource, type ToolSource } from "./tool-source";
 import { scheduleMessageTool } from "./schedule-tool";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { MessageDelivery } from "../contract/control";
 import type { ChildEntry, DescendantEntry } from "../contract/listing";
 import type { SessionHost } from "./host";

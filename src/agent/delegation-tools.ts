@@ -1,5 +1,5 @@
 import { quote } from "../core/quote";
-import { z } from "zod";
+import * as z from "zod";
 import { outputValidator } from "../core/json-schema-subset";
 import { DeadlineSeconds } from "../contract/control";
 import { renderForeground, renderTask } from "../core/run-rendering";

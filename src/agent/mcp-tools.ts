@@ -1,5 +1,5 @@
 import type { Client } from "@modelcontextprotocol/client";
-import { z } from "zod";
+import * as z from "zod";
 import type { McpServerSpec } from "../contract/session";
 import { outboundFetch } from "../platform/outbound-fetch";
 import type { SessionHost } from "./host";
@@ -46,6 +46,8 @@ export interface McpServerUnavailable {
 }
 
 export interface McpToolSourceOptions {
+  /** Loads the official MCP client SDK (the deployment's `mcp` protocol): on a session's first server. */
+  sdk: () => Promise<typeof import("@modelcontextprotocol/client")>;
   fetch?: typeof fetch;
   /** Told once per failure streak of a server (again only after it has been listed since). */
   unavailable?: (failure: McpServerUnavailable) => void;
@@ -59,8 +61,10 @@ export class McpToolSource implements ToolSource<SessionHost> {
   readonly #failing = new Map<string, string>();
   readonly #fetch: typeof fetch;
   readonly #unavailable: (failure: McpServerUnavailable) => void;
+  readonly #sdk: McpToolSourceOptions["sdk"];
 
-  constructor(options: McpToolSourceOptions = {}) {
+  constructor(options: McpToolSourceOptions) {
+    this.#sdk = options.sdk;
     this.#fetch = options.fetch ?? ((input, init) => outboundFetch(input, init));
     this.#unavailable = options.unavailable ?? (() => {});
   }
@@ -177,7 +181,7 @@ export class McpToolSource implements ToolSource<SessionHost> {
     work: (client: Client, signal: AbortSignal) => Promise<T>,
   ): Promise<T> {
     // loaded on a session's first MCP server (its schemas cost a Worker's start that never uses one)
-    const { Client, StreamableHTTPClientTransport } = await import("@modelcontextprotocol/client");
+    const { Client, StreamableHTTPClientTransport } = await this.#sdk();
     const client = new Client({ name: "subagents-edge", version: "0.1.0" });
     const transport = new StreamableHTTPClientTransport(new URL(server.url), {
       fetch: (input, init) => this.#fetch(input, { ...init, signal }),

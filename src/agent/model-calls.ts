@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { untilAborted } from "../core/abort";
 import { compact } from "../core/compact";
 import { isContextOverflow, overflowDetails } from "./compaction";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { SessionHost } from "./host";
 import { text, type Tool } from "./tools";
 

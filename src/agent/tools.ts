@@ -1,6 +1,6 @@
 import { untilAborted } from "../core/abort";
 import type { ToolFilter } from "../contract/tool-filter";
-import { z } from "zod";
+import * as z from "zod";
 import type { ContentBlock } from "../contract/content";
 import type { ToolSpec } from "./model";
 import type { TraceContext } from "../contract/trace";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /** A content block. Only text is produced by the runtime; other block kinds pass through untouched. */
 export const TextBlock = z.strictObject({ type: z.literal("text"), text: z.string() });

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { ChildInit } from "./child-init";
 import { WireContent } from "./content";
 import { DeadlineSeconds, MessageDelivery } from "./control";

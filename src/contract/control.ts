@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { WireContent } from "./content";
 import type { WireContent as Content } from "./content";
 

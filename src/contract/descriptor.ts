@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * The durable descriptor (`subagent/descriptor` event): how a child was established. One-shot:

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * Where a session's Durable Object may live: the location hints and jurisdictions of the wire

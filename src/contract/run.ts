@@ -1,5 +1,5 @@
 import type { JsonValue } from "./json";
-import { z } from "zod";
+import * as z from "zod";
 import type { ContentBlock } from "./content";
 import type { Usage } from "./events";
 import { WireContent } from "./content";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { JurisdictionSchema, LocationHintSchema } from "./placement";
 import { WireContent } from "./content";
 import { MessageDelivery, NotBefore } from "./control";

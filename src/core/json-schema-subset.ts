@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { type Failure, fail, type Outcome, ok } from "../contract/errors";
 import { compilePattern, type LinearPattern, PatternBudget } from "./linear-pattern";
 

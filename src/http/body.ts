@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import type * as z from "zod";
 import { type Failure, fail, type Outcome, ok } from "../contract/errors";
 import { MAX_BODY_BYTES } from "../contract/wire";
 

@@ -11,7 +11,7 @@ import { type Authed, authed, reply } from "./authed";
 import { queryOf, readBody, validate } from "./body";
 import { failure, json } from "../contract/respond";
 import { registryStub, sessionStub } from "../platform/stubs";
-import { z } from "zod";
+import * as z from "zod";
 import { EventsQuery } from "../contract/wire";
 import { parseTraceparent } from "../trace/traceparent";
 import { sessionIdParam } from "./path-params";

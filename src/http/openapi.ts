@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { DrainBody, FollowupBody } from "../contract/continuable";
 import { CreateScheduleBody } from "../contract/control";
 import * as R from "../contract/responses";

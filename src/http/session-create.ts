@@ -1,5 +1,5 @@
 import { quoteAll } from "../core/quote";
-import type { Deployment } from "../platform/deployment";
+import { type Deployment, protocolMissing } from "../platform/deployment";
 import { defaultModelOf, pricesOf } from "../platform/models";
 import { fail, type Outcome } from "../contract/errors";
 import { DEFAULT_TENANT, type SessionView } from "../contract/session";
@@ -10,7 +10,7 @@ import { newPlacedId, placedIdFromDigest, placementOf } from "../core/placement"
 import { newSessionToken } from "./auth";
 import { registryStub, sessionStub } from "../platform/stubs";
 import { priceOf } from "../core/prices";
-import type { z } from "zod";
+import type * as z from "zod";
 
 /**
  * Creates a top-level session and mints its token (returned once, stored only as a hash). With
@@ -30,6 +30,8 @@ export async function createTopLevelSession(
   // a budget in dollars needs its model's price: else nothing would ever count against it
   if (body.budget?.usd !== undefined && !priceOf(pricesOf(env), model))
     return fail("INVALID_REQUEST", `budget.usd: model ${model} has no price (MODEL_PRICES)`);
+  if (body.mcpServers?.length && !deployment.protocols.mcp)
+    return fail("UNSUPPORTED_CAPABILITY", `mcpServers: ${protocolMissing("MCP")}`);
   const unknownTools = body.toolFilter ? deployment.unknownTools(body.toolFilter) : [];
   if (unknownTools.length > 0)
     return fail("INVALID_REQUEST", `toolFilter names unknown tools: ${quoteAll(unknownTools)}`);

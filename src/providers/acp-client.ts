@@ -1,8 +1,7 @@
 import type { AnyMessage, ClientContext, Stream } from "@agentclientprotocol/sdk";
 
-/** The ACP SDK, loaded by the first run (its schemas cost a Worker's start that never speaks ACP). */
+/** The official ACP SDK, loaded by the first run (its schemas cost a Worker's start that never speaks ACP). */
 type AcpSdk = typeof import("@agentclientprotocol/sdk");
-let acp: AcpSdk | undefined;
 import type { ContentBlock } from "../contract/content";
 import type { SubagentResult } from "../contract/run";
 import { checkOutboundUrl } from "../contract/outbound-url";
@@ -71,6 +70,8 @@ export interface AcpRunOptions {
   onPermission?: (request: PermissionRequest) => Promise<string | undefined>;
   /** The span that started the run (W3C `traceparent`), sent in the prompt's `_meta`. */
   traceparent?: string;
+  /** Loads the ACP SDK (the deployment's `acp` protocol); a failure fails the run as unreachable. */
+  sdk: () => Promise<AcpSdk>;
 }
 
 const CANCELLED = "the run was cancelled by its parent";
@@ -98,7 +99,11 @@ export class AcpConnection {
   #replaying = false;
   #unreachable = false;
 
-  constructor(target: AcpTarget, prompt: readonly ContentBlock[], options: AcpRunOptions = {}) {
+  readonly #sdk: () => Promise<AcpSdk>;
+  #acp: AcpSdk | undefined;
+
+  constructor(target: AcpTarget, prompt: readonly ContentBlock[], options: AcpRunOptions) {
+    this.#sdk = options.sdk;
     this.#target = target;
     this.#timeouts = options.timeouts ?? ACP_TIMEOUTS;
     this.#onSession = options.onSession;
@@ -131,7 +136,7 @@ export class AcpConnection {
       return;
     }
     void this.#context
-      ?.notify(acp!.methods.agent.session.cancel, { sessionId: this.#sessionId })
+      ?.notify(this.#acp!.methods.agent.session.cancel, { sessionId: this.#sessionId })
       .catch(() => {});
     this.#timer(this.#timeouts.cancelGraceMs, () =>
       this.#finish(failedResult(CANCELLED, this.#output, this.#target.secrets, "aborted")),
@@ -139,7 +144,8 @@ export class AcpConnection {
   }
 
   async #run(prompt: readonly ContentBlock[]): Promise<void> {
-    acp ??= await import("@agentclientprotocol/sdk");
+    const acp = await this.#sdk();
+    this.#acp = acp;
     // checked on every connection too: a provider registered before the rule may break it
     const problem = checkOutboundUrl(this.#target.url, { schemes: ACP_SCHEMES });
     if (problem !== undefined) return this.#fail(`the agent's URL ${problem}: not connected`);
@@ -174,9 +180,8 @@ export class AcpConnection {
     socket.addEventListener("close", (event) => this.#fail(`the connection closed (code ${event.code})`));
     socket.addEventListener("error", () => this.#fail("the connection failed"));
 
-    const app = acp!
-      .client({ name: "subagents-edge" })
-      .onNotification(acp!.methods.client.session.update, ({ params }) => {
+    const app = this.#acp!.client({ name: "subagents-edge" })
+      .onNotification(this.#acp!.methods.client.session.update, ({ params }) => {
         const update = params.update as {
           sessionUpdate?: string;
           content?: { type?: string; text?: string };
@@ -188,7 +193,7 @@ export class AcpConnection {
         )
           this.#output += update.content.text ?? "";
       })
-      .onRequest(acp!.methods.client.session.requestPermission, async ({ params }) => {
+      .onRequest(this.#acp!.methods.client.session.requestPermission, async ({ params }) => {
         const optionId =
           this.#onPermission && !this.#finished && !this.#cancelled
             ? await this.#onPermission(permissionRequestOf(params))
@@ -201,7 +206,7 @@ export class AcpConnection {
       this.#context = context;
       const init = await this.#call(
         context,
-        acp!.methods.agent.initialize,
+        this.#acp!.methods.agent.initialize,
         initializeParams(),
         this.#timeouts.setupMs,
       );
@@ -215,7 +220,7 @@ export class AcpConnection {
       if (this.#cancelled) return this.#finish(failedResult(CANCELLED, "", this.#target.secrets, "aborted"));
       const answer = await this.#call(
         context,
-        acp!.methods.agent.session.prompt,
+        this.#acp!.methods.agent.session.prompt,
         promptParams(sessionId, prompt, this.#traceparent),
         this.#timeouts.promptMs,
       );
@@ -228,7 +233,7 @@ export class AcpConnection {
   async #newSession(context: ClientContext, canLoad: boolean): Promise<string | undefined> {
     const created = await this.#call(
       context,
-      acp!.methods.agent.session.new,
+      this.#acp!.methods.agent.session.new,
       newSessionParams(),
       this.#timeouts.setupMs,
     );
@@ -258,14 +263,14 @@ export class AcpConnection {
     this.#replaying = true;
     const loaded = await this.#call(
       context,
-      acp!.methods.agent.session.load,
+      this.#acp!.methods.agent.session.load,
       loadSessionParams(sessionId),
       this.#timeouts.setupMs,
     );
     this.#replaying = false;
     if (loaded === undefined) return undefined;
     // an agent that outlived the old connection may still run the old prompt: stop it first
-    await context.notify(acp!.methods.agent.session.cancel, { sessionId }).catch(() => {});
+    await context.notify(this.#acp!.methods.agent.session.cancel, { sessionId }).catch(() => {});
     return sessionId;
   }
 

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import type { ContentBlock } from "../contract/content";
 import { checkOutboundUrl } from "../contract/outbound-url";
 import type { SubagentResult, SubagentStopReason } from "../contract/run";

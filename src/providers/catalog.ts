@@ -1,5 +1,5 @@
 import { compact } from "../core/compact";
-import { z } from "zod";
+import * as z from "zod";
 import {
   ALL_TENANTS,
   type ProviderInfo,

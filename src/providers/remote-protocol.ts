@@ -1,6 +1,6 @@
 import { OperatorUrl } from "../contract/wire";
 import { compact } from "../core/compact";
-import { z } from "zod";
+import * as z from "zod";
 import { type ContentBlock, isEmptyContent, MAX_CONTENT_BLOCKS, TextBlock } from "../contract/content";
 import type { SubagentResult, SubagentStopReason } from "../contract/run";
 import { capDiagnostic, oneShotResult } from "../core/run-result";

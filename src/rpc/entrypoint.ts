@@ -13,7 +13,7 @@ import { createTopLevelSession } from "../http/session-create";
 import type { Deployment } from "../platform/deployment";
 import { registryStub, sessionStub } from "../platform/stubs";
 import type { ProviderInfo } from "../providers/catalog";
-import { z } from "zod";
+import * as z from "zod";
 
 /**
  * The service-binding surface: the same operations as the HTTP API for other Workers, acting with

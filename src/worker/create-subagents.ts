@@ -18,7 +18,8 @@ import { failure } from "../contract/respond";
 import { buildRouter } from "../http/app";
 import { corsOrigins, preflight, withCors } from "../http/cors";
 import { hostRefusal } from "../http/host-check";
-import type { Deployment } from "../platform/deployment";
+import type { A2aProtocol, AcpProtocol, Deployment, McpProtocol, Protocols } from "../platform/deployment";
+import type { Protocol } from "../protocols/protocol";
 import { builtinModelsOf } from "../platform/models";
 import { SubagentsEntrypoint as SubagentsEntrypointBase } from "../rpc/entrypoint";
 import { dashboardResponse } from "./dashboard";
@@ -39,6 +40,14 @@ export interface SubagentsOptions<E = Cloudflare.Env> {
   bindings?: { sessions?: string; registry?: string };
   /** Whether `basePath + "/"` serves the dashboard (default true). */
   dashboard?: boolean;
+  /**
+   * The protocols the runtime speaks beside its HTTP API: `mcp`, `a2a`, `acp` from
+   * `subagents-edge/mcp`, `/a2a`, `/acp`. Default: every one with `subagents-edge/worker`, none
+   * with `subagents-edge/core` (whose Worker bundles only the protocols it imports). Without one,
+   * its routes answer 404 and its uses (`mcpServers`, an `a2a` or `acp` provider) are refused
+   * with `UNSUPPORTED_CAPABILITY`, saying which protocol is missing.
+   */
+  protocols?: readonly Protocol[];
 }
 
 /**
@@ -68,10 +77,11 @@ const BASE_PATH = /^(\/[A-Za-z0-9._~!$&'()*+,;=:@-]+)*$/;
 
 /**
  * The runtime inside a Worker: its HTTP API (under `basePath`), its Durable Object classes and
- * its RPC entrypoint, with the Worker's own tools and models. Misconfiguration (a bad base path,
- * a tool name taken by a built-in tool, a tool input that is not a zod object schema, a model
- * prefix that shadows `scripted`) throws here, when the Worker's module loads, never later in a
- * turn.
+ * its RPC entrypoint, with the Worker's own tools and models and the `protocols` it is given
+ * (none by default: `subagents-edge/core`; `subagents-edge/worker` defaults to all). Misconfiguration
+ * (a bad base path, a tool name taken by a built-in tool, a tool input that is not a zod object
+ * schema, a model prefix that shadows `scripted`, a protocol that is not one) throws here, when
+ * the Worker's module loads, never later in a turn.
  */
 export function createSubagents<E = Cloudflare.Env>(options: SubagentsOptions<E> = {}): Subagents<E> {
   const basePath = normalizeBasePath(options.basePath ?? "");
@@ -81,7 +91,7 @@ export function createSubagents<E = Cloudflare.Env>(options: SubagentsOptions<E>
     sessions: options.bindings?.sessions ?? "SESSIONS",
     registry: options.bindings?.registry ?? "REGISTRY",
   };
-  const deployment = deploymentOf(tools, models);
+  const deployment = deploymentOf(tools, models, protocolsOf(options.protocols ?? []));
   const withBindings = bindingsOf(bindings);
   const router = buildRouter(deployment, basePath);
   const dashboard = options.dashboard ?? true;
@@ -245,6 +255,7 @@ function checkModels<E>(
 function deploymentOf<E>(
   tools: readonly ToolDefinition<E>[],
   models: Readonly<Record<string, ModelFactory<E>>>,
+  protocols: Protocols,
 ): Deployment {
   const made = new WeakMap<object, { tools: ToolSource<SessionHost>[]; models: ModelRoutes }>();
   // the Worker's env, which the user's tools and models read as their `E` and the built-in routes
@@ -264,6 +275,7 @@ function deploymentOf<E>(
   };
   const userTools = new Set(tools.map((t) => t.name));
   return {
+    protocols,
     toolSources: (env) => forEnv(env).tools,
     models: (env) => forEnv(env).models,
     unknownTools: (filter) =>
@@ -272,6 +284,34 @@ function deploymentOf<E>(
         (name) => !builtinToolNames.test(name) && !userTools.has(name) && !MCP_TOOL_NAME.test(name),
       ),
   };
+}
+
+/** The `protocols` option as the deployment holds it: one of each, each made by its entry. */
+function protocolsOf(list: readonly Protocol[]): Protocols {
+  if (!Array.isArray(list))
+    throw new TypeError(
+      "createSubagents: protocols must be an array, like [mcp, a2a] (subagents-edge/mcp, ...)",
+    );
+  const protocols: { mcp?: McpProtocol; a2a?: A2aProtocol; acp?: AcpProtocol } = {};
+  for (const item of list) {
+    const name = (item as Partial<Protocol> | null)?.protocol;
+    const made =
+      (name === "mcp" && isLoader(item, "client", "server")) ||
+      (name === "a2a" && isLoader(item, "face", "client")) ||
+      (name === "acp" && isLoader(item, "sdk"));
+    if (!made)
+      throw new TypeError(
+        "createSubagents: a protocol must be mcp, a2a or acp as subagents-edge/mcp, /a2a or /acp export it",
+      );
+    if (protocols[name] !== undefined)
+      throw new TypeError(`createSubagents: the ${name} protocol is given twice`);
+    Object.assign(protocols, { [name]: item });
+  }
+  return protocols;
+}
+
+function isLoader(item: object, ...loaders: string[]): boolean {
+  return loaders.every((key) => typeof (item as Record<string, unknown>)[key] === "function");
 }
 
 /**

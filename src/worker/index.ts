@@ -1,28 +1,25 @@
 /**
- * @module `subagents-edge/worker`: the runtime inside your own Worker (docs/embedding.md).
- * `createSubagents` returns the HTTP handler, the Durable Object classes and the RPC entrypoint;
- * `defineTool` makes a tool of yours; `aiSdkModel` serves a model route with any Vercel AI SDK
- * language model. The model port's types are here for a model client of your own.
+ * @module `subagents-edge/worker`: the runtime inside your own Worker (docs/embedding.md), with
+ * every protocol. `createSubagents` returns the HTTP handler, the Durable Object classes and the
+ * RPC entrypoint; it speaks MCP, A2A and ACP unless `protocols` says otherwise (their code loads on
+ * first use, but is in the Worker's bundle: `subagents-edge/core` leaves out what it is not given).
  */
-export {
-  createSubagents,
-  type Subagents,
-  type SubagentsObjectClass,
-  type SubagentsOptions,
-} from "./create-subagents";
-export { defineTool } from "./define-tool";
-export { aiSdkModel, type AiSdkLanguageModel, type AiSdkModelOptions } from "../agent/ai-sdk-model";
-export { ModelError, type ModelErrorDetails, type ModelParams } from "../agent/model";
-export type { ToolDefinition, ToolResult, ToolRunContext } from "../agent/tool-definition";
-export type { ModelFactory } from "../agent/user-models";
-export type {
-  ConversationMessage,
-  ModelClient,
-  ModelPurpose,
-  ModelReply,
-  ModelRequest,
-  ModelStopReason,
-  ToolSpec,
-} from "../agent/model";
-export type { ContentBlock, TextBlock } from "../contract/content";
-export type { CompactionTrigger, MessageSource, ToolCall, Usage } from "../contract/events";
+import { acp } from "../protocols/acp";
+import { a2a } from "../protocols/a2a";
+import { mcp } from "../protocols/mcp";
+import { createSubagents as createWith, type Subagents, type SubagentsOptions } from "./create-subagents";
+
+export * from "./exports";
+
+/** Every protocol: `createSubagents`'s default here. */
+const EVERY_PROTOCOL = [mcp, a2a, acp];
+
+/**
+ * The runtime inside a Worker (docs/embedding.md): its HTTP API (under `basePath`), its Durable
+ * Object classes and its RPC entrypoint, with the Worker's own tools and models, speaking every
+ * protocol (MCP, A2A, ACP) unless `protocols` names fewer. Misconfiguration throws here, when the
+ * Worker's module loads.
+ */
+export function createSubagents<E = Cloudflare.Env>(options: SubagentsOptions<E> = {}): Subagents<E> {
+  return createWith({ ...options, protocols: options.protocols ?? EVERY_PROTOCOL });
+}

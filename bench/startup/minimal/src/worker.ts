@@ -1,10 +1,11 @@
 /**
  * A newcomer's Worker with no protocol face (bench/README.md, "Startup"): `createSubagents()` from
- * the package's `subagents-edge/worker` entry (here its source, src/worker/index.ts, which the
- * package's dist/worker.js bundles with its dependencies left as imports), under `/agents`, beside
- * a route of its own, as README "Use it in your own Worker" writes it.
+ * the package's `subagents-edge/core` entry (here its source, src/worker/core.ts, which the
+ * package's dist/core.js bundles with its dependencies left as imports), under `/agents`, beside a
+ * route of its own, as README "Protocols and bundle size" writes it: no MCP, A2A or ACP SDK in
+ * its bundle.
  */
-import { createSubagents } from "../../../../src/worker/index";
+import { createSubagents } from "../../../../src/worker/core";
 
 interface MinimalEnv {
   SESSIONS: DurableObjectNamespace;
