@@ -1,12 +1,16 @@
 #!/usr/bin/env node
 // `npm run build` (and `prepack`, so `npm pack` and `npm publish` always ship a fresh build):
 // builds the package's published shape into dist/:
-//   dist/worker.js   subagents-edge/worker   (createSubagents, defineTool, aiSdkModel, types)
+//   dist/worker.js   subagents-edge/worker   (createSubagents with every protocol, defineTool, aiSdkModel, types)
+//   dist/core.js     subagents-edge/core     (the same, with only the protocols it is given)
+//   dist/mcp.js, dist/a2a.js, dist/acp.js   subagents-edge/mcp, /a2a, /acp (the protocols)
 //   dist/client.js   subagents-edge/client and the root entry (the client SDK)
-//   dist/types/      the .d.ts of both entries, only the files they reach, with `.js` specifiers
-// The JavaScript is bundled per entry with esbuild (ESM, packages and `cloudflare:*` left as
-// imports, so the user's bundler dedupes them); the declarations come from tsc. The build fails
-// if a published declaration names this repository's own `Env` (a user's Worker has its own).
+//   dist/chunks/     the code the entries share, and what they load on first use
+//   dist/types/      the .d.ts of the entries, only the files they reach, with `.js` specifiers
+// The JavaScript is bundled with esbuild, split into chunks (ESM, packages and `cloudflare:*` left
+// as imports, so the user's bundler dedupes them, and a module shared by two entries is one module
+// in the user's Worker); the declarations come from tsc. The build fails if a published
+// declaration names this repository's own `Env` (a user's Worker has its own).
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -14,7 +18,14 @@ import { build } from "esbuild";
 
 const root = resolve(import.meta.dirname, "..");
 const dist = join(root, "dist");
-const ENTRIES = { worker: "src/worker/index.ts", client: "src/client/index.ts" };
+const ENTRIES = {
+  worker: "src/worker/index.ts",
+  core: "src/worker/core.ts",
+  mcp: "src/protocols/mcp.ts",
+  a2a: "src/protocols/a2a.ts",
+  acp: "src/protocols/acp.ts",
+  client: "src/client/index.ts",
+};
 
 rmSync(dist, { recursive: true, force: true });
 mkdirSync(dist, { recursive: true });
@@ -24,6 +35,8 @@ await build({
   entryPoints: Object.fromEntries(Object.entries(ENTRIES).map(([name, path]) => [name, path])),
   outdir: dist,
   bundle: true,
+  splitting: true,
+  chunkNames: "chunks/[name]-[hash]",
   format: "esm",
   platform: "neutral",
   target: "es2022",
@@ -71,7 +84,9 @@ if (problems.length > 0) {
 }
 const size = (name) => `${(statSync(join(dist, `${name}.js`)).size / 1024).toFixed(1)} KiB`;
 console.log(
-  `built dist/: worker.js ${size("worker")}, client.js ${size("client")}, ${keep.size} declaration files`,
+  `built dist/: ${Object.keys(ENTRIES)
+    .map((name) => `${name}.js ${size(name)}`)
+    .join(", ")}, ${keep.size} declaration files`,
 );
 
 function resolveDeclaration(from, spec) {

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // `npm run bundle-size`: the size of this repository's Worker as `wrangler deploy` would upload
-// it (`wrangler deploy --dry-run`, offline), at HEAD and at a baseline commit, each measured on a
-// clean checkout of its commit (uncommitted edits in this tree change neither), written into the
-// README between the bundle-size markers with both commits.
+// it (`wrangler deploy --dry-run`, offline), at HEAD and at a baseline commit, and of a Worker on
+// `subagents-edge/core` with no protocol (bench/startup/minimal) at HEAD, each measured on a clean
+// checkout of its commit (uncommitted edits in this tree change none), written into the README
+// between the bundle-size markers with the commits.
 //   npm run bundle-size                      baseline: the last commit before the runtime became a library
 //   npm run bundle-size -- --baseline=<ref>  another baseline
 //   npm run bundle-size -- --working-tree    measure this working tree instead of HEAD (noted as such)
@@ -46,14 +47,14 @@ function measure(dir) {
   }
 }
 
-/** The same measurement on a clean checkout of `ref` (a worktree sharing this node_modules). */
-function measureAt(ref) {
+/** The same measurement on a clean checkout of `ref` (a worktree sharing this node_modules), in `sub` of it. */
+function measureAt(ref, sub = ".") {
   const dir = mkdtempSync(join(tmpdir(), "subagents-baseline-"));
   rmSync(dir, { recursive: true, force: true });
   git("worktree", "add", "--detach", dir, ref);
   try {
     symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"), "dir");
-    return measure(dir);
+    return measure(join(dir, sub));
   } finally {
     git("worktree", "remove", "--force", dir);
   }
@@ -66,13 +67,16 @@ const dirty =
 const baselineCommit = git("rev-parse", "--short", BASELINE);
 const before = measureAt(BASELINE);
 const now = workingTree ? measure(ROOT) : measureAt("HEAD");
+const MINIMAL = "bench/startup/minimal";
+const core = workingTree ? measure(join(ROOT, MINIMAL)) : measureAt("HEAD", MINIMAL);
 const pct = (a, b) => `${b >= a ? "+" : ""}${(((b - a) / a) * 100).toFixed(0)}%`;
 const lines = [
   "| Worker (`wrangler deploy --dry-run`) | upload | gzip |",
   "|---|---|---|",
   `| before: the runtime as an application, at ${baselineCommit} | ${before.kib.toFixed(0)} KiB | ${before.gzipKib.toFixed(0)} KiB |`,
-  `| now: \`createSubagents\` with the AI SDK providers, the MCP, ACP and A2A SDKs and the embedded dashboard, at ${head}${dirty ? " (uncommitted changes)" : ""} | ${now.kib.toFixed(0)} KiB | ${now.gzipKib.toFixed(0)} KiB |`,
+  `| now: \`createSubagents\` (\`subagents-edge/worker\`) with the AI SDK providers, the MCP, ACP and A2A SDKs and the embedded dashboard, at ${head}${dirty ? " (uncommitted changes)" : ""} | ${now.kib.toFixed(0)} KiB | ${now.gzipKib.toFixed(0)} KiB |`,
   `| change | ${pct(before.kib, now.kib)} | ${pct(before.gzipKib, now.gzipKib)} |`,
+  `| \`subagents-edge/core\` with no protocol (${MINIMAL}): no MCP, ACP or A2A SDK, at ${head}${dirty ? " (uncommitted changes)" : ""} | ${core.kib.toFixed(0)} KiB | ${core.gzipKib.toFixed(0)} KiB |`,
   "",
   `Written by \`npm run bundle-size\` on ${new Date().toISOString().slice(0, 10)}. Workers accept 3 MiB (free plan) or 10 MiB (paid) after gzip.`,
 ];

@@ -1,13 +1,15 @@
 // The package as users install it: `npm pack` of this repository, the tarball installed into
-// fresh projects, run under `wrangler dev` and driven over HTTP. Two projects:
+// fresh projects, run under `wrangler dev` and driven over HTTP. Three projects:
 //   * examples/notes-agent (copied): a Worker of its own with the runtime under /agents, KV tools
 //     and a model route of its own; also typechecked against the packed declarations;
 //   * the quick start: exactly the README's `wrangler.toml`, `src/worker.ts` and `tsconfig.json`,
-//     typechecked with that tsconfig after `wrangler types`, as the README tells a user to.
+//     typechecked with that tsconfig after `wrangler types`, as the README tells a user to;
+//   * the README's `subagents-edge/core` Worker (protocols: [mcp]), bundled as `wrangler deploy`
+//     would upload it (and once more with no protocol) to see which protocol SDKs it carries.
 // Nothing here reads this repository's sources: the published shape is what is tested, down to
 // the pages its declarations and docs name (each must be in the tarball).
 import assert from "node:assert/strict";
-import { cpSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, posix } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
@@ -320,6 +322,82 @@ describe("the packed package in fresh projects", () => {
       const page = await fetch(`${server.url}/agents/`);
       assert.equal(page.status, 200);
       assert.match(await page.text(), /<title>subagents · dashboard<\/title>/);
+    });
+  });
+
+  describe("the README's subagents-edge/core Worker", () => {
+    let dir;
+    let server;
+    let agents;
+    const WRANGLER = join(REPO_ROOT, "node_modules/wrangler/bin/wrangler.js");
+    const SDKS = ["@modelcontextprotocol/", "@a2a-js/", "@agentclientprotocol/"];
+
+    /** The protocol SDK packages whose modules `wrangler deploy --dry-run` bundled for `worker`. */
+    async function bundledSdks(worker) {
+      writeFileSync(join(dir, "src/worker.ts"), worker);
+      const out = join(dir, `out-${crypto.randomUUID().slice(0, 8)}`);
+      await run(process.execPath, [WRANGLER, "deploy", "--dry-run", "--outdir", out], dir);
+      const file = readdirSync(out).find((name) => name.endsWith(".js"));
+      const bundle = readFileSync(join(out, file), "utf8");
+      // esbuild heads each bundled module with a `// <path>/node_modules/<package>/<file>` comment
+      const modules = bundle.match(/^\/\/ \S*node_modules\/\S+$/gm) ?? [];
+      assert.ok(modules.length > 0, "the bundle names its modules");
+      return SDKS.filter((sdk) => modules.some((line) => line.includes(`node_modules/${sdk}`)));
+    }
+
+    before(async () => {
+      dir = project("core", {
+        files: {
+          "package.json": JSON.stringify({ name: "my-lean-agents", private: true, type: "module" }),
+          "wrangler.toml": quickstartFile("wrangler.toml"),
+          "src/worker.ts": quickstartFile("core-worker.ts"),
+          "tsconfig.json": quickstartFile("tsconfig.json"),
+        },
+      });
+    });
+
+    it("bundles the SDK of the protocol it is given and none of the others; with none, no protocol SDK at all", async () => {
+      const worker = quickstartFile("core-worker.ts");
+      assert.deepEqual(await bundledSdks(worker), ["@modelcontextprotocol/"]);
+      const bare = worker.replace("protocols: [mcp]", "protocols: []").replace(/^import \{ mcp \}.*\n/m, "");
+      assert.notEqual(bare, worker);
+      assert.deepEqual(await bundledSdks(bare), []);
+      // the full entry, for contrast: every protocol's SDK
+      const full = worker
+        .replace('"subagents-edge/core"', '"subagents-edge/worker"')
+        .replace(", protocols: [mcp]", "");
+      assert.deepEqual(await bundledSdks(full), SDKS);
+      writeFileSync(join(dir, "src/worker.ts"), worker);
+    });
+
+    it("serves the API and its MCP face; the A2A face it was not given answers 404, saying why", async () => {
+      await run(process.execPath, [WRANGLER, "types"], dir);
+      await run(
+        process.execPath,
+        [join(REPO_ROOT, "node_modules/typescript/bin/tsc"), "--noEmit", "-p", "tsconfig.json"],
+        dir,
+      );
+      server = await startDevServer({ cwd: dir, basePath: "/agents" });
+      servers.push(server);
+      agents = mounted(server, "/agents");
+      const { id, token } = await createSession(agents);
+      const answered = await turnOf(agents, id, "hi");
+      assert.ok(answered.some((e) => e.type === "assistant/message"));
+
+      const client = new Client({ name: "e2e", version: "1.0.0" });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${server.url}/agents/v1/sessions/${id}/mcp`), {
+          requestInit: { headers: { authorization: `Bearer ${token}` } },
+        }),
+      );
+      assert.ok((await client.listTools()).tools.some((t) => t.name === "subagent"));
+      await client.close();
+
+      const card = await fetch(`${server.url}/agents/.well-known/agent-card.json`);
+      assert.equal(card.status, 404);
+      const { error } = await card.json();
+      assert.equal(error.code, "NOT_FOUND");
+      assert.match(error.message, /does not speak A2A/);
     });
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createSubagents, defineTool } from "../../src/worker";
+import { mcp } from "../../src/protocols/mcp";
 import { subagents } from "./worker";
 
 /** Misconfiguration is refused when the Worker's module loads, never later in a turn. */
@@ -34,6 +35,18 @@ describe("createSubagents refuses a misconfigured runtime at once", () => {
     expect(() =>
       createSubagents({ tools: [{ name: "raw", description: "not made by defineTool" } as never] }),
     ).toThrow('tool "raw" is not made by defineTool');
+  });
+
+  it("refuses a protocol that is not one of the entries' (mcp, a2a, acp), one given twice, and protocols that are no array", () => {
+    expect(() => createSubagents({ protocols: [{ protocol: "mcp" }] as never })).toThrow(
+      "a protocol must be mcp, a2a or acp as subagents-edge/mcp, /a2a or /acp export it",
+    );
+    expect(() => createSubagents({ protocols: [{ ...mcp, protocol: "grpc" }] as never })).toThrow(
+      "a protocol must be mcp, a2a or acp",
+    );
+    expect(() => createSubagents({ protocols: [mcp, mcp] })).toThrow("the mcp protocol is given twice");
+    expect(() => createSubagents({ protocols: mcp as never })).toThrow("protocols must be an array");
+    expect(createSubagents({ protocols: [mcp] }).basePath).toBe("");
   });
 
   it("refuses model prefixes that shadow the runtime's own or are not names, and factories that are not functions", () => {
