@@ -2,8 +2,9 @@ import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { configDefaults, defineConfig } from "vitest/config";
 
 /**
- * The Workers pool of the main suite (and of the fault campaign, which passes its own `main`: the
- * product's Worker plus a user tool, test/faults/worker.ts). `traceExport`: the Worker exports its
+ * The Workers pool of the main suite: this repository's Worker from its sources, src/index.ts (and
+ * of the fault campaign, which passes its own `main`: the product's Worker plus a user tool,
+ * test/faults/worker.ts). `traceExport`: the Worker exports its
  * spans to the tests' OTLP receiver (test/setup/otlp-receiver.ts), for the export tests alone.
  */
 export function workersPool(main?: string, { traceExport = false }: { traceExport?: boolean } = {}) {
@@ -18,7 +19,8 @@ export function workersPool(main?: string, { traceExport = false }: { traceExpor
     if (!a2aAgent) throw new Error("globalSetup ./test/setup/a2a-agent.ts did not provide a2aAgent");
     const exportVars = traceExport ? traceExportBindings(inject("otlpReceiver")) : {};
     return {
-      ...(main ? { main } : {}),
+      // the sources, bundled by the pool (wrangler.toml's `main` is their build for wrangler)
+      main: main ?? "./src/index.ts",
       wrangler: { configPath: "./wrangler.toml" },
       miniflare: {
         bindings: {
