@@ -236,7 +236,7 @@ const pressureAtStart = pressure();
 function measureStartupRows() {
   log(
     `startup: ${STARTUP_WORKERS.length} Workers bundled as wrangler deploys them, ${STARTUP_RUNS} ` +
-      "`wrangler check startup` profiles each (taking turns)",
+      "startup profiles each (taking turns)",
   );
   return measureStartup({
     runs: STARTUP_RUNS,

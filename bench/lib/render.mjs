@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { writeBlock } from "../../scripts/lib/readme-block.mjs";
 import { grid, table } from "./report.mjs";
 import { ms, ratio } from "./stats.mjs";
+import { SAMPLING_US } from "./startup-profile.mjs";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 export const TARGETS_FILE = join(ROOT, "bench", "targets.json");
@@ -62,11 +63,23 @@ export function startupTable(startup) {
   const floor = startup.workers.trivial.activeMs;
   const k = (bytes) => `${(bytes / 1024).toFixed(1)} KiB`;
   return grid(
-    ["Worker", "startup CPU, median", "vs trivial", "bundle", "gzip", "minified", "minified gzip"],
+    [
+      "Worker",
+      "startup CPU, median",
+      "vs trivial",
+      "upload",
+      "compiled at start",
+      "bundle",
+      "gzip",
+      "minified",
+      "minified gzip",
+    ],
     KEYS.map((key) => startup.workers[key]).map((w) => [
       w.label,
       median(w),
       ratio(w.activeMs, floor),
+      w.upload ? k(w.upload.totalBytes) : "-",
+      w.upload ? k(w.upload.atStartBytes) : "-",
       k(w.rawBytes),
       k(w.gzipBytes),
       k(w.minifiedBytes),
@@ -87,7 +100,7 @@ export function startupLines(startup) {
       ? []
       : [
           `The trivial Worker's startup measured 0 ms in most of its profiles (mean of its runs ` +
-            `${floor.meanActiveMs.toFixed(1)} ms): it fits within one profile sample, so the ratios to it have no ` +
+            `${floor.meanActiveMs.toFixed(1)} ms): it fits within one profile sample (${SAMPLING_US} us), so the ratios to it have no ` +
             "value and their targets read as missed" +
             (floor.meanActiveMs > 0
               ? `; over the means of the runs instead, this repository's Worker is ` +
@@ -95,9 +108,11 @@ export function startupLines(startup) {
                 `${ratio(w.minimal.meanActiveMs, floor.meanActiveMs)}.`
               : "."),
         ]),
-    `Startup: ${startup.runs} \`wrangler check startup\` profiles of each Worker, bundled once as \`wrangler ` +
-      "deploy --dry-run` uploads it, the Workers taking turns; active CPU (sampled time less idle, garbage " +
-      `collection included), median of the runs; every run, ms: ${runs}. Bundles: esbuild, one set of ` +
+    `Startup: ${startup.runs} startup profiles of each Worker (\`wrangler check startup\`'s method, sampled every ` +
+      `${SAMPLING_US} us), bundled once as \`wrangler deploy --dry-run\` uploads it, the Workers taking turns; active ` +
+      "CPU (sampled time less idle, garbage collection included), median of the runs; every run, ms: " +
+      `${runs}. Upload: the modules of that upload (no source map); compiled at start: the main module and ` +
+      "what it imports statically (a module reached only by `import()` is compiled when first imported). Bundles: esbuild, one set of " +
       "settings for all four (packages bundled), minified by esbuild, gzip by node:zlib; wrangler's own " +
       `upload of this repository's Worker: ${w.runtime.uploadKib ?? "-"} KiB (${w.runtime.uploadGzipKib ?? "-"} KiB gzip).`,
     `Protocol SDK code in each bundle (MCP, A2A and ACP packages, KiB of the unminified bundle): ${KEYS.map(

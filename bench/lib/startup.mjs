@@ -1,29 +1,31 @@
-// The startup rows (bench/README.md, "Startup"): what starting a Worker's isolate costs, from the
-// startup profile `wrangler check startup` takes, and the size of each Worker's bundle.
+// The startup rows (bench/README.md, "Startup"): what starting a Worker's isolate costs, from its
+// startup profile, and the size of each Worker's bundle.
 //
-// Four Workers, each from its own wrangler config: this repository's (wrangler.toml, src/index.ts),
-// a newcomer's `createSubagents()` Worker using no protocol face (bench/startup/minimal), the floor,
-// a trivial Worker with one SQLite Durable Object (bench/startup/trivial), and the Agents SDK peer
-// (bench/startup/peer, main bench/peer/worker.ts). Each is bundled once as `wrangler deploy` would
-// upload it (`wrangler deploy --dry-run --outfile`, offline), then profiled `runs` times by
-// `wrangler check startup --worker`, the Workers taking turns run by run so that each sees the
-// same background load. A profile's active time is what wrangler prints as "Active": the sampled
-// time less the `(idle)` samples, garbage collection included (read here from the profile JSON).
-// Each row is the median of its runs. A profile counts CPU in whole samples, a few milliseconds
-// apart: a startup shorter than that reads 0 in most runs (the trivial Worker's does), and a ratio
-// over a floor of 0 has no value (the rows then give none, and their targets are missed).
+// Four Workers, each from its own wrangler config: this repository's (wrangler.toml: src/index.ts
+// as scripts/build-worker.mjs builds it), a newcomer's `createSubagents()` Worker of
+// `subagents-edge/core` with no protocol (bench/startup/minimal), the floor, a trivial Worker with
+// one SQLite Durable Object (bench/startup/trivial), and the Agents SDK peer (bench/startup/peer,
+// main bench/peer/worker.ts). Each is bundled once as `wrangler deploy` would upload it (`wrangler
+// deploy --dry-run --outfile`, offline), then profiled `runs` times as `wrangler check startup`
+// profiles an upload (startup-profile.mjs: a fresh workerd imports the main module under V8's
+// sampling profiler), but sampled every SAMPLING_US, the Workers taking turns run by run so that
+// each sees the same background load. A profile's active time is what wrangler prints as
+// "Active": the sampled time less the `(idle)` samples, garbage collection included. Each row is
+// the median of its runs; a ratio over a floor of 0 has no value (the rows then give none, and
+// their targets are missed).
 //
 // The bundle sizes come from esbuild with one set of settings for all four (ESM, workerd
 // conditions, packages bundled, `cloudflare:*` and Node built-ins left as imports), unminified and
 // minified, each also gzipped with node:zlib (default level).
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { builtinModules } from "node:module";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { gzipSync } from "node:zlib";
 import { build } from "esbuild";
+import { profileStartup, uploadBytes } from "./startup-profile.mjs";
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -65,6 +67,15 @@ export function activeTime(profile) {
     else if (name === "(garbage collector)") gc += delta;
   }
   return { activeMs: (sampled - idle) / 1000, gcMs: gc / 1000, samples: profile.samples?.length ?? 0 };
+}
+
+/** `promise`, or a rejection naming `what` after `ms`. */
+function withTimeout(promise, ms, what) {
+  let timer;
+  const timeout = new Promise((_, no) => {
+    timer = setTimeout(() => no(new Error(`${what} took over ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 const median = (values) => {
@@ -167,6 +178,7 @@ export async function measureStartup({
         bundle,
         uploadKib: upload ? Number(upload[1]) : undefined,
         uploadGzipKib: upload ? Number(upload[2]) : undefined,
+        upload: await uploadBytes(bundle),
         ...(await bundleSizes(w.entry)),
         samples: [],
       };
@@ -176,13 +188,12 @@ export async function measureStartup({
     );
     for (let i = 0; i < runs && (i === 0 || performance.now() < deadline); i++) {
       for (const w of STARTUP_WORKERS) {
-        const profile = join(dir, `${w.key}-${i}.cpuprofile`);
-        await wrangler(
-          ROOT,
-          ["check", "startup", "--worker", workers[w.key].bundle, "--outfile", profile],
+        const profile = await withTimeout(
+          profileStartup(workers[w.key].bundle),
           callTimeoutMs,
+          "a startup profile",
         );
-        const { activeMs, gcMs, samples } = activeTime(JSON.parse(readFileSync(profile, "utf8")));
+        const { activeMs, gcMs, samples } = activeTime(profile);
         workers[w.key].samples.push({ activeMs, gcMs, profileSamples: samples });
       }
     }
