@@ -11,6 +11,7 @@ import { mkdirSync, readdirSync, rmSync } from "node:fs";
 import { builtinModules } from "node:module";
 import { join, resolve } from "node:path";
 import { build } from "esbuild";
+import { zodEnglishOnly } from "./lib/zod-english-only.mjs";
 
 const root = resolve(import.meta.dirname, "..");
 const out = join(root, "build/worker");
@@ -37,27 +38,3 @@ await build({
   plugins: [zodEnglishOnly()],
   logLevel: "warning",
 });
-
-/**
- * zod's `locales` namespace (its error messages in some fifty languages, 358 KiB) is re-exported by
- * modules the runtime imports statically, so a split build would compile all of it at every start.
- * The runtime and its libraries use English alone (zod's default, and `en` imported by name), so
- * the namespace is English alone here: `z.locales.en` is still there, the others are not.
- */
-function zodEnglishOnly() {
-  return {
-    name: "zod-english-only",
-    setup(build) {
-      build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
-        /[\\/]node_modules[\\/]zod[\\/]v4[\\/]/.test(args.importer)
-          ? { path: "zod-locales-en", namespace: "zod-english-only", pluginData: args.resolveDir }
-          : undefined,
-      );
-      build.onLoad({ filter: /.*/, namespace: "zod-english-only" }, (args) => ({
-        contents: 'export { default as en } from "../locales/en.js";',
-        resolveDir: args.pluginData,
-        loader: "js",
-      }));
-    },
-  };
-}

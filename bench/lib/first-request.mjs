@@ -4,7 +4,8 @@
 //
 // Each sample starts a fresh workerd on fresh persistence (the bench's startWorker, from a bundle
 // built once, so no build is timed) and times from the Miniflare instance's creation to:
-// * this runtime: one `POST /v1/sessions` (admin token), its event stream opened (the session's
+// * this runtime (split at its dynamic imports as its build splits it for deployment): one
+//   `POST /v1/sessions` (admin token), its event stream opened (the session's
 //   token), one plain text message sent and its turn's `assistant/message` (`echo: <text>`)
 //   received;
 // * the floor: one request that starts its SQLite Durable Object and writes one row in it.
@@ -54,7 +55,11 @@ async function floorRequest(url) {
 export async function firstRequestRounds({ samples, budgetMs, bindings = {} }) {
   const dir = mkdtempSync(join(tmpdir(), "subagents-first-"));
   try {
-    const runtimeScript = await bundle(join(ROOT, "bench/worker/entry.ts"), join(dir, "runtime"));
+    // split as this repository's Worker is deployed (scripts/build-worker.mjs): a start compiles
+    // only what the main module imports statically
+    const runtimeScript = await bundle(join(ROOT, "bench/worker/entry.ts"), join(dir, "runtime"), {
+      split: true,
+    });
     const floorScript = await bundle(join(TRIVIAL, "src/worker.ts"), join(dir, "trivial"));
     const taken = { runtime: [], floor: [] };
     const deadline = performance.now() + budgetMs;

@@ -3,12 +3,13 @@
 // wrangler.toml plus the floor's binding, with a random admin token,
 // local tracing off and fresh temporary persistence. Loopback only.
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { build } from "esbuild";
 import { convertV4MiniflareOptions, Miniflare } from "miniflare";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
+import { zodEnglishOnly } from "../../scripts/lib/zod-english-only.mjs";
 
 // Local tracing slows the runtime 8-25x (toolchain.md); Miniflare 5 only enables it on request,
 // and wrangler's helpers read this variable.
@@ -18,12 +19,18 @@ process.env.WRANGLER_LOG ??= "warn";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 
-/** Bundles a Worker's main the way wrangler does for workerd (ESM, workerd conditions) into `outdir`. */
-export async function bundle(main, outdir) {
+/**
+ * Bundles a Worker's main the way wrangler does for workerd (ESM, workerd conditions) into
+ * `outdir`; resolves the main module's path. `split`: split at every dynamic import as this
+ * repository's Worker is built for deployment (scripts/build-worker.mjs), the chunks beside it.
+ */
+export async function bundle(main, outdir, { split = false } = {}) {
   const outfile = join(outdir, "worker.mjs");
   await build({
-    entryPoints: [main],
-    outfile,
+    entryPoints: { worker: main },
+    outdir,
+    outExtension: { ".js": ".mjs" },
+    ...(split ? { splitting: true, chunkNames: "chunks/[name]-[hash]" } : {}),
     bundle: true,
     format: "esm",
     platform: "neutral",
@@ -31,12 +38,34 @@ export async function bundle(main, outdir) {
     conditions: ["workerd", "worker", "browser"],
     mainFields: ["module", "main"],
     external: ["cloudflare:*", "node:*"],
+    ...(split ? { plugins: [zodEnglishOnly()] } : {}),
     sourcemap: false,
     // unminified: the profiler (bench/profile.mjs) reads the `// path` comment esbuild writes
     // above each module to tell whose code a sample ran
     logLevel: "warning",
   });
   return outfile;
+}
+
+/**
+ * The script options of a bundle `bundle` wrote: its main module, and with it, if it was split,
+ * every chunk beside it as a module of its own (workerd compiles each when first imported).
+ */
+function modulesOf(scriptPath) {
+  const root = dirname(scriptPath);
+  const chunks = join(root, "chunks");
+  // workerd reads the script relative to its root and never above it
+  if (!existsSync(chunks)) return { modules: true, scriptPath, rootPath: root };
+  const files = [
+    scriptPath,
+    ...readdirSync(chunks)
+      .filter((f) => f.endsWith(".mjs"))
+      .map((f) => join(chunks, f)),
+  ];
+  return {
+    modulesRoot: root,
+    modules: files.map((path) => ({ type: "ESModule", path, contents: readFileSync(path, "utf8") })),
+  };
 }
 
 /**
@@ -66,16 +95,13 @@ export async function startWorker({ bindings = {}, inspectorPort, scriptPath: pr
     const buildMs = performance.now() - t0;
     const adminToken = `bench-${randomBytes(24).toString("hex")}`;
     // Every binding and setting wrangler.toml declares (Durable Objects, vars, rate limits, ...),
-    // with the bundle as the script. Left out: module rules (one bundled file), the config's
+    // with the bundle as the script (and its chunks, if it was split). Left out: wrangler.toml's module rules (for its build's folder), the config's
     // root, and static assets (wrangler.toml declares none: the Worker serves its dashboard).
     const { assets: _assets, modulesRules: _rules, rootPath: _root, ...fromToml } = fromConfig.workerOptions;
     const options = convertV4MiniflareOptions({
       ...fromToml,
       name: "subagents",
-      modules: true,
-      scriptPath,
-      // workerd reads the script relative to this root and never above it
-      rootPath: dirname(scriptPath),
+      ...modulesOf(scriptPath),
       bindings: { ...fromToml.bindings, ...bindings, ADMIN_TOKEN: adminToken },
       durableObjects: { ...fromToml.durableObjects, FLOOR: { className: "FloorObject", useSQLite: true } },
       host: "127.0.0.1",
