@@ -38,7 +38,7 @@ it("answers an API request that reached such an object 500 MISCONFIGURED", async
       },
     }),
   };
-  const router = buildRouter({} as Deployment);
+  const router = buildRouter({ protocols: {} } as Deployment);
   const response = await router.fetch(
     new Request("http://example.com/v1/sessions", { headers: { authorization: "Bearer test-admin-token" } }),
     { ...env, REGISTRY: failing } as unknown as Env,

@@ -21,7 +21,7 @@ it("answers an API request whose object is overloaded 503 OVERLOADED", async () 
       },
     }),
   };
-  const router = buildRouter({} as Deployment);
+  const router = buildRouter({ protocols: {} } as Deployment);
   const response = await router.fetch(
     new Request("http://example.com/v1/sessions", { headers: { authorization: "Bearer test-admin-token" } }),
     { ...env, REGISTRY: overloaded } as unknown as Env,

@@ -23,7 +23,7 @@ describe("the OpenAPI document", () => {
     const doc = await documentOf();
     expect(doc.openapi).toBe("3.1.0");
     // the router's own table: [method, pattern, handlers, path]
-    const router = buildRouter({} as Deployment) as unknown as {
+    const router = buildRouter({ protocols: {} } as Deployment) as unknown as {
       routes: [string, RegExp, unknown[], string][];
     };
     const served = router.routes
