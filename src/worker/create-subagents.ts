@@ -136,7 +136,7 @@ export function createSubagents<E = Cloudflare.Env>(options: SubagentsOptions<E>
   /** One request under the base path: the dashboard's files, else the API. */
   async function serve(request: Request, env: E, ctx: ExecutionContext, path: string): Promise<Response> {
     if (dashboard && !path.startsWith(`${basePath}/v1/`)) {
-      const page = dashboardResponse(request, path, basePath);
+      const page = await dashboardResponse(request, path, basePath);
       if (page) return page;
     }
     const weakToken = adminTokenProblem((env as Settings).ADMIN_TOKEN);

@@ -1,5 +1,3 @@
-import { DASHBOARD_FILES } from "./dashboard-assets";
-
 /**
  * The dashboard, served from the package itself under the base path: `<base>/` is the page and
  * its script and styles sit beside it (relative URLs, so any base path works). `<base>` alone
@@ -9,14 +7,21 @@ import { DASHBOARD_FILES } from "./dashboard-assets";
  * stylesheets only (no inline script, no eval), its API calls and event-stream WebSockets to this
  * origin only, and no framing (`frame-ancestors 'none'`, `X-Frame-Options: DENY`) against
  * clickjacking. No inline style either: the dashboard sets styles through the CSSOM (ui/src/dom.ts).
+ * The files (dashboard-assets.ts, some 150 KiB of text) load with the first request that may be
+ * one of them, not when an isolate starts.
  */
-export function dashboardResponse(request: Request, path: string, base: string): Response | undefined {
+export async function dashboardResponse(
+  request: Request,
+  path: string,
+  base: string,
+): Promise<Response | undefined> {
   if (request.method !== "GET" && request.method !== "HEAD") return undefined;
   if (path === base && base !== "") {
     const url = new URL(request.url);
     url.pathname = `${base}/`;
     return Response.redirect(url.toString(), 308);
   }
+  const { DASHBOARD_FILES } = await import("./dashboard-assets");
   const file = DASHBOARD_FILES[path.slice(base.length)];
   if (!file) return undefined;
   return new Response(request.method === "HEAD" ? null : file.body, {
