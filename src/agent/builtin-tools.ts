@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { lazySchema } from "../contract/lazy";
 import type { SessionHost } from "./host";
 import { staticToolSource, type ToolSource } from "./tool-source";
 import { scheduleMessageTool } from "./schedule-tool";
@@ -8,7 +9,7 @@ import { anyTool, text } from "./tools";
 const echo = {
   name: "echo",
   description: "Returns the given text unchanged.",
-  schema: z.strictObject({ text: z.string().max(65_536) }),
+  schema: lazySchema(() => z.strictObject({ text: z.string().max(65_536) })),
   run: (args: { text: string }) => text(args.text),
 };
 

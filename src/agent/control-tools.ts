@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { lazySchema } from "../contract/lazy";
 import { MessageDelivery } from "../contract/control";
 import type { ChildEntry, DescendantEntry } from "../contract/listing";
 import type { SessionHost } from "./host";
@@ -19,11 +20,13 @@ export const sendMessageTool: Tool<
     'Send a message to one of your subagents. delivery: "next-turn" (default) queues it as that subagent\'s next turn; ' +
     '"next-step" steers the work it is doing now (it reads the message before its next step, in the same turn); ' +
     '"interrupt" stops its current turn and makes this message its next turn. Returns no answer; a failure means it was not delivered.',
-  schema: z.strictObject({
-    subagent_id: z.string().min(1).max(128),
-    message: z.string().min(1).max(200_000),
-    delivery: MessageDelivery.optional(),
-  }),
+  schema: lazySchema(() =>
+    z.strictObject({
+      subagent_id: z.string().min(1).max(128),
+      message: z.string().min(1).max(200_000),
+      delivery: MessageDelivery.optional(),
+    }),
+  ),
   async run(args, ctx, host) {
     const delivery = args.delivery ?? "next-turn";
     const sent = await host.followup(args.subagent_id, args.message, ctx.callKey, delivery, ctx.trace);
@@ -42,7 +45,7 @@ export const interruptAgentTool: Tool<{ agent_id: string }, SessionHost> = {
   name: "interrupt_agent",
   description:
     "Stop the current turn of one of your descendants (its queued work waits for the next message).",
-  schema: z.strictObject({ agent_id: z.string().min(1).max(128) }),
+  schema: lazySchema(() => z.strictObject({ agent_id: z.string().min(1).max(128) })),
   async run(args, _ctx, host) {
     if (args.agent_id === host.sessionId) return text("Error: an agent cannot interrupt itself", true);
     const done = await host.interruptAgent(args.agent_id);
@@ -56,7 +59,7 @@ export const listAgentsTool: Tool<{ scope?: "children" | "descendants" | undefin
   name: "list_agents",
   description:
     "List your continuable subagents (for recall, not for polling: you are told when one settles). send_message reaches depth-1 entries only; deeper ones only interrupt_agent.",
-  schema: z.strictObject({ scope: z.enum(["children", "descendants"]).optional() }),
+  schema: lazySchema(() => z.strictObject({ scope: z.enum(["children", "descendants"]).optional() })),
   async run(args, _ctx, host) {
     const scope = args.scope ?? "children";
     const listed = await host.listAgents(scope);
@@ -82,7 +85,7 @@ export const reportTool: Tool<{ output: string }, SessionHost> = {
   name: "report",
   description:
     "Deliver a self-contained result to the agent that started you, before you finish. Reporting never ends your turn.",
-  schema: z.strictObject({ output: z.string().min(1).max(200_000) }),
+  schema: lazySchema(() => z.strictObject({ output: z.string().min(1).max(200_000) })),
   async run(args, ctx, host) {
     const sent = await host.report(args.output, ctx.callKey, ctx.trace);
     return sent.ok

@@ -1,5 +1,6 @@
 import { quote } from "../core/quote";
 import * as z from "zod";
+import { lazySchema } from "../contract/lazy";
 import { outputValidator } from "../core/json-schema-subset";
 import { DeadlineSeconds } from "../contract/control";
 import { renderForeground, renderTask } from "../core/run-rendering";
@@ -19,15 +20,19 @@ export function subagentToolName(provider: string, index: number): string {
   return index === 0 ? "subagent" : `subagent_${provider}`;
 }
 
-const SubagentArgs = z.strictObject({
-  description: z.string().min(1).max(200).describe("A short label for the task (3-5 words)."),
-  prompt: z.string().min(1).max(200_000).describe("The task for the subagent."),
-  run_in_background: z
-    .boolean()
-    .optional()
-    .describe("Run in the background and collect it later with task_output."),
-  deadline_seconds: DeadlineSeconds.optional().describe("Stop it if still working after this many seconds."),
-});
+const SubagentArgs = lazySchema(() =>
+  z.strictObject({
+    description: z.string().min(1).max(200).describe("A short label for the task (3-5 words)."),
+    prompt: z.string().min(1).max(200_000).describe("The task for the subagent."),
+    run_in_background: z
+      .boolean()
+      .optional()
+      .describe("Run in the background and collect it later with task_output."),
+    deadline_seconds: DeadlineSeconds.optional().describe(
+      "Stop it if still working after this many seconds.",
+    ),
+  }),
+);
 type SubagentArgs = z.infer<typeof SubagentArgs>;
 
 /**
@@ -93,7 +98,7 @@ export function subagentTool(
 export const taskOutputTool: Tool<{ task_id: string }, SessionHost> = {
   name: "task_output",
   description: "Read the output of a background subagent task (idempotent).",
-  schema: z.strictObject({ task_id: z.string().min(1).max(64) }),
+  schema: lazySchema(() => z.strictObject({ task_id: z.string().min(1).max(64) })),
   run(args, _ctx, host) {
     const run = host.task(args.task_id);
     if (!run) return text(`Error: unknown task ${quote(args.task_id)}`, true);
@@ -104,7 +109,9 @@ export const taskOutputTool: Tool<{ task_id: string }, SessionHost> = {
 export const taskKillTool: Tool<{ task_id: string; reason?: string | undefined }, SessionHost> = {
   name: "task_kill",
   description: "Stop a background subagent task.",
-  schema: z.strictObject({ task_id: z.string().min(1).max(64), reason: z.string().max(500).optional() }),
+  schema: lazySchema(() =>
+    z.strictObject({ task_id: z.string().min(1).max(64), reason: z.string().max(500).optional() }),
+  ),
   run(args, _ctx, host) {
     const killed = host.killTask(args.task_id, args.reason ?? "background subagent task killed");
     return killed.ok

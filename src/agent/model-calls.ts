@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { lazySchema } from "../contract/lazy";
 import { untilAborted } from "../core/abort";
 import { compact } from "../core/compact";
 import { isContextOverflow, overflowDetails } from "./compaction";
@@ -108,22 +109,24 @@ export function retryAfterMs(value: string | undefined, now = Date.now()): numbe
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
-const Count = z.number().int().nonnegative().finite();
-const Reply = z.object({
-  content: z.array(z.object({ type: z.literal("text"), text: z.string() })),
-  toolCalls: z.array(
-    z.object({ id: z.string().min(1).max(256), name: z.string().min(1).max(256), args: z.unknown() }),
-  ),
-  stopReason: z.enum(["end", "tool-use", "max-tokens", "refusal"]),
-  usage: z
-    .object({
-      inputTokens: Count,
-      outputTokens: Count,
-      cachedInputTokens: Count.optional(),
-      reasoningTokens: Count.optional(),
-    })
-    .optional(),
-});
+const Count = lazySchema(() => z.number().int().nonnegative().finite());
+const Reply = lazySchema(() =>
+  z.object({
+    content: z.array(z.object({ type: z.literal("text"), text: z.string() })),
+    toolCalls: z.array(
+      z.object({ id: z.string().min(1).max(256), name: z.string().min(1).max(256), args: z.unknown() }),
+    ),
+    stopReason: z.enum(["end", "tool-use", "max-tokens", "refusal"]),
+    usage: z
+      .object({
+        inputTokens: Count,
+        outputTokens: Count,
+        cachedInputTokens: Count.optional(),
+        reasoningTokens: Count.optional(),
+      })
+      .optional(),
+  }),
+);
 
 /**
  * A reply as the log may keep it: a client of the Worker's own that answers something else gets

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { lazySchema } from "../contract/lazy";
 import type { SessionHost } from "./host";
 import { text, type Tool } from "./tools";
 
@@ -6,12 +7,14 @@ import { text, type Tool } from "./tools";
 const MAX_DELAY_SECONDS = 366 * 24 * 3600;
 
 /** One object (a model's tool parameters are an object): exactly one of `delay_seconds` and `cron`. */
-const ScheduleArgs = z.strictObject({
-  message: z.string().min(1).max(65_536),
-  delay_seconds: z.number().int().min(1).max(MAX_DELAY_SECONDS).optional(),
-  cron: z.string().min(1).max(200).optional(),
-  timezone: z.string().min(1).max(64).optional(),
-});
+const ScheduleArgs = lazySchema(() =>
+  z.strictObject({
+    message: z.string().min(1).max(65_536),
+    delay_seconds: z.number().int().min(1).max(MAX_DELAY_SECONDS).optional(),
+    cron: z.string().min(1).max(200).optional(),
+    timezone: z.string().min(1).max(64).optional(),
+  }),
+);
 type ScheduleArgs = z.infer<typeof ScheduleArgs>;
 
 /**

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { lazySchema } from "../contract/lazy";
 import { textOf } from "../contract/content";
 import {
   abortableDelay,
@@ -17,18 +18,20 @@ import {
  * request is answered with `scriptedSummary` of its text.
  */
 
-const ScriptStep = z.union([
-  z.strictObject({ say: z.string() }),
-  z.strictObject({
-    call: z.array(z.strictObject({ tool: z.string(), args: z.unknown().optional() })).min(1),
-  }),
-  z.strictObject({ think: z.number().finite().nonnegative().max(600_000) }),
-  z.strictObject({ fail: z.string() }),
-  z.strictObject({ stop: z.enum(["max-tokens", "refusal"]) }),
-]);
+const ScriptStep = lazySchema(() =>
+  z.union([
+    z.strictObject({ say: z.string() }),
+    z.strictObject({
+      call: z.array(z.strictObject({ tool: z.string(), args: z.unknown().optional() })).min(1),
+    }),
+    z.strictObject({ think: z.number().finite().nonnegative().max(600_000) }),
+    z.strictObject({ fail: z.string() }),
+    z.strictObject({ stop: z.enum(["max-tokens", "refusal"]) }),
+  ]),
+);
 type ScriptStep = z.infer<typeof ScriptStep>;
 
-const Script = z.object({ script: z.array(ScriptStep) });
+const Script = lazySchema(() => z.object({ script: z.array(ScriptStep) }));
 
 export function parseScript(text: string): ScriptStep[] | undefined {
   let json: unknown;

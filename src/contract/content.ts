@@ -1,7 +1,8 @@
 import * as z from "zod";
+import { lazySchema } from "./lazy";
 
 /** A content block. Only text is produced by the runtime; other block kinds pass through untouched. */
-export const TextBlock = z.strictObject({ type: z.literal("text"), text: z.string() });
+export const TextBlock = lazySchema(() => z.strictObject({ type: z.literal("text"), text: z.string() }));
 export type TextBlock = z.infer<typeof TextBlock>;
 export type ContentBlock = TextBlock;
 
@@ -9,7 +10,9 @@ export type ContentBlock = TextBlock;
 export const MAX_CONTENT_BLOCKS = 1000;
 
 /** Content on the wire: a string, or an array of text blocks. */
-export const WireContent = z.union([z.string(), z.array(TextBlock).max(MAX_CONTENT_BLOCKS)]);
+export const WireContent = lazySchema(() =>
+  z.union([z.string(), z.array(TextBlock).max(MAX_CONTENT_BLOCKS)]),
+);
 export type WireContent = z.infer<typeof WireContent>;
 
 export function toBlocks(content: WireContent): ContentBlock[] {

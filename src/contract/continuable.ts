@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { lazySchema } from "./lazy";
 import type { ChildInit } from "./child-init";
 import { WireContent } from "./content";
 import { DeadlineSeconds, MessageDelivery } from "./control";
@@ -7,29 +8,35 @@ import { JurisdictionSchema, LocationHintSchema } from "./placement";
 import { ApprovalFields, McpServersField, ModelParamsFields, ModelRoute, ToolFilterSchema } from "./wire";
 
 /** A continuable start (HTTP body with mode "continuable", RPC argument, tool call). */
-export const ContinuableStartSchema = z.strictObject({
-  provider: z.string().min(1).max(128),
-  prompt: WireContent,
-  label: z.string().min(1).max(200),
-  childId: z.string().min(1).max(128).optional(),
-  model: ModelRoute.optional(),
-  ...ModelParamsFields,
-  ...ApprovalFields,
-  /** Each of the child's turns ends `aborted` if still running this long after it started. */
-  deadlineSeconds: DeadlineSeconds.optional(),
-  mcpServers: McpServersField.optional(),
-  maxDepth: z.unknown().optional(),
-  toolFilter: ToolFilterSchema.optional(),
-  persona: z.string().max(32_768).optional(),
-  jurisdiction: JurisdictionSchema.optional(),
-  locationHint: LocationHintSchema.optional(),
-});
+export const ContinuableStartSchema = lazySchema(() =>
+  z.strictObject({
+    provider: z.string().min(1).max(128),
+    prompt: WireContent,
+    label: z.string().min(1).max(200),
+    childId: z.string().min(1).max(128).optional(),
+    model: ModelRoute.optional(),
+    ...ModelParamsFields,
+    ...ApprovalFields,
+    /** Each of the child's turns ends `aborted` if still running this long after it started. */
+    deadlineSeconds: DeadlineSeconds.optional(),
+    mcpServers: McpServersField.optional(),
+    maxDepth: z.unknown().optional(),
+    toolFilter: ToolFilterSchema.optional(),
+    persona: z.string().max(32_768).optional(),
+    jurisdiction: JurisdictionSchema.optional(),
+    locationHint: LocationHintSchema.optional(),
+  }),
+);
 export type ContinuableStart = z.infer<typeof ContinuableStartSchema>;
 
-export const FollowupBody = z.strictObject({ content: WireContent, delivery: MessageDelivery.optional() });
-export const DrainBody = z.strictObject({
-  childIds: z.array(z.string().min(1).max(128)).max(256).optional(),
-});
+export const FollowupBody = lazySchema(() =>
+  z.strictObject({ content: WireContent, delivery: MessageDelivery.optional() }),
+);
+export const DrainBody = lazySchema(() =>
+  z.strictObject({
+    childIds: z.array(z.string().min(1).max(128)).max(256).optional(),
+  }),
+);
 
 /** Parent -> new continuable child. Idempotent by (child id, parent, first run id). */
 export type ContinuableInit = Omit<ChildInit, "mode" | "outputSchema"> & { mode: "continuable" };

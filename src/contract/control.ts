@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { lazySchema } from "./lazy";
 import { WireContent } from "./content";
 import type { WireContent as Content } from "./content";
 
@@ -13,7 +14,7 @@ import type { WireContent as Content } from "./content";
  * turn; an idle session starts a turn with it), `interrupt` (the running turn ends `aborted` and
  * this message is the next turn, ahead of what was queued).
  */
-export const MessageDelivery = z.enum(["next-turn", "next-step", "interrupt"]);
+export const MessageDelivery = lazySchema(() => z.enum(["next-turn", "next-step", "interrupt"]));
 export type MessageDelivery = z.infer<typeof MessageDelivery>;
 
 /** At most this many steering (`next-step`) messages of callers wait for a running turn's next step. */
@@ -32,15 +33,17 @@ export const MAX_DEADLINE_SECONDS = 7 * 24 * 3600;
 export const MAX_SCHEDULED_PER_SESSION = 64;
 
 /** `notBefore`: epoch milliseconds, at most a year ahead (a time past is delivered at once). */
-export const NotBefore = z
-  .number()
-  .int()
-  .min(0)
-  .max(Number.MAX_SAFE_INTEGER)
-  .refine((at) => at <= Date.now() + MAX_NOT_BEFORE_MS, "must be at most a year ahead");
+export const NotBefore = lazySchema(() =>
+  z
+    .number()
+    .int()
+    .min(0)
+    .max(Number.MAX_SAFE_INTEGER)
+    .refine((at) => at <= Date.now() + MAX_NOT_BEFORE_MS, "must be at most a year ahead"),
+);
 
 /** `deadlineSeconds` on one-shot and continuable starts. */
-export const DeadlineSeconds = z.number().int().min(1).max(MAX_DEADLINE_SECONDS);
+export const DeadlineSeconds = lazySchema(() => z.number().int().min(1).max(MAX_DEADLINE_SECONDS));
 
 /** When a one-shot run accepted at `acceptedAt` reaches its deadline (none: it has none). */
 export function deadlineOf(
@@ -63,11 +66,13 @@ export function isDeadline(text: string | undefined): boolean {
 }
 
 /** `POST /v1/sessions/:id/schedules`. The cron and the time zone are checked by the session (schedule.ts). */
-export const CreateScheduleBody = z.strictObject({
-  cron: z.string().min(1).max(200),
-  content: WireContent,
-  timezone: z.string().min(1).max(64).optional(),
-});
+export const CreateScheduleBody = lazySchema(() =>
+  z.strictObject({
+    cron: z.string().min(1).max(200),
+    content: WireContent,
+    timezone: z.string().min(1).max(64).optional(),
+  }),
+);
 export type CreateSchedule = z.infer<typeof CreateScheduleBody>;
 
 /** One schedule as `GET /v1/sessions/:id/schedules` lists it. */

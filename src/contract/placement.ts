@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { lazySchema } from "./lazy";
 
 /**
  * Where a session's Durable Object may live: the location hints and jurisdictions of the wire
@@ -12,8 +13,8 @@ export const JURISDICTIONS = ["eu", "fedramp"] as const;
 export type LocationHint = (typeof LOCATION_HINTS)[number];
 export type Jurisdiction = (typeof JURISDICTIONS)[number];
 
-export const LocationHintSchema = z.enum(LOCATION_HINTS);
-export const JurisdictionSchema = z.enum(JURISDICTIONS);
+export const LocationHintSchema = lazySchema(() => z.enum(LOCATION_HINTS));
+export const JurisdictionSchema = lazySchema(() => z.enum(JURISDICTIONS));
 
 /** What a session records about its placement (header, views, listings). */
 export interface Placement {

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { lazySchema } from "./lazy";
 import { ERROR_STATUS } from "./errors";
 
 /**
@@ -8,201 +9,239 @@ import { ERROR_STATUS } from "./errors";
  * answers in the OpenAPI test.
  */
 
-const Usage = z.object({
-  inputTokens: z.number().int(),
-  outputTokens: z.number().int(),
-  cachedInputTokens: z.number().int().optional(),
-  reasoningTokens: z.number().int().optional(),
-  costUsd: z.number().nonnegative().optional(),
-});
-const Text = z.object({ type: z.literal("text"), text: z.string() });
-
-export const ErrorEnvelope = z
-  .object({
-    error: z.object({
-      code: z.enum(
-        Object.keys(ERROR_STATUS) as [keyof typeof ERROR_STATUS, ...(keyof typeof ERROR_STATUS)[]],
-      ),
-      message: z.string(),
-      issues: z
-        .array(z.object({ path: z.array(z.string()), message: z.string(), code: z.string() }))
-        .optional(),
-    }),
-  })
-  .meta({ id: "ErrorEnvelope" });
-
-export const Health = z.object({ ok: z.literal(true), version: z.string() });
-
-export const SessionView = z
-  .looseObject({
-    id: z.string(),
-    parentSession: z.string().nullable(),
-    origin: z.enum(["subagent"]).nullable(),
-    delegationDepth: z.number().int(),
-    createdAt: z.number().int(),
-    status: z.enum(["running", "waiting", "idle"]),
-    mode: z.enum(["one-shot", "continuable"]).optional(),
-    label: z.string().optional(),
-    model: z.string(),
-    lastSeq: z.number().int(),
-    usage: Usage.optional(),
-    compactionUsage: Usage.optional(),
-    subtreeUsage: Usage.optional(),
-    budget: z
-      .object({
-        tokens: z.number().int().optional(),
-        usd: z.number().optional(),
-        used: z.number().int(),
-        usedUsd: z.number().optional(),
-        shared: z.literal(true).optional(),
-      })
-      .optional(),
-    mcpServers: z.array(z.object({ name: z.string(), url: z.string() })).optional(),
-    jurisdiction: z.string().optional(),
-    locationHint: z.string().optional(),
-  })
-  .meta({ id: "SessionView" });
-
-export const CreatedSession = SessionView.extend({ token: z.string().optional() });
-
-export const SessionEvent = z
-  .object({
-    seq: z.number().int(),
-    type: z.string(),
-    at: z.number().int(),
-    data: z.record(z.string(), z.unknown()),
-  })
-  .meta({
-    id: "SessionEvent",
-    description: "One log event; `data` by `type` (docs/semantics.md, the event catalogue).",
-  });
-
-export const EventPage = z.object({ events: z.array(SessionEvent), next: z.number().int().nullable() });
-
-export const Accepted = z.object({ messageId: z.string() });
-export const AcceptedFlag = z.object({ accepted: z.literal(true) });
-
-export const ApprovalList = z.object({
-  approvals: z.array(
-    z.object({
-      approvalId: z.string(),
-      sessionId: z.string(),
-      tool: z.string(),
-      args: z.unknown(),
-      toolCallId: z.string(),
-      requestedAt: z.number().int(),
-    }),
-  ),
-});
-
-export const ScheduleCreated = z.object({
-  scheduleId: z.string(),
-  next: z.number().int().meta({ description: "epoch ms of the first firing" }),
-});
-
-export const ScheduleList = z.object({
-  schedules: z.array(
-    z.object({
-      scheduleId: z.string(),
-      cron: z.string(),
-      timezone: z.string(),
-      next: z.number().int(),
-      content: z.union([z.string(), z.array(Text)]).meta({ description: "as it was given" }),
-    }),
-  ),
-});
-
-export const ApprovalDecided = z.object({
-  approvalId: z.string(),
-  decision: z.enum(["approve", "deny"]),
-});
-
-export const SubagentResult = z.object({
-  output: z.array(Text),
-  structured: z.unknown().optional(),
-  stopReason: z.enum(["completed", "aborted", "error", "max-tokens", "refusal"]),
-  diagnostic: z.string().optional(),
-  usage: Usage.optional(),
-});
-
-export const StartedRun = z.object({ runId: z.string(), id: z.string(), local: z.boolean() });
-export const StartedChild = z.object({ childId: z.string(), messageId: z.string() });
-export const RunView = StartedRun.extend({
-  provider: z.string(),
-  state: z.enum(["running", "settled"]),
-  result: SubagentResult.optional(),
-  /** An out-of-process run's far side: the remote session, the ACP session or the A2A task. */
-  counterpart: z.object({ kind: z.enum(["remote", "acp", "a2a"]), id: z.string() }).optional(),
-});
-
-export const ProviderInfo = z.looseObject({
-  name: z.string(),
-  kind: z.enum(["spawn", "fork", "remote", "acp", "a2a"]),
-  capabilities: z.object({
-    outputSchema: z.boolean(),
-    depthLimit: z.boolean(),
-    toolFilter: z.boolean(),
-    persona: z.boolean(),
+const Usage = lazySchema(() =>
+  z.object({
+    inputTokens: z.number().int(),
+    outputTokens: z.number().int(),
+    cachedInputTokens: z.number().int().optional(),
+    reasoningTokens: z.number().int().optional(),
+    costUsd: z.number().nonnegative().optional(),
   }),
-  inheritsParentContext: z.boolean(),
-  continuable: z.boolean(),
-  local: z.boolean(),
-  url: z.string().optional(),
-  tenants: z.array(z.string()).optional(),
-});
-export const ProviderList = z.object({ providers: z.array(ProviderInfo) });
-export const ProviderEventPage = z.object({
-  events: z.array(
-    z.object({ seq: z.number().int(), type: z.string(), at: z.number().int(), data: z.unknown() }),
-  ),
-  next: z.number().int().nullable(),
-});
+);
+const Text = lazySchema(() => z.object({ type: z.literal("text"), text: z.string() }));
 
-export const DirectoryPage = z.object({
-  sessions: z.array(
-    z.looseObject({ id: z.string(), createdAt: z.number().int(), label: z.string().optional() }),
-  ),
-  next: z.string().nullable(),
-});
-
-const Entry = z.looseObject({
-  kind: z.enum(["child", "diagnostic"]),
-  id: z.string(),
-  createdAt: z.number().int(),
-  usage: Usage.optional(),
-});
-export const ChildListing = z.object({ entries: z.array(Entry) });
-export const DescendantListing = z.object({
-  entries: z.array(
-    Entry.extend({ parentId: z.string(), depth: z.number().int(), subtreeUsage: Usage.optional() }),
-  ),
-  subtreeUsage: Usage.optional(),
-});
-export const OutboxPage = z.object({
-  entries: z.array(
-    z.looseObject({
-      id: z.string(),
-      target: z.string(),
-      kind: z.string(),
-      attempts: z.number().int(),
-      state: z.enum(["pending", "delivered", "dead"]),
-    }),
-  ),
-});
-
-/** `GET /v1/sessions/:id/trace`: OTLP/HTTP JSON (an `ExportTraceServiceRequest`). */
-export const Trace = z
-  .object({
-    resourceSpans: z.array(
-      z.object({
-        resource: z.object({ attributes: z.array(z.unknown()) }),
-        scopeSpans: z.array(
-          z.object({
-            scope: z.object({ name: z.string(), version: z.string() }),
-            spans: z.array(z.unknown()),
-          }),
+export const ErrorEnvelope = lazySchema(() =>
+  z
+    .object({
+      error: z.object({
+        code: z.enum(
+          Object.keys(ERROR_STATUS) as [keyof typeof ERROR_STATUS, ...(keyof typeof ERROR_STATUS)[]],
         ),
+        message: z.string(),
+        issues: z
+          .array(z.object({ path: z.array(z.string()), message: z.string(), code: z.string() }))
+          .optional(),
+      }),
+    })
+    .meta({ id: "ErrorEnvelope" }),
+);
+
+export const Health = lazySchema(() => z.object({ ok: z.literal(true), version: z.string() }));
+
+export const SessionView = lazySchema(() =>
+  z
+    .looseObject({
+      id: z.string(),
+      parentSession: z.string().nullable(),
+      origin: z.enum(["subagent"]).nullable(),
+      delegationDepth: z.number().int(),
+      createdAt: z.number().int(),
+      status: z.enum(["running", "waiting", "idle"]),
+      mode: z.enum(["one-shot", "continuable"]).optional(),
+      label: z.string().optional(),
+      model: z.string(),
+      lastSeq: z.number().int(),
+      usage: Usage.optional(),
+      compactionUsage: Usage.optional(),
+      subtreeUsage: Usage.optional(),
+      budget: z
+        .object({
+          tokens: z.number().int().optional(),
+          usd: z.number().optional(),
+          used: z.number().int(),
+          usedUsd: z.number().optional(),
+          shared: z.literal(true).optional(),
+        })
+        .optional(),
+      mcpServers: z.array(z.object({ name: z.string(), url: z.string() })).optional(),
+      jurisdiction: z.string().optional(),
+      locationHint: z.string().optional(),
+    })
+    .meta({ id: "SessionView" }),
+);
+
+export const CreatedSession = lazySchema(() => SessionView.extend({ token: z.string().optional() }));
+
+export const SessionEvent = lazySchema(() =>
+  z
+    .object({
+      seq: z.number().int(),
+      type: z.string(),
+      at: z.number().int(),
+      data: z.record(z.string(), z.unknown()),
+    })
+    .meta({
+      id: "SessionEvent",
+      description: "One log event; `data` by `type` (docs/semantics.md, the event catalogue).",
+    }),
+);
+
+export const EventPage = lazySchema(() =>
+  z.object({ events: z.array(SessionEvent), next: z.number().int().nullable() }),
+);
+
+export const Accepted = lazySchema(() => z.object({ messageId: z.string() }));
+export const AcceptedFlag = lazySchema(() => z.object({ accepted: z.literal(true) }));
+
+export const ApprovalList = lazySchema(() =>
+  z.object({
+    approvals: z.array(
+      z.object({
+        approvalId: z.string(),
+        sessionId: z.string(),
+        tool: z.string(),
+        args: z.unknown(),
+        toolCallId: z.string(),
+        requestedAt: z.number().int(),
       }),
     ),
-  })
-  .meta({ id: "Trace", description: "OTLP/HTTP JSON: the spans of the session and its local descendants" });
+  }),
+);
+
+export const ScheduleCreated = lazySchema(() =>
+  z.object({
+    scheduleId: z.string(),
+    next: z.number().int().meta({ description: "epoch ms of the first firing" }),
+  }),
+);
+
+export const ScheduleList = lazySchema(() =>
+  z.object({
+    schedules: z.array(
+      z.object({
+        scheduleId: z.string(),
+        cron: z.string(),
+        timezone: z.string(),
+        next: z.number().int(),
+        content: z.union([z.string(), z.array(Text)]).meta({ description: "as it was given" }),
+      }),
+    ),
+  }),
+);
+
+export const ApprovalDecided = lazySchema(() =>
+  z.object({
+    approvalId: z.string(),
+    decision: z.enum(["approve", "deny"]),
+  }),
+);
+
+export const SubagentResult = lazySchema(() =>
+  z.object({
+    output: z.array(Text),
+    structured: z.unknown().optional(),
+    stopReason: z.enum(["completed", "aborted", "error", "max-tokens", "refusal"]),
+    diagnostic: z.string().optional(),
+    usage: Usage.optional(),
+  }),
+);
+
+export const StartedRun = lazySchema(() =>
+  z.object({ runId: z.string(), id: z.string(), local: z.boolean() }),
+);
+export const StartedChild = lazySchema(() => z.object({ childId: z.string(), messageId: z.string() }));
+export const RunView = lazySchema(() =>
+  StartedRun.extend({
+    provider: z.string(),
+    state: z.enum(["running", "settled"]),
+    result: SubagentResult.optional(),
+    /** An out-of-process run's far side: the remote session, the ACP session or the A2A task. */
+    counterpart: z.object({ kind: z.enum(["remote", "acp", "a2a"]), id: z.string() }).optional(),
+  }),
+);
+
+export const ProviderInfo = lazySchema(() =>
+  z.looseObject({
+    name: z.string(),
+    kind: z.enum(["spawn", "fork", "remote", "acp", "a2a"]),
+    capabilities: z.object({
+      outputSchema: z.boolean(),
+      depthLimit: z.boolean(),
+      toolFilter: z.boolean(),
+      persona: z.boolean(),
+    }),
+    inheritsParentContext: z.boolean(),
+    continuable: z.boolean(),
+    local: z.boolean(),
+    url: z.string().optional(),
+    tenants: z.array(z.string()).optional(),
+  }),
+);
+export const ProviderList = lazySchema(() => z.object({ providers: z.array(ProviderInfo) }));
+export const ProviderEventPage = lazySchema(() =>
+  z.object({
+    events: z.array(
+      z.object({ seq: z.number().int(), type: z.string(), at: z.number().int(), data: z.unknown() }),
+    ),
+    next: z.number().int().nullable(),
+  }),
+);
+
+export const DirectoryPage = lazySchema(() =>
+  z.object({
+    sessions: z.array(
+      z.looseObject({ id: z.string(), createdAt: z.number().int(), label: z.string().optional() }),
+    ),
+    next: z.string().nullable(),
+  }),
+);
+
+const Entry = lazySchema(() =>
+  z.looseObject({
+    kind: z.enum(["child", "diagnostic"]),
+    id: z.string(),
+    createdAt: z.number().int(),
+    usage: Usage.optional(),
+  }),
+);
+export const ChildListing = lazySchema(() => z.object({ entries: z.array(Entry) }));
+export const DescendantListing = lazySchema(() =>
+  z.object({
+    entries: z.array(
+      Entry.extend({ parentId: z.string(), depth: z.number().int(), subtreeUsage: Usage.optional() }),
+    ),
+    subtreeUsage: Usage.optional(),
+  }),
+);
+export const OutboxPage = lazySchema(() =>
+  z.object({
+    entries: z.array(
+      z.looseObject({
+        id: z.string(),
+        target: z.string(),
+        kind: z.string(),
+        attempts: z.number().int(),
+        state: z.enum(["pending", "delivered", "dead"]),
+      }),
+    ),
+  }),
+);
+
+/** `GET /v1/sessions/:id/trace`: OTLP/HTTP JSON (an `ExportTraceServiceRequest`). */
+export const Trace = lazySchema(() =>
+  z
+    .object({
+      resourceSpans: z.array(
+        z.object({
+          resource: z.object({ attributes: z.array(z.unknown()) }),
+          scopeSpans: z.array(
+            z.object({
+              scope: z.object({ name: z.string(), version: z.string() }),
+              spans: z.array(z.unknown()),
+            }),
+          ),
+        }),
+      ),
+    })
+    .meta({ id: "Trace", description: "OTLP/HTTP JSON: the spans of the session and its local descendants" }),
+);

@@ -1,5 +1,6 @@
 import type { JsonValue } from "./json";
 import * as z from "zod";
+import { lazySchema } from "./lazy";
 import type { ContentBlock } from "./content";
 import type { Usage } from "./events";
 import { WireContent } from "./content";
@@ -48,30 +49,34 @@ export interface RunCounterpart {
 }
 
 /** A one-shot start as the caller states it (HTTP body minus `mode`, RPC argument, tool call). */
-export const StartRequestSchema = z.strictObject({
-  provider: z.string().min(1).max(128),
-  prompt: WireContent,
-  label: z.string().min(1).max(200).optional(),
-  childId: z.string().min(1).max(128).optional(),
-  model: ModelRoute.optional(),
-  ...ModelParamsFields,
-  ...ApprovalFields,
-  /** The run ends `aborted` if still working this long after its acceptance. */
-  deadlineSeconds: DeadlineSeconds.optional(),
-  mcpServers: McpServersField.optional(),
-  // Form and subset are checked by the start sequence itself, in the contract's order.
-  outputSchema: z.unknown().optional(),
-  maxDepth: z.unknown().optional(),
-  toolFilter: ToolFilterSchema.optional(),
-  persona: z.string().max(32_768).optional(),
-  jurisdiction: JurisdictionSchema.optional(),
-  locationHint: LocationHintSchema.optional(),
-});
+export const StartRequestSchema = lazySchema(() =>
+  z.strictObject({
+    provider: z.string().min(1).max(128),
+    prompt: WireContent,
+    label: z.string().min(1).max(200).optional(),
+    childId: z.string().min(1).max(128).optional(),
+    model: ModelRoute.optional(),
+    ...ModelParamsFields,
+    ...ApprovalFields,
+    /** The run ends `aborted` if still working this long after its acceptance. */
+    deadlineSeconds: DeadlineSeconds.optional(),
+    mcpServers: McpServersField.optional(),
+    // Form and subset are checked by the start sequence itself, in the contract's order.
+    outputSchema: z.unknown().optional(),
+    maxDepth: z.unknown().optional(),
+    toolFilter: ToolFilterSchema.optional(),
+    persona: z.string().max(32_768).optional(),
+    jurisdiction: JurisdictionSchema.optional(),
+    locationHint: LocationHintSchema.optional(),
+  }),
+);
 export type StartRequest = z.infer<typeof StartRequestSchema>;
 
-export const StartSubagentBody = StartRequestSchema.extend({
-  mode: z.enum(["one-shot", "continuable"]),
-});
+export const StartSubagentBody = lazySchema(() =>
+  StartRequestSchema.extend({
+    mode: z.enum(["one-shot", "continuable"]),
+  }),
+);
 
 /** `POST .../subagents` one-shot answer and the RPC handle's identity. */
 export interface StartedRun {

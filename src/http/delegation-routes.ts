@@ -12,6 +12,7 @@ import { queryOf, readBody, validate } from "./body";
 import { failure, json } from "../contract/respond";
 import { registryStub, sessionStub } from "../platform/stubs";
 import * as z from "zod";
+import { lazySchema } from "../contract/lazy";
 import { EventsQuery } from "../contract/wire";
 import { parseTraceparent } from "../trace/traceparent";
 import { sessionIdParam } from "./path-params";
@@ -26,14 +27,16 @@ async function viewerOf(env: Env, caller: Caller): Promise<ProviderViewer | Fail
   return scope.ok ? { kind: "scoped", ...scope.value } : fail("UNAUTHENTICATED", "the token is not valid");
 }
 
-export const RunQuery = z.strictObject({
-  wait: z
-    .string()
-    .regex(/^\d{1,6}$/, "must be a non-negative integer")
-    .transform(Number)
-    .pipe(z.number().int().min(0).max(30_000))
-    .default(0),
-});
+export const RunQuery = lazySchema(() =>
+  z.strictObject({
+    wait: z
+      .string()
+      .regex(/^\d{1,6}$/, "must be a non-negative integer")
+      .transform(Number)
+      .pipe(z.number().int().min(0).max(30_000))
+      .default(0),
+  }),
+);
 
 /** The session and run a run's route names, or `404 NOT_FOUND` "run not found" (for a bad session id too). */
 function runParams(request: IRequest): { id: string; runId: string } | Failure {

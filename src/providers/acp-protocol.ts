@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { lazySchema } from "../contract/lazy";
 import type { ContentBlock } from "../contract/content";
 import { checkOutboundUrl } from "../contract/outbound-url";
 import type { SubagentResult, SubagentStopReason } from "../contract/run";
@@ -22,13 +23,15 @@ export const ACP_PROTOCOL_VERSION = 1;
 /** What an ACP provider's URL may use: wss, or https for the upgrade (plain ws/http to loopback only). */
 export const ACP_SCHEMES = ["wss", "https"] as const;
 
-export const AcpUrl = z
-  .string()
-  .max(2048)
-  .superRefine((raw, ctx) => {
-    const problem = checkOutboundUrl(raw, { schemes: ACP_SCHEMES });
-    if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem, input: raw });
-  });
+export const AcpUrl = lazySchema(() =>
+  z
+    .string()
+    .max(2048)
+    .superRefine((raw, ctx) => {
+      const problem = checkOutboundUrl(raw, { schemes: ACP_SCHEMES });
+      if (problem !== undefined) ctx.addIssue({ code: "custom", message: problem, input: raw });
+    }),
+);
 
 /** The http(s) URL a WebSocket upgrade is fetched from (Workers upgrade over fetch). */
 export function upgradeUrl(url: string): string {

@@ -1,5 +1,6 @@
 import { compact } from "../core/compact";
 import * as z from "zod";
+import { lazySchema } from "../contract/lazy";
 import {
   ALL_TENANTS,
   type ProviderInfo,
@@ -99,47 +100,53 @@ export const DEFAULT_PROVIDERS: readonly ProviderRecord[] = [
   { name: "fork", kind: "fork" },
 ];
 
-export const ProviderName = z
-  .string()
-  .regex(/^[a-z][a-z0-9_-]{0,63}$/, "provider names are 1-64 of a-z, 0-9, _ and -, starting with a letter");
+export const ProviderName = lazySchema(() =>
+  z
+    .string()
+    .regex(/^[a-z][a-z0-9_-]{0,63}$/, "provider names are 1-64 of a-z, 0-9, _ and -, starting with a letter"),
+);
 
 /**
  * Who may use a provider: tenant names, or `["*"]` for every tenant (default `["default"]`, the
  * deployment admin's own tenant). Never empty: a provider nobody may use is a mistake.
  */
-export const ProviderTenants = z
-  .array(
-    z.union([
-      z.literal(ALL_TENANTS),
-      z.string().regex(TENANT_NAME, "tenant names are 1-64 of a-z, 0-9 and -"),
-    ]),
-  )
-  .min(1, 'a provider belongs to at least one tenant (or ["*"] for all)')
-  .max(64)
-  .refine((t) => !t.includes(ALL_TENANTS) || t.length === 1, '"*" stands alone: every tenant')
-  .refine((t) => new Set(t).size === t.length, "each tenant once");
+export const ProviderTenants = lazySchema(() =>
+  z
+    .array(
+      z.union([
+        z.literal(ALL_TENANTS),
+        z.string().regex(TENANT_NAME, "tenant names are 1-64 of a-z, 0-9 and -"),
+      ]),
+    )
+    .min(1, 'a provider belongs to at least one tenant (or ["*"] for all)')
+    .max(64)
+    .refine((t) => !t.includes(ALL_TENANTS) || t.length === 1, '"*" stands alone: every tenant')
+    .refine((t) => new Set(t).size === t.length, "each tenant once"),
+);
 
-export const RegisterProviderBody = z.discriminatedUnion("kind", [
-  z.strictObject({
-    kind: z.literal("remote"),
-    url: ServiceUrl,
-    token: z.string().min(1).max(4096).optional(),
-    tenants: ProviderTenants.optional(),
-  }),
-  z.strictObject({
-    kind: z.literal("acp"),
-    url: AcpUrl,
-    token: z.string().min(1).max(4096).optional(),
-    tenants: ProviderTenants.optional(),
-  }),
-  z.strictObject({
-    kind: z.literal("a2a"),
-    /** The agent card's URL, or the agent's base URL (its card at `.well-known/agent-card.json`). */
-    url: ServiceUrl,
-    token: z.string().min(1).max(4096).optional(),
-    tenants: ProviderTenants.optional(),
-  }),
-  z.strictObject({ kind: z.literal("spawn"), tenants: ProviderTenants.optional() }),
-  z.strictObject({ kind: z.literal("fork"), tenants: ProviderTenants.optional() }),
-]);
+export const RegisterProviderBody = lazySchema(() =>
+  z.discriminatedUnion("kind", [
+    z.strictObject({
+      kind: z.literal("remote"),
+      url: ServiceUrl,
+      token: z.string().min(1).max(4096).optional(),
+      tenants: ProviderTenants.optional(),
+    }),
+    z.strictObject({
+      kind: z.literal("acp"),
+      url: AcpUrl,
+      token: z.string().min(1).max(4096).optional(),
+      tenants: ProviderTenants.optional(),
+    }),
+    z.strictObject({
+      kind: z.literal("a2a"),
+      /** The agent card's URL, or the agent's base URL (its card at `.well-known/agent-card.json`). */
+      url: ServiceUrl,
+      token: z.string().min(1).max(4096).optional(),
+      tenants: ProviderTenants.optional(),
+    }),
+    z.strictObject({ kind: z.literal("spawn"), tenants: ProviderTenants.optional() }),
+    z.strictObject({ kind: z.literal("fork"), tenants: ProviderTenants.optional() }),
+  ]),
+);
 export type RegisterProviderBody = z.infer<typeof RegisterProviderBody>;

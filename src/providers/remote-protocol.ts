@@ -1,6 +1,7 @@
 import { OperatorUrl } from "../contract/wire";
 import { compact } from "../core/compact";
 import * as z from "zod";
+import { lazySchema } from "../contract/lazy";
 import { type ContentBlock, isEmptyContent, MAX_CONTENT_BLOCKS, TextBlock } from "../contract/content";
 import type { SubagentResult, SubagentStopReason } from "../contract/run";
 import { capDiagnostic, oneShotResult } from "../core/run-result";
@@ -90,36 +91,44 @@ export async function verifyCallback(input: {
 }
 
 /** A result as another deployment sends it (unknown stop reasons are kept and read as failures). */
-export const WireResult = z.strictObject({
-  output: z.array(TextBlock).max(MAX_CONTENT_BLOCKS),
-  structured: z.unknown().optional(),
-  stopReason: z.string().min(1).max(64),
-  diagnostic: z.string().max(65_536).optional(),
-});
+export const WireResult = lazySchema(() =>
+  z.strictObject({
+    output: z.array(TextBlock).max(MAX_CONTENT_BLOCKS),
+    structured: z.unknown().optional(),
+    stopReason: z.string().min(1).max(64),
+    diagnostic: z.string().max(65_536).optional(),
+  }),
+);
 
 /** The body of a callback: which remote session answers, and its first turn's result. */
-export const CallbackBody = z.strictObject({
-  v: z.literal(1),
-  session: z.string().min(1).max(128),
-  result: WireResult,
-});
+export const CallbackBody = lazySchema(() =>
+  z.strictObject({
+    v: z.literal(1),
+    session: z.string().min(1).max(128),
+    result: WireResult,
+  }),
+);
 export type CallbackBody = z.infer<typeof CallbackBody>;
 
 /** What the parent needs from the remote's `POST /v1/sessions` answer (it ignores the rest). */
-export const RemoteCreated = z.object({
-  id: z.string().min(1).max(128),
-  jurisdiction: z.string().optional(),
-});
+export const RemoteCreated = lazySchema(() =>
+  z.object({
+    id: z.string().min(1).max(128),
+    jurisdiction: z.string().optional(),
+  }),
+);
 
 /** A page of the remote session's events, as far as the parent reads them. */
-export const RemoteEventPage = z.object({
-  events: z.array(z.object({ seq: z.number().int().min(0), type: z.string(), data: z.unknown() })).max(500),
-  next: z.number().int().nullable(),
-});
+export const RemoteEventPage = lazySchema(() =>
+  z.object({
+    events: z.array(z.object({ seq: z.number().int().min(0), type: z.string(), data: z.unknown() })).max(500),
+    next: z.number().int().nullable(),
+  }),
+);
 export type RemoteEventPage = z.infer<typeof RemoteEventPage>;
 
 /** The error envelope another deployment answers with, when it does. */
-export const RemoteError = z.object({ error: z.object({ code: z.string().max(64) }) });
+export const RemoteError = lazySchema(() => z.object({ error: z.object({ code: z.string().max(64) }) }));
 
 const KNOWN: readonly string[] = ["completed", "aborted", "error", "max-tokens", "refusal"];
 
@@ -204,8 +213,8 @@ export function foldEvents(
   return { state: { cursor, output } };
 }
 
-const TurnEnd = z.object({ reason: z.string(), error: z.string().optional() });
-const AssistantData = z.object({ content: z.array(TextBlock) });
+const TurnEnd = lazySchema(() => z.object({ reason: z.string(), error: z.string().optional() }));
+const AssistantData = lazySchema(() => z.object({ content: z.array(TextBlock) }));
 
 function assistantContent(data: unknown): ContentBlock[] {
   const parsed = AssistantData.safeParse(data);

@@ -14,6 +14,7 @@ import type { Deployment } from "../platform/deployment";
 import { registryStub, sessionStub } from "../platform/stubs";
 import type { ProviderInfo } from "../providers/catalog";
 import * as z from "zod";
+import { lazySchema } from "../contract/lazy";
 
 /**
  * The service-binding surface: the same operations as the HTTP API for other Workers, acting with
@@ -23,7 +24,7 @@ import * as z from "zod";
  */
 
 const ADMIN = { kind: "admin" } as const;
-const SessionIdArg = z.uuid();
+const SessionIdArg = lazySchema(() => z.uuid());
 const WAIT_SLICE_MS = 25_000;
 
 function unwrap<T>(outcome: Outcome<T>): T {
