@@ -5,6 +5,7 @@ import type { SessionHost } from "../../src/agent/host";
 import { executeTool, type Tool, toolSpecs } from "../../src/agent/tools";
 import { textOf } from "../../src/contract/content";
 import { fail } from "../../src/contract/errors";
+import { lazySchema } from "../../src/contract/lazy";
 import { failure } from "../../src/contract/respond";
 import { protocolMissing } from "../../src/platform/deployment";
 import { CALLER_HEADER, type Caller } from "../../src/contract/session";
@@ -52,18 +53,20 @@ const FOREGROUND_LIMIT_MS = 10 * 60_000;
 const PENDING_APPROVALS = "pending_approvals";
 const DECIDE_APPROVAL = "decide_approval";
 /** `decide_approval`'s arguments: the HTTP route's body, with the approval's id beside it. */
-const DecideApprovalArgs = z.object({
-  approval_id: z
-    .string()
-    .min(1)
-    .describe("The approvalId of a pending approval, as pending_approvals lists it."),
-  decision: DecideApprovalBody.shape.decision.describe(
-    '"approve" runs the held call, once; "deny" answers it with an error result starting "denied".',
-  ),
-  reason: DecideApprovalBody.shape.reason.describe(
-    "Why, in a few words; a denied call's result carries it to the model that made the call.",
-  ),
-});
+const DecideApprovalArgs = lazySchema(() =>
+  z.object({
+    approval_id: z
+      .string()
+      .min(1)
+      .describe("The approvalId of a pending approval, as pending_approvals lists it."),
+    decision: DecideApprovalBody.shape.decision.describe(
+      '"approve" runs the held call, once; "deny" answers it with an error result starting "denied".',
+    ),
+    reason: DecideApprovalBody.shape.reason.describe(
+      "Why, in a few words; a denied call's result carries it to the model that made the call.",
+    ),
+  }),
+);
 
 export class McpFace {
   readonly #ctx: SessionContext;
