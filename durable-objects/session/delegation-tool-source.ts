@@ -12,6 +12,7 @@ import {
   taskOutputTool,
 } from "../../src/agent/delegation-tools";
 import { DELEGATION_TOOL_NAMES } from "../../src/agent/builtin-tool-names";
+import { loadPatternEngine } from "../../src/core/json-schema-subset";
 import type { SessionHost } from "../../src/agent/host";
 import type { OfferedTool, ToolSource } from "../../src/agent/tool-source";
 import { anyTool } from "../../src/agent/tools";
@@ -58,7 +59,10 @@ export class DelegationToolSource implements ToolSource<SessionHost> {
       .map((p, i) => ({ tool: anyTool(subagentTool(p, subagentToolName(p.name, i), mode)) }));
     for (const tool of CONTROL_TOOLS) offered.push({ tool });
     const schema = header.oneShot?.outputSchema;
-    if (schema) offered.push({ tool: anyTool(structuredOutputTool(schema)), exempt: true });
+    if (schema) {
+      await loadPatternEngine(); // its patterns are matched by the linear-time engine
+      offered.push({ tool: anyTool(structuredOutputTool(schema)), exempt: true });
+    }
     if (header.mode === "continuable") offered.push({ tool: anyTool(reportTool), exempt: true });
     return offered;
   }

@@ -10,7 +10,7 @@ import { fail, ok, type Outcome } from "../../src/contract/errors";
 import type { MessageSource } from "../../src/contract/events";
 import { newMessageId } from "../../src/contract/ids";
 import { compact } from "../../src/core/compact";
-import { cronTimes } from "../../src/core/cron";
+import { cronLoaded, cronTimes, loadCron } from "../../src/core/cron";
 import { fingerprint } from "../../src/core/hash";
 import { quote } from "../../src/core/quote";
 import type { ScheduleRow } from "../store/schedules";
@@ -43,7 +43,10 @@ export class SessionSchedules implements SessionPart {
     this.#ctx = ctx;
   }
 
-  /** A recurring schedule (`POST …/schedules`, the model's `schedule_message` with a cron). */
+  /**
+   * A recurring schedule (`POST …/schedules`, the model's `schedule_message` with a cron). The
+   * caller has loaded croner (`loadCron`: on a session's first cron, not at an isolate's start).
+   */
   create(
     body: CreateSchedule,
     by: ScheduledBy,
@@ -174,6 +177,10 @@ export class SessionSchedules implements SessionPart {
     const now = Date.now();
     const due = stores.schedules.due(now, FIRINGS_PER_PASS);
     if (due.length === 0) return false;
+    if (due.some((row) => row.cron !== undefined) && !cronLoaded()) {
+      await loadCron();
+      return true; // the drive loop goes round again and reads what is due anew
+    }
     let interrupted = false;
     stores.transact(() => {
       for (const row of due) if (this.#fire(row, now)) interrupted = true;

@@ -1,4 +1,5 @@
 import { compact } from "../../src/core/compact";
+import { loadCron } from "../../src/core/cron";
 import { quote } from "../../src/core/quote";
 import { fingerprint } from "../../src/core/hash";
 import type { SessionHost } from "../../src/agent/host";
@@ -34,10 +35,11 @@ export function sessionHost(
       return run ? runs.dispose(run.runId, reason) : fail("NOT_FOUND", `unknown task ${quote(taskId)}`);
     },
     startContinuable: (request, callKey, trace) => children.start(request, callKey, trace),
-    scheduleMessage: (request, callKey) => {
+    scheduleMessage: async (request, callKey) => {
       // one schedule per tool call, whatever re-runs it
       const scheduleId = `sch_${fingerprint(callKey)}`;
       if ("cron" in request) {
+        await loadCron();
         const made = schedules.create(
           { cron: request.cron, content: request.message, ...compact({ timezone: request.timezone }) },
           "model",

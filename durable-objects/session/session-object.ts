@@ -26,6 +26,7 @@ import type {
 } from "../../src/contract/session-api";
 import { checkAccess, type Need } from "../../src/core/access";
 import { compact } from "../../src/core/compact";
+import { loadCron } from "../../src/core/cron";
 import { publicEntry } from "../../src/core/descendants";
 import { faultPoint } from "../../src/core/faults";
 import { quote } from "../../src/core/quote";
@@ -132,7 +133,11 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     return session.ok ? ok({ schedules: session.value.parts.schedules.list() }) : session;
   }
 
-  createSchedule(caller: Caller, body: CreateSchedule): Outcome<{ scheduleId: string; next: number }> {
+  async createSchedule(
+    caller: Caller,
+    body: CreateSchedule,
+  ): Promise<Outcome<{ scheduleId: string; next: number }>> {
+    await loadCron(); // before anything is read: the rest runs without a pause
     const session = this.#authorize(caller, "act");
     return session.ok ? session.value.parts.schedules.create(body, "caller") : session;
   }

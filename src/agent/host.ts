@@ -24,7 +24,7 @@ export interface SessionHost extends ContinuationHost {
   scheduleMessage(
     request: { message: string; delaySeconds: number } | { message: string; cron: string; timezone?: string },
     callKey: string,
-  ): Outcome<{ id: string; next: number }>;
+  ): Promise<Outcome<{ id: string; next: number }>>;
 }
 
 export interface RunOrigin {

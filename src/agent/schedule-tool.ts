@@ -29,13 +29,13 @@ export const scheduleMessageTool: Tool<ScheduleArgs, SessionHost> = {
     "Send yourself a message later (it starts a turn): once after delay_seconds, or at every time of a " +
     '5-field cron ("minute hour day month weekday") in timezone (IANA, default UTC).',
   schema: ScheduleArgs,
-  run(args, ctx, host) {
+  async run(args, ctx, host) {
     const { message, delay_seconds: delaySeconds, cron, timezone } = args;
     if ((delaySeconds === undefined) === (cron === undefined))
       return text("Error: give exactly one of delay_seconds and cron", true);
     if (delaySeconds !== undefined && timezone !== undefined)
       return text("Error: timezone goes with cron, not with delay_seconds", true);
-    const scheduled = host.scheduleMessage(
+    const scheduled = await host.scheduleMessage(
       cron === undefined
         ? { message, delaySeconds: delaySeconds! }
         : { message, cron, ...(timezone === undefined ? {} : { timezone }) },

@@ -1,4 +1,4 @@
-import { Cron } from "croner";
+import type { Cron } from "croner";
 import { fail, ok, type Outcome } from "../contract/errors";
 import { quote } from "./quote";
 
@@ -10,6 +10,19 @@ import { quote } from "./quote";
 export interface CronTimes {
   /** The first firing time strictly after `after` (epoch ms); undefined when it never fires again. */
   after(after: number): number | undefined;
+}
+
+/** croner, loaded by `loadCron`, not when an isolate starts. */
+let croner: typeof Cron | undefined;
+
+/** Whether croner is loaded (`cronTimes` may run). */
+export function cronLoaded(): boolean {
+  return croner !== undefined;
+}
+
+/** Loads croner once: every path that reads a cron (`cronTimes`) awaits it first. */
+export async function loadCron(): Promise<void> {
+  croner ??= (await import("croner")).Cron;
 }
 
 /**
@@ -27,8 +40,9 @@ export function cronTimes(cron: string, timezone: string, now: number): Outcome<
   if (!knownTimeZone(timezone))
     return fail("INVALID_REQUEST", `timezone: ${quote(timezone)} is not an IANA time zone name`);
   let job: Cron;
+  if (croner === undefined) throw new Error("cronTimes: croner is not loaded (await loadCron())");
   try {
-    job = new Cron(cron, { timezone, mode: "5-part" });
+    job = new croner(cron, { timezone, mode: "5-part" });
   } catch (error) {
     const reason = error instanceof Error ? error.message.replace(/^CronPattern: /, "") : "malformed";
     return fail("INVALID_REQUEST", `cron: ${quote(cron)} is not valid (${reason})`);

@@ -47,6 +47,9 @@ const KEYWORDS = new Set([
 ]);
 const TYPES = new Set(["object", "array", "string", "number", "integer", "boolean", "null"]);
 
+/** What `checkOutputSchema`, `compileOutputSchema` and `outputValidator` need loaded first. */
+export { loadPatternEngine } from "./linear-pattern";
+
 export function checkOutputSchema(schema: unknown): Failure | undefined {
   const compiled = compileOutputSchema(schema);
   return compiled.ok ? undefined : compiled;

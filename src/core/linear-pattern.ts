@@ -1,4 +1,4 @@
-import { RE2JS } from "re2js";
+import type { RE2JS } from "re2js";
 
 /**
  * Caller-supplied regular expressions (an `outputSchema`'s `pattern`), the one place they are
@@ -16,6 +16,18 @@ import { RE2JS } from "re2js";
  * lookahead, lookbehind) are refused, never approximated. Remaining differences are RE2's: `\s` is
  * ASCII whitespace, `.` excludes only `\n`. Like JSON Schema's, a pattern is not anchored.
  */
+
+/** The engine (re2js, some 270 KiB), loaded by `loadPatternEngine`, not when an isolate starts. */
+let engine: typeof RE2JS | undefined;
+
+/**
+ * Loads the engine once; every path that compiles a caller's pattern (`compilePattern`, through an
+ * output schema) awaits it first: a one-shot start with an `outputSchema`, a child offering its
+ * `structured_output` tool.
+ */
+export async function loadPatternEngine(): Promise<void> {
+  engine ??= (await import("re2js")).RE2JS;
+}
 
 /** The longest pattern source, in UTF-16 code units. */
 export const MAX_PATTERN_LENGTH = 1000;
@@ -48,9 +60,11 @@ export function compilePattern(source: string): CompiledPattern {
     return refused(
       `expands to ${size} units, more than ${MAX_PATTERN_SIZE} (a counted repetition x{n} counts n copies of x)`,
     );
+  if (engine === undefined)
+    throw new Error("compilePattern: the pattern engine is not loaded (await loadPatternEngine())");
   let compiled: RE2JS;
   try {
-    compiled = RE2JS.compile(RE2JS.translateRegExp(source));
+    compiled = engine.compile(engine.translateRegExp(source));
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
     return refused(`is not supported by the linear-time engine (RE2): ${reason}`);

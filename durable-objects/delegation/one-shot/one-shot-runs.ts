@@ -8,6 +8,7 @@ import type { RunResultEnvelope } from "../../../src/contract/envelope";
 import { fail, type Outcome, ok } from "../../../src/contract/errors";
 import type { RunCounterpart, RunView, StartRequest, SubagentResult } from "../../../src/contract/run";
 import { renderForeground } from "../../../src/core/run-rendering";
+import { loadPatternEngine } from "../../../src/core/json-schema-subset";
 import { checkStart } from "../../../src/providers/start-checks";
 import { DueTimer } from "../../session/due-timer";
 import type { EnvelopeHandlers, SessionPart } from "../../session/part";
@@ -62,6 +63,8 @@ export class OneShotRuns implements SessionPart, RunSettlement {
     const { runs } = this.#ctx.stores;
     const existing = origin && runs.byCallKey(origin.callKey);
     if (existing) return ok(this.view(existing)); // a re-run tool call re-attaches
+    // an output schema's patterns are compiled by the linear-time engine, loaded on first use
+    if (request.outputSchema !== undefined) await loadPatternEngine();
     const checked = checkStart(request.provider, await this.#ctx.provider(request.provider), request);
     if (!checked.ok) return checked;
     const raced = origin && runs.byCallKey(origin.callKey);

@@ -1,7 +1,8 @@
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import {
   compilePattern,
   type LinearPattern,
+  loadPatternEngine,
   MAX_PATTERN_LENGTH,
   MAX_PATTERN_SIZE,
   PatternBudget,
@@ -51,6 +52,8 @@ const ORDINARY: [string, string[]][] = [
 ];
 
 describe("caller patterns (src/core/linear-pattern.ts)", () => {
+  beforeAll(loadPatternEngine);
+
   it("ordinary patterns (classes, anchors, \\d, quantifiers, alternation, groups, escapes) match exactly as a JS RegExp with the u flag does", () => {
     for (const [source, inputs] of ORDINARY) {
       const pattern = compiled(source);

@@ -1,7 +1,8 @@
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import {
   checkOutputSchema,
   compileOutputSchema,
+  loadPatternEngine,
   MAX_SCHEMA_PATTERN_SIZE,
   OUTPUT_MATCH_BUDGET,
   outputValidator,
@@ -24,6 +25,8 @@ function issuesOf(schema: Record<string, unknown>, value: unknown): { path: stri
 }
 
 describe("outputSchema patterns (src/core/json-schema-subset.ts)", () => {
+  beforeAll(loadPatternEngine);
+
   it("matches additionalProperties' pattern against undeclared keys only, also when no declared property has a pattern", () => {
     const schema = {
       type: "object",
