@@ -18,6 +18,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { writeBlock } from "../scripts/lib/readme-block.mjs";
 import { Client } from "./lib/client.mjs";
+import { devtools } from "./lib/devtools.mjs";
 import { startWorker } from "./lib/worker.mjs";
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -76,34 +77,12 @@ function moduleMap(bundlePath) {
   };
 }
 
-/** A minimal Chrome DevTools Protocol session over the inspector's WebSocket. */
+/** A DevTools session on the isolate `target` of the inspector at `port`. */
 async function inspect(port, target) {
   const list = await (await fetch(`http://127.0.0.1:${port}/json`)).json();
   const entry = list.find((t) => t.id === target);
   if (!entry) throw new Error(`no inspector target ${target}: ${list.map((t) => t.id).join(", ")}`);
-  const socket = new WebSocket(entry.webSocketDebuggerUrl);
-  await new Promise((ok, no) => {
-    socket.onopen = ok;
-    socket.onerror = () => no(new Error("the inspector did not open"));
-  });
-  let id = 0;
-  const waiting = new Map();
-  socket.onmessage = (event) => {
-    const message = JSON.parse(String(event.data));
-    const pending = waiting.get(message.id);
-    if (!pending) return;
-    waiting.delete(message.id);
-    if (message.error) pending.no(new Error(`${pending.method}: ${message.error.message}`));
-    else pending.ok(message.result);
-  };
-  return {
-    send(method, params = {}) {
-      const n = ++id;
-      socket.send(JSON.stringify({ id: n, method, params }));
-      return new Promise((ok, no) => waiting.set(n, { ok, no, method }));
-    },
-    close: () => socket.close(),
-  };
+  return devtools(entry.webSocketDebuggerUrl);
 }
 
 async function delegate(client, parentId, floor = false) {

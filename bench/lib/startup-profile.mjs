@@ -9,6 +9,7 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { convertV4MiniflareOptions, Miniflare } from "miniflare";
+import { devtools } from "./devtools.mjs";
 
 export const SAMPLING_US = 100;
 
@@ -74,33 +75,6 @@ export async function uploadBytes(uploadPath) {
     if (seen.has(module.path)) atStart += size(module);
   }
   return { totalBytes: total, atStartBytes: atStart, modules: modules.length };
-}
-
-/** A Chrome DevTools Protocol session on `url` (the isolate's inspector WebSocket). */
-async function devtools(url) {
-  const socket = new WebSocket(url);
-  await new Promise((ok, no) => {
-    socket.onopen = ok;
-    socket.onerror = () => no(new Error("the inspector did not open"));
-  });
-  let id = 0;
-  const waiting = new Map();
-  socket.onmessage = (event) => {
-    const message = JSON.parse(String(event.data));
-    const pending = waiting.get(message.id);
-    if (!pending) return;
-    waiting.delete(message.id);
-    if (message.error) pending.no(new Error(`${pending.method}: ${message.error.message}`));
-    else pending.ok(message.result);
-  };
-  return {
-    send(method, params = {}) {
-      const n = ++id;
-      socket.send(JSON.stringify({ id: n, method, params }));
-      return new Promise((ok, no) => waiting.set(n, { ok, no, method }));
-    },
-    close: () => socket.close(),
-  };
 }
 
 /** The V8 CPU profile of one start of the Worker in `uploadPath` (a fresh workerd each call). */
