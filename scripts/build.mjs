@@ -3,7 +3,8 @@
 // builds the package's published shape into dist/:
 //   dist/worker.js   subagents-edge/worker   (createSubagents with every protocol, defineTool, aiSdkModel, types)
 //   dist/core.js     subagents-edge/core     (the same, with only the protocols it is given)
-//   dist/mcp.js, dist/a2a.js, dist/acp.js   subagents-edge/mcp, /a2a, /acp (the protocols)
+//   dist/mcp.js, a2a.js, acp.js, openai.js, workers-ai.js   subagents-edge/mcp, /a2a, /acp,
+//                    /openai, /workers-ai (the protocols)
 //   dist/client.js   subagents-edge/client and the root entry (the client SDK)
 //   dist/chunks/     the code the entries share, and what they load on first use
 //   dist/types/      the .d.ts of the entries, only the files they reach, with `.js` specifiers
@@ -24,6 +25,8 @@ const ENTRIES = {
   mcp: "src/protocols/mcp.ts",
   a2a: "src/protocols/a2a.ts",
   acp: "src/protocols/acp.ts",
+  openai: "src/protocols/openai.ts",
+  "workers-ai": "src/protocols/workers-ai.ts",
   client: "src/client/index.ts",
 };
 

@@ -76,7 +76,7 @@ const lines = [
   `| before: the runtime as an application, at ${baselineCommit} | ${before.kib.toFixed(0)} KiB | ${before.gzipKib.toFixed(0)} KiB |`,
   `| now: \`createSubagents\` (\`subagents-edge/worker\`) with the AI SDK providers, the MCP, ACP and A2A SDKs and the embedded dashboard, at ${head}${dirty ? " (uncommitted changes)" : ""} | ${now.kib.toFixed(0)} KiB | ${now.gzipKib.toFixed(0)} KiB |`,
   `| change | ${pct(before.kib, now.kib)} | ${pct(before.gzipKib, now.gzipKib)} |`,
-  `| \`subagents-edge/core\` with no protocol (${MINIMAL}): no MCP, ACP or A2A SDK, at ${head}${dirty ? " (uncommitted changes)" : ""} | ${core.kib.toFixed(0)} KiB | ${core.gzipKib.toFixed(0)} KiB |`,
+  `| \`subagents-edge/core\` with no protocol (${MINIMAL}): no MCP, ACP or A2A SDK, no AI SDK provider, at ${head}${dirty ? " (uncommitted changes)" : ""} | ${core.kib.toFixed(0)} KiB | ${core.gzipKib.toFixed(0)} KiB |`,
   "",
   `Written by \`npm run bundle-size\` on ${new Date().toISOString().slice(0, 10)}. Workers accept 3 MiB (free plan) or 10 MiB (paid) after gzip.`,
 ];

@@ -115,7 +115,7 @@ export function startupLines(startup) {
       "what it imports statically (a module reached only by `import()` is compiled when first imported). Bundles: esbuild, one set of " +
       "settings for all four (packages bundled), minified by esbuild, gzip by node:zlib; wrangler's own " +
       `upload of this repository's Worker: ${w.runtime.uploadKib ?? "-"} KiB (${w.runtime.uploadGzipKib ?? "-"} KiB gzip).`,
-    `Protocol SDK code in each bundle (MCP, A2A and ACP packages, KiB of the unminified bundle): ${KEYS.map(
+    `Protocol SDK code in each bundle (the MCP, A2A and ACP packages and the AI SDK providers, KiB of the unminified bundle): ${KEYS.map(
       (key) => {
         const sdks = Object.entries(w[key].protocolSdks ?? {});
         return `${key} ${sdks.length === 0 ? "none" : sdks.map(([name, bytes]) => `${name} ${(bytes / 1024).toFixed(0)}`).join(", ")}`;

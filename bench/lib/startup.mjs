@@ -102,8 +102,23 @@ async function wrangler(cwd, args, timeoutMs) {
   return `${stdout}${stderr}`;
 }
 
-/** The protocol SDKs whose code a bundle may hold (npm package name prefixes). */
-export const PROTOCOL_SDKS = ["@modelcontextprotocol/", "@a2a-js/", "@agentclientprotocol/"];
+/**
+ * The protocols' SDKs whose code a bundle may hold (npm package name prefixes): MCP, A2A, ACP and
+ * the AI SDK (the `openai:` and `workers-ai:` routes' providers and what they bring).
+ */
+export const PROTOCOL_SDKS = [
+  "@modelcontextprotocol/",
+  "@a2a-js/",
+  "@agentclientprotocol/",
+  "@ai-sdk/",
+  "workers-ai-provider",
+  "ai",
+];
+
+/** Whether npm package `name` is one of PROTOCOL_SDKS (a scope prefix ends with "/", a name is whole). */
+export function isProtocolSdk(name) {
+  return PROTOCOL_SDKS.some((entry) => (entry.endsWith("/") ? name.startsWith(entry) : name === entry));
+}
 
 /** A bundled module's npm package (`@scope/name` or `name`), or undefined for the project's own code. */
 function packageOf(path) {
@@ -140,7 +155,7 @@ export async function bundleSizes(entry) {
     for (const output of Object.values(result.metafile?.outputs ?? {}))
       for (const [path, { bytesInOutput }] of Object.entries(output.inputs)) {
         const name = packageOf(path);
-        if (name !== undefined && PROTOCOL_SDKS.some((prefix) => name.startsWith(prefix)))
+        if (name !== undefined && isProtocolSdk(name))
           sizes.protocolSdks[name] = (sizes.protocolSdks[name] ?? 0) + bytesInOutput;
       }
     sizes[minify ? "minifiedBytes" : "rawBytes"] = bytes.byteLength;

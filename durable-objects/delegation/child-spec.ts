@@ -21,7 +21,7 @@ import {
   placementOf,
 } from "../../src/core/placement";
 import { priceOf } from "../../src/core/prices";
-import { protocolMissing } from "../../src/platform/deployment";
+import { protocolMissing } from "../../src/protocols/protocol";
 import type { SessionContext } from "../session/session-context";
 
 /**
@@ -104,7 +104,7 @@ export function placeChild(
   const depth = childDepth(header.delegationDepth, request.maxDepth, deploymentDepthCap(ctx.limits.depthCap));
   if (!depth.ok) return depth;
   if (request.mcpServers?.length && !ctx.protocols.mcp)
-    return fail("UNSUPPORTED_CAPABILITY", `mcpServers: ${protocolMissing("MCP")}`);
+    return fail("UNSUPPORTED_CAPABILITY", `mcpServers: ${protocolMissing("mcp")}`);
   if (request.toolFilter) {
     const unknown = ctx.tools.unknownNames(request.toolFilter);
     if (unknown.length > 0)

@@ -7,7 +7,7 @@ import { textOf } from "../../src/contract/content";
 import { fail } from "../../src/contract/errors";
 import { lazySchema } from "../../src/contract/lazy";
 import { failure } from "../../src/contract/respond";
-import { protocolMissing } from "../../src/platform/deployment";
+import { protocolMissing } from "../../src/protocols/protocol";
 import { CALLER_HEADER, type Caller } from "../../src/contract/session";
 import type { PendingApproval } from "../../src/contract/session-api";
 import { DecideApprovalBody } from "../../src/contract/wire";
@@ -88,7 +88,7 @@ export class McpFace {
   async handle(request: Request): Promise<Response> {
     if (!this.#handler) {
       const sdk = this.#ctx.protocols.mcp?.server;
-      if (!sdk) return failure(fail("NOT_FOUND", protocolMissing("MCP")));
+      if (!sdk) return failure(fail("NOT_FOUND", protocolMissing("mcp")));
       const { createMcpHandler, McpServer } = await sdk();
       this.#handler ??= createMcpHandler(
         ({ requestInfo }) => this.#server(new McpServer(SERVER_INFO), callerOf(requestInfo)),

@@ -9,7 +9,8 @@ import type { SessionHeader } from "../../src/contract/session";
 import type { Remote, SessionRpc } from "../../src/contract/session-api";
 import type { LocationHint } from "../../src/core/placement";
 import { logRefusal } from "../../src/core/quotas";
-import { type Deployment, type Protocols, protocolMissing } from "../../src/platform/deployment";
+import type { Deployment, Protocols } from "../../src/platform/deployment";
+import { protocolMissing } from "../../src/protocols/protocol";
 import { defaultModelOf, pricesOf } from "../../src/platform/models";
 import type { Prices } from "../../src/core/prices";
 import { TreeBudget } from "./tree-budget";
@@ -143,7 +144,7 @@ function toolCatalog(env: Env, deployment: Deployment, stores: SessionStores): T
     ...deployment.toolSources(env),
     // a server that cannot be listed is in the log once per failure streak, while the log has room
     new McpToolSource({
-      sdk: deployment.protocols.mcp?.client ?? (() => Promise.reject(new Error(protocolMissing("MCP")))),
+      sdk: deployment.protocols.mcp?.client ?? (() => Promise.reject(new Error(protocolMissing("mcp")))),
       unavailable: (failure) => {
         if (!logRefusal(stores.log.bytes(), env.MAX_LOG_BYTES))
           stores.transact(() => stores.log.append("mcp/server-unavailable", failure));

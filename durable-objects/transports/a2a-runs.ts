@@ -2,7 +2,7 @@ import type { ProviderKind } from "../../src/contract/provider";
 import { fail, type Outcome, ok } from "../../src/contract/errors";
 import { compact } from "../../src/core/compact";
 import type { A2aTarget } from "../../src/providers/a2a-client";
-import { protocolMissing } from "../../src/platform/deployment";
+import { protocolMissing } from "../../src/protocols/protocol";
 import { newCallbackSecret, pollDelayMs, transportResult } from "../../src/providers/remote-protocol";
 import type { SessionContext } from "../session/session-context";
 import type { RemoteRow } from "../store/remote-store";
@@ -39,7 +39,7 @@ export class A2aRuns extends FarSideRuns implements ChildTransport {
   /** Publishes an A2A run (no I/O); its first message goes out with the next drive. Resolves the run id. */
   async start({ request, origin, trace, provider, descriptor }: TransportStart): Promise<Outcome<string>> {
     const ctx = this.ctx;
-    if (!ctx.protocols.a2a) return fail("UNSUPPORTED_CAPABILITY", protocolMissing("A2A"));
+    if (!ctx.protocols.a2a) return fail("UNSUPPORTED_CAPABILITY", protocolMissing("a2a"));
     const prepared = prepareOutOfProcess(ctx, request, provider, "a2a");
     if (!prepared.ok) return prepared;
     const { runId, prompt, depth } = prepared.value;
@@ -71,13 +71,13 @@ export class A2aRuns extends FarSideRuns implements ChildTransport {
   protected phaseStep(run: RunRow, row: RemoteRow): Promise<void> {
     // a run accepted before the deployment dropped the a2a protocol ends saying so
     if (!this.ctx.protocols.a2a)
-      return this.end(run, row, transportResult("error", protocolMissing("A2A"), this.secretsOf(row)));
+      return this.end(run, row, transportResult("error", protocolMissing("a2a"), this.secretsOf(row)));
     return row.phase === "create" ? this.#send(run, row) : this.#poll(run, row);
   }
 
   protected async stopFarSide(row: RemoteRow) {
     if (!this.ctx.protocols.a2a)
-      return { ok: false as const, permanent: true, error: protocolMissing("A2A") };
+      return { ok: false as const, permanent: true, error: protocolMissing("a2a") };
     const { cancelTask } = await this.#client();
     const answer = await cancelTask(this.#target(row), row.remoteId!);
     return answer.ok ? { ok: true as const } : answer;

@@ -1,7 +1,7 @@
 import { compact } from "../../src/core/compact";
 import type { ContentBlock } from "../../src/contract/content";
 import { fail, type Outcome, ok } from "../../src/contract/errors";
-import { protocolMissing } from "../../src/platform/deployment";
+import { protocolMissing } from "../../src/protocols/protocol";
 import type { SubagentResult } from "../../src/contract/run";
 import { AcpConnection, type AcpTimeouts } from "../../src/providers/acp-client";
 import { failedResult, permissionOptionFor } from "../../src/providers/acp-protocol";
@@ -94,7 +94,7 @@ export class AcpRuns implements ChildTransport, SessionPart {
   /** Publishes an ACP run and opens its connection. Resolves the run id. */
   async start({ request, origin, trace, provider, descriptor }: TransportStart): Promise<Outcome<string>> {
     const ctx = this.#ctx;
-    if (!ctx.protocols.acp) return fail("UNSUPPORTED_CAPABILITY", protocolMissing("ACP"));
+    if (!ctx.protocols.acp) return fail("UNSUPPORTED_CAPABILITY", protocolMissing("acp"));
     const prepared = prepareOutOfProcess(ctx, request, provider, "acp");
     if (!prepared.ok) return prepared;
     const { runId, prompt } = prepared.value;
@@ -192,7 +192,7 @@ export class AcpRuns implements ChildTransport, SessionPart {
     const row = this.#ctx.stores.acpRuns.get(runId)!;
     const target = { url: row.url, token: row.token, secrets: row.token === null ? [] : [row.token] };
     const traceparent = traceparentOfRun(this.#ctx.stores.runs.get(runId));
-    const sdk = this.#ctx.protocols.acp?.sdk ?? (() => Promise.reject(new Error(protocolMissing("ACP"))));
+    const sdk = this.#ctx.protocols.acp?.sdk ?? (() => Promise.reject(new Error(protocolMissing("acp"))));
     const connection = new AcpConnection(target, prompt, {
       sdk,
       ...(this.#timeouts ? { timeouts: this.#timeouts } : {}),

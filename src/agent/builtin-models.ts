@@ -3,6 +3,7 @@ import { EXTERNAL_MODEL } from "./external-session";
 import type { ModelClient } from "./model";
 import type { ModelProvider } from "./model-provider";
 import { ScriptedModel } from "./scripted-model";
+import { protocolMissing } from "../protocols/protocol";
 
 /** Deployment settings that configure the built-in model providers (`wrangler.toml` vars and secrets). */
 export interface BuiltinModelSettings {
@@ -11,6 +12,10 @@ export interface BuiltinModelSettings {
   openAiApiKey?: string;
   /** The Workers AI binding (`[ai] binding = "AI"`), where the Worker has one. */
   ai?: unknown;
+  /** The `openai` protocol's AI SDK provider (absent: `openai:` routes are refused, saying so). */
+  openAiSdk?: () => Promise<typeof import("@ai-sdk/openai-compatible")>;
+  /** The `workers-ai` protocol's AI SDK provider (absent: `workers-ai:` routes are refused, saying so). */
+  workersAiSdk?: () => Promise<typeof import("workers-ai-provider")>;
 }
 
 const scripted = new ScriptedModel();
@@ -33,7 +38,8 @@ function lazyClient(make: () => Promise<ModelClient>): ModelClient {
  * The built-in model routes: `scripted` (deterministic, offline; api.md), `openai:<model>` (any
  * OpenAI-compatible server at OPENAI_BASE_URL, through `@ai-sdk/openai-compatible`) and
  * `workers-ai:<model>` (the AI binding through `workers-ai-provider`, only where it is bound).
- * Both network routes stream, and both are AI SDK models behind `aiSdkModel`, as a user's are.
+ * Both network routes stream, and both are AI SDK models behind `aiSdkModel`, as a user's are;
+ * each needs its protocol (`openai`, `workers-ai`: the deployment's loader of its AI SDK provider).
  */
 export function builtinModels(settings: BuiltinModelSettings): ModelProvider[] {
   return [
@@ -50,10 +56,15 @@ export function builtinModels(settings: BuiltinModelSettings): ModelProvider[] {
     {
       prefix: "openai",
       namesModel: true,
-      problem: () => (settings.openAiBaseUrl ? undefined : "OPENAI_BASE_URL is not configured"),
+      problem: () =>
+        !settings.openAiSdk
+          ? protocolMissing("openai")
+          : settings.openAiBaseUrl
+            ? undefined
+            : "OPENAI_BASE_URL is not configured",
       client: (model): ModelClient =>
         lazyClient(async () => {
-          const { createOpenAICompatible } = await import("@ai-sdk/openai-compatible");
+          const { createOpenAICompatible } = await settings.openAiSdk!();
           const provider = createOpenAICompatible({
             name: "openai",
             baseURL: (settings.openAiBaseUrl ?? "").replace(/\/+$/, ""),
@@ -67,12 +78,17 @@ export function builtinModels(settings: BuiltinModelSettings): ModelProvider[] {
       prefix: "workers-ai",
       namesModel: true,
       problem: () =>
-        settings.ai ? undefined : "the AI binding is not configured (use the `ai` environment)",
+        !settings.workersAiSdk
+          ? protocolMissing("workers-ai")
+          : settings.ai
+            ? undefined
+            : "the AI binding is not configured (use the `ai` environment)",
       client: (model): ModelClient => {
-        if (!settings.ai) throw new Error("the AI binding is not configured");
+        if (!settings.ai || !settings.workersAiSdk) throw new Error("the AI binding is not configured");
         const binding = settings.ai as Ai;
+        const sdk = settings.workersAiSdk;
         return lazyClient(async () => {
-          const { createWorkersAI } = await import("workers-ai-provider");
+          const { createWorkersAI } = await sdk();
           const provider = createWorkersAI({ binding });
           return aiSdkModel(provider(model as Parameters<typeof provider>[0]));
         });

@@ -2,7 +2,8 @@ import type { IRequest, RouterType } from "itty-router";
 import { A2A_ENDPOINT_PATH } from "../a2a/endpoint";
 import { fail } from "../contract/errors";
 import { failure } from "../contract/respond";
-import { type Deployment, protocolMissing } from "../platform/deployment";
+import type { Deployment } from "../platform/deployment";
+import { protocolMissing } from "../protocols/protocol";
 import { authenticate, isFailure, type TokenSettings } from "./auth";
 
 /**
@@ -21,7 +22,7 @@ export function addA2aRoutes(
 ) {
   // a deployment without the a2a protocol has no A2A face: both routes answer 404 saying so
   const face = deployment.protocols.a2a?.face;
-  const absent = () => failure(fail("NOT_FOUND", protocolMissing("A2A")));
+  const absent = () => failure(fail("NOT_FOUND", protocolMissing("a2a")));
   router.get("/.well-known/agent-card.json", async (request, env) => {
     if (!face) return absent();
     const { agentCardResponse } = await face();

@@ -1,5 +1,6 @@
 import { quoteAll } from "../core/quote";
-import { type Deployment, protocolMissing } from "../platform/deployment";
+import type { Deployment } from "../platform/deployment";
+import { protocolMissing } from "../protocols/protocol";
 import { defaultModelOf, pricesOf } from "../platform/models";
 import { fail, type Outcome } from "../contract/errors";
 import { DEFAULT_TENANT, type SessionView } from "../contract/session";
@@ -31,7 +32,7 @@ export async function createTopLevelSession(
   if (body.budget?.usd !== undefined && !priceOf(pricesOf(env), model))
     return fail("INVALID_REQUEST", `budget.usd: model ${model} has no price (MODEL_PRICES)`);
   if (body.mcpServers?.length && !deployment.protocols.mcp)
-    return fail("UNSUPPORTED_CAPABILITY", `mcpServers: ${protocolMissing("MCP")}`);
+    return fail("UNSUPPORTED_CAPABILITY", `mcpServers: ${protocolMissing("mcp")}`);
   const unknownTools = body.toolFilter ? deployment.unknownTools(body.toolFilter) : [];
   if (unknownTools.length > 0)
     return fail("INVALID_REQUEST", `toolFilter names unknown tools: ${quoteAll(unknownTools)}`);

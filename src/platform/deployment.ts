@@ -31,6 +31,8 @@ export interface Protocols {
   readonly mcp?: McpProtocol;
   readonly a2a?: A2aProtocol;
   readonly acp?: AcpProtocol;
+  readonly openai?: OpenAiProtocol;
+  readonly "workers-ai"?: WorkersAiProtocol;
 }
 
 /** MCP both ways: a session's MCP servers (the client) and a session's MCP face (the server). */
@@ -60,17 +62,20 @@ export interface A2aFace {
   ): Promise<Response>;
 }
 
+/** `openai:<model>` routes: any OpenAI-compatible server at OPENAI_BASE_URL, through the AI SDK. */
+export interface OpenAiProtocol extends Protocol {
+  readonly protocol: "openai";
+  sdk(): Promise<typeof import("@ai-sdk/openai-compatible")>;
+}
+
+/** `workers-ai:<model>` routes: the Worker's AI binding, through the AI SDK. */
+export interface WorkersAiProtocol extends Protocol {
+  readonly protocol: "workers-ai";
+  sdk(): Promise<typeof import("workers-ai-provider")>;
+}
+
 /** ACP: `acp` providers, runs handed to an agent over the Agent Client Protocol. */
 export interface AcpProtocol extends Protocol {
   readonly protocol: "acp";
   sdk(): Promise<typeof import("@agentclientprotocol/sdk")>;
-}
-
-/** Why a deployment cannot use `protocol`: the sentence its refusals and errors say. */
-export function protocolMissing(protocol: "MCP" | "A2A" | "ACP"): string {
-  const entry = protocol.toLowerCase();
-  return (
-    `this deployment does not speak ${protocol}: its Worker made the runtime without the ${entry} protocol ` +
-    `(createSubagents({ protocols: [${entry}] }) with ${entry} from subagents-edge/${entry}, or subagents-edge/worker, which has every protocol)`
-  );
 }

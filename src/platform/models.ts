@@ -1,10 +1,14 @@
 import { type BuiltinModelSettings, builtinModels } from "../agent/builtin-models";
 import type { ModelProvider } from "../agent/model-provider";
+import type { Protocols } from "./deployment";
 import { parsePrices, type Prices } from "../core/prices";
 
-/** The built-in model providers, configured from the Worker's env. */
-export function builtinModelsOf(env: Env): ModelProvider[] {
-  return builtinModels(modelSettingsOf(env));
+/** The built-in model providers, configured from the Worker's env and the deployment's protocols. */
+export function builtinModelsOf(env: Env, protocols: Protocols): ModelProvider[] {
+  const settings = modelSettingsOf(env);
+  if (protocols.openai) settings.openAiSdk = protocols.openai.sdk;
+  if (protocols["workers-ai"]) settings.workersAiSdk = protocols["workers-ai"].sdk;
+  return builtinModels(settings);
 }
 
 /** The model of a session that names none: DEFAULT_MODEL, else `scripted` (deterministic, offline). */

@@ -18,7 +18,15 @@ import { failure } from "../contract/respond";
 import { buildRouter } from "../http/app";
 import { corsOrigins, preflight, withCors } from "../http/cors";
 import { hostRefusal } from "../http/host-check";
-import type { A2aProtocol, AcpProtocol, Deployment, McpProtocol, Protocols } from "../platform/deployment";
+import type {
+  A2aProtocol,
+  AcpProtocol,
+  Deployment,
+  McpProtocol,
+  OpenAiProtocol,
+  Protocols,
+  WorkersAiProtocol,
+} from "../platform/deployment";
 import type { Protocol } from "../protocols/protocol";
 import { builtinModelsOf } from "../platform/models";
 import { SubagentsEntrypoint as SubagentsEntrypointBase } from "../rpc/entrypoint";
@@ -41,11 +49,12 @@ export interface SubagentsOptions<E = Cloudflare.Env> {
   /** Whether `basePath + "/"` serves the dashboard (default true). */
   dashboard?: boolean;
   /**
-   * The protocols the runtime speaks beside its HTTP API: `mcp`, `a2a`, `acp` from
-   * `subagents-edge/mcp`, `/a2a`, `/acp`. Default: every one with `subagents-edge/worker`, none
-   * with `subagents-edge/core` (whose Worker bundles only the protocols it imports). Without one,
-   * its routes answer 404 and its uses (`mcpServers`, an `a2a` or `acp` provider) are refused
-   * with `UNSUPPORTED_CAPABILITY`, saying which protocol is missing.
+   * The protocols the runtime speaks beside its HTTP API: `mcp`, `a2a`, `acp`, `openai`,
+   * `workersAi` from `subagents-edge/mcp`, `/a2a`, `/acp`, `/openai`, `/workers-ai`. Default: every
+   * one with `subagents-edge/worker`, none with `subagents-edge/core` (whose Worker bundles only
+   * the protocols it imports). Without one, its routes answer 404 and its uses (`mcpServers`, an
+   * `a2a` or `acp` provider) are refused with `UNSUPPORTED_CAPABILITY`, and its model routes
+   * (`openai:`, `workers-ai:`) like an unknown route, saying which protocol is missing.
    */
   protocols?: readonly Protocol[];
 }
@@ -264,7 +273,7 @@ function deploymentOf<E>(
     let found = made.get(env as object);
     if (!found) {
       const userEnv = env as E;
-      const builtin = builtinModelsOf(env as Env).filter((p) => !Object.hasOwn(models, p.prefix));
+      const builtin = builtinModelsOf(env as Env, protocols).filter((p) => !Object.hasOwn(models, p.prefix));
       found = {
         tools: tools.length === 0 ? [] : [userToolSource(tools, userEnv)],
         models: new ModelRoutes([...builtin, ...userModelProviders(models, userEnv)]),
@@ -292,16 +301,22 @@ function protocolsOf(list: readonly Protocol[]): Protocols {
     throw new TypeError(
       "createSubagents: protocols must be an array, like [mcp, a2a] (subagents-edge/mcp, ...)",
     );
-  const protocols: { mcp?: McpProtocol; a2a?: A2aProtocol; acp?: AcpProtocol } = {};
+  const protocols: {
+    mcp?: McpProtocol;
+    a2a?: A2aProtocol;
+    acp?: AcpProtocol;
+    openai?: OpenAiProtocol;
+    "workers-ai"?: WorkersAiProtocol;
+  } = {};
   for (const item of list) {
     const name = (item as Partial<Protocol> | null)?.protocol;
     const made =
       (name === "mcp" && isLoader(item, "client", "server")) ||
       (name === "a2a" && isLoader(item, "face", "client")) ||
-      (name === "acp" && isLoader(item, "sdk"));
+      ((name === "acp" || name === "openai" || name === "workers-ai") && isLoader(item, "sdk"));
     if (!made)
       throw new TypeError(
-        "createSubagents: a protocol must be mcp, a2a or acp as subagents-edge/mcp, /a2a or /acp export it",
+        "createSubagents: a protocol must be mcp, a2a, acp, openai or workersAi as subagents-edge/mcp, /a2a, /acp, /openai or /workers-ai export it",
       );
     if (protocols[name] !== undefined)
       throw new TypeError(`createSubagents: the ${name} protocol is given twice`);

@@ -330,7 +330,14 @@ describe("the packed package in fresh projects", () => {
     let server;
     let agents;
     const WRANGLER = join(REPO_ROOT, "node_modules/wrangler/bin/wrangler.js");
-    const SDKS = ["@modelcontextprotocol/", "@a2a-js/", "@agentclientprotocol/"];
+    // the protocols' SDKs: MCP, A2A, ACP and the AI SDK providers of the openai: and workers-ai: routes
+    const SDKS = [
+      "@modelcontextprotocol/",
+      "@a2a-js/",
+      "@agentclientprotocol/",
+      "@ai-sdk/",
+      "workers-ai-provider/",
+    ];
 
     /** The protocol SDK packages whose modules `wrangler deploy --dry-run` bundled for `worker`. */
     async function bundledSdks(worker) {

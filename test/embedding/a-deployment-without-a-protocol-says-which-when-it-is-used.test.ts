@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { agents, createSession } from "./support";
 
 /**
- * The embedding Worker is made with `subagents-edge/core` and `protocols: [a2a]`: it speaks A2A,
- * but no MCP and no ACP. What needs a missing protocol answers 404 (its routes) or 422
+ * The embedding Worker is made with `subagents-edge/core` and `protocols: [a2a, workersAi]`: it
+ * speaks A2A and serves `workers-ai:` routes, but no MCP, no ACP and no `openai:` routes. What needs a missing protocol answers 404 (its routes) or 422
  * UNSUPPORTED_CAPABILITY (its uses), naming the protocol and how to add it, and changes nothing.
  */
 describe("a deployment without a protocol says which when it is used", () => {
@@ -39,6 +39,22 @@ describe("a deployment without a protocol says which when it is used", () => {
     expect(child.body.error.code).toBe("UNSUPPORTED_CAPABILITY");
     expect(child.body.error.message).toMatch(missing("MCP"));
     expect((await agents("GET", `/v1/sessions/${parent.id}/subagents`)).body.subagents ?? []).toEqual([]);
+  });
+
+  it("refuses openai: routes, naming the protocol; workers-ai: routes say what else they lack", async () => {
+    const refused = await agents("POST", "/v1/sessions", { body: { model: "openai:gpt-4o" } });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(400);
+    expect(refused.body.error.code).toBe("INVALID_REQUEST");
+    expect(refused.body.error.message).toMatch(
+      /^model: this deployment does not speak the OpenAI-compatible API/,
+    );
+    expect(refused.body.error.message).toMatch(
+      /protocols: \[openai\] \}\) with openai from subagents-edge\/openai/,
+    );
+    // its protocol is there; the Worker has no AI binding
+    const unbound = await agents("POST", "/v1/sessions", { body: { model: "workers-ai:@cf/x" } });
+    expect(unbound.status).toBe(400);
+    expect(unbound.body.error.message).toMatch(/AI binding is not configured/);
   });
 
   it("refuses a start through an acp provider, and starts none; an a2a provider's start is accepted", async () => {

@@ -37,12 +37,12 @@ describe("createSubagents refuses a misconfigured runtime at once", () => {
     ).toThrow('tool "raw" is not made by defineTool');
   });
 
-  it("refuses a protocol that is not one of the entries' (mcp, a2a, acp), one given twice, and protocols that are no array", () => {
+  it("refuses a protocol that is not one of the entries' (mcp, a2a, acp, openai, workersAi), one given twice, and protocols that are no array", () => {
     expect(() => createSubagents({ protocols: [{ protocol: "mcp" }] as never })).toThrow(
-      "a protocol must be mcp, a2a or acp as subagents-edge/mcp, /a2a or /acp export it",
+      "a protocol must be mcp, a2a, acp, openai or workersAi as subagents-edge/mcp, /a2a, /acp, /openai or /workers-ai export it",
     );
     expect(() => createSubagents({ protocols: [{ ...mcp, protocol: "grpc" }] as never })).toThrow(
-      "a protocol must be mcp, a2a or acp",
+      "a protocol must be mcp, a2a, acp, openai or workersAi",
     );
     expect(() => createSubagents({ protocols: [mcp, mcp] })).toThrow("the mcp protocol is given twice");
     expect(() => createSubagents({ protocols: mcp as never })).toThrow("protocols must be an array");

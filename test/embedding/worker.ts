@@ -1,11 +1,12 @@
 /**
  * The embedding suite's Worker: the runtime mounted under /agents through the public entry that
- * takes only the protocols it is given (`subagents-edge/core`, here with A2A alone), with tools
+ * takes only the protocols it is given (`subagents-edge/core`, here A2A and Workers AI), with tools
  * and models that exercise every path of the library surface (docs/embedding.md).
  */
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { z } from "zod";
 import { a2a } from "../../src/protocols/a2a";
+import { workersAi } from "../../src/protocols/workers-ai";
 import { aiSdkModel, createSubagents, defineTool, type ModelClient } from "../../src/worker/core";
 
 export interface EmbeddingEnv {
@@ -120,7 +121,7 @@ const custom = (): ModelClient => ({
 export const subagents = createSubagents<EmbeddingEnv>({
   basePath: "/agents/",
   bindings: { sessions: "AGENT_SESSIONS", registry: "AGENT_REGISTRY" },
-  protocols: [a2a],
+  protocols: [a2a, workersAi],
   tools: [probe, onceThenPark, alwaysPark, explode, wrongResult, rich, slow, waitForAbort],
   models: {
     custom,

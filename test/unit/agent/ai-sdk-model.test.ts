@@ -236,9 +236,9 @@ describe("the workers-ai: route: workers-ai-provider over the AI binding", () =>
       { response: "tool said: ping", usage: { prompt_tokens: 12, completion_tokens: 3 } },
       { response: "", tool_calls: [{ name: "echo", arguments: { text: "ping" } }] },
     ]);
-    const client = new ModelRoutes(builtinModels({ defaultModel: "scripted", ai })).client(
-      "workers-ai:@cf/meta/llama",
-    );
+    const client = new ModelRoutes(
+      builtinModels({ defaultModel: "scripted", ai, workersAiSdk: () => import("workers-ai-provider") }),
+    ).client("workers-ai:@cf/meta/llama");
     const controller = new AbortController();
     const reply = await client.generate(request({ signal: controller.signal }));
     expect(reply).toMatchObject({ content: [{ type: "text", text: "tool said: ping" }], stopReason: "end" });
@@ -260,7 +260,9 @@ describe("the workers-ai: route: workers-ai-provider over the AI binding", () =>
 
   it("turns a binding failure into a ModelError", async () => {
     const { ai } = binding([new Error("5007: no such model")]);
-    const client = new ModelRoutes(builtinModels({ defaultModel: "scripted", ai })).client("workers-ai:m");
+    const client = new ModelRoutes(
+      builtinModels({ defaultModel: "scripted", ai, workersAiSdk: () => import("workers-ai-provider") }),
+    ).client("workers-ai:m");
     const error = await client.generate(request()).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ModelError);
     expect((error as Error).message).toMatch(/5007: no such model/);
