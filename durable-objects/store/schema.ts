@@ -1,3 +1,4 @@
+import { lazy } from "../../src/contract/lazy";
 /**
  * Ordered, additive migrations of a session's SQLite database, run synchronously and gated by a
  * version row in `meta` (Durable Objects have no `PRAGMA user_version`); a step may also move rows
@@ -267,7 +268,7 @@ export const SCHEMA_VERSION = SESSION_MIGRATIONS.length;
  * columns it could have been created with (a test checks that both paths give the same tables,
  * columns and indexes).
  */
-export const FRESH_SCHEMA = foldAlters(SESSION_MIGRATIONS.join("\n"));
+export const freshSchema = once(() => foldAlters(SESSION_MIGRATIONS.join("\n")));
 
 /**
  * Tables a session creates when it first uses them, not when it is born. A one-shot child that
@@ -318,31 +319,45 @@ const onFirstUse = (table: string | undefined): boolean =>
   (TABLES_ON_FIRST_USE as readonly (string | undefined)[]).includes(table);
 
 /** What a brand-new session is born with: the latest schema of every table not created on first use. */
-export const BIRTH_SCHEMA = `${statementsOf(FRESH_SCHEMA)
-  .filter((statement) => !onFirstUse(tableOf(statement)))
-  .join(";\n")};`;
+export const birthSchema = once(
+  () =>
+    `${statementsOf(freshSchema())
+      .filter((statement) => !onFirstUse(tableOf(statement)))
+      .join(";\n")};`,
+);
 
 const META_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) STRICT";
 
 /** A brand-new session object's whole schema, with its version, as one batch (one statement call). */
-const NEW_SESSION_SCHEMA = `${META_TABLE};
-${BIRTH_SCHEMA}
-INSERT INTO meta (key, value) VALUES ('schema_version', '${SESSION_MIGRATIONS.length}');`;
+const newSessionSchema = once(
+  () => `${META_TABLE};
+${birthSchema()}
+INSERT INTO meta (key, value) VALUES ('schema_version', '${SESSION_MIGRATIONS.length}');`,
+);
 
 /** Each first-use table's latest `CREATE TABLE` and indexes, written to run once on any object. */
-export const FIRST_USE_DDL: Readonly<Record<TableOnFirstUse, string>> = Object.fromEntries(
-  TABLES_ON_FIRST_USE.map((table) => [
-    table,
-    `${statementsOf(FRESH_SCHEMA)
-      .filter((statement) => tableOf(statement) === table)
-      .map((statement) =>
-        statement
-          .replace(/^CREATE TABLE /, "CREATE TABLE IF NOT EXISTS ")
-          .replace(/^CREATE (UNIQUE )?INDEX /, "CREATE $1INDEX IF NOT EXISTS "),
-      )
-      .join(";\n")};`,
-  ]),
-) as Record<TableOnFirstUse, string>;
+export const FIRST_USE_DDL: Readonly<Record<TableOnFirstUse, string>> = lazy(
+  () =>
+    Object.fromEntries(
+      TABLES_ON_FIRST_USE.map((table) => [
+        table,
+        `${statementsOf(freshSchema())
+          .filter((statement) => tableOf(statement) === table)
+          .map((statement) =>
+            statement
+              .replace(/^CREATE TABLE /, "CREATE TABLE IF NOT EXISTS ")
+              .replace(/^CREATE (UNIQUE )?INDEX /, "CREATE $1INDEX IF NOT EXISTS "),
+          )
+          .join(";\n")};`,
+      ]),
+    ) as Record<TableOnFirstUse, string>,
+);
+
+/** `make`'s value, made on the first call (the schema texts are folded when first needed, not at load). */
+function once<T>(make: () => T): () => T {
+  let made: { value: T } | undefined;
+  return () => (made ??= { value: make() }).value;
+}
 
 function foldAlters(ddl: string): string {
   let folded = ddl;
@@ -393,7 +408,7 @@ export function schemaVersion(sql: SqlStorage, exists = schemaExists(sql)): numb
 
 /**
  * Brings the schema to the latest version; the pending steps commit with the version bump. A
- * new object gets `meta`, `BIRTH_SCHEMA` and its version in one batch (`stepwise` forces
+ * new object gets `meta`, `birthSchema()` and its version in one batch (`stepwise` forces
  * every step of every table, for the test that compares the two). An existing session object's
  * pending steps skip the tables created on first use that it does not have (`firstUse`, the
  * default for the session's migrations: TABLES_ON_FIRST_USE); each session step's moves out of
@@ -419,7 +434,7 @@ export function migrate(
   // every pending step in one transaction with the version bump: all of them or none
   storage.transactionSync(() => {
     if (fresh) {
-      sql.exec(NEW_SESSION_SCHEMA);
+      sql.exec(newSessionSchema());
       return;
     }
     sql.exec(META_TABLE);

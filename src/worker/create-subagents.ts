@@ -102,7 +102,8 @@ export function createSubagents<E = Cloudflare.Env>(options: SubagentsOptions<E>
   };
   const deployment = deploymentOf(tools, models, protocolsOf(options.protocols ?? []));
   const withBindings = bindingsOf(bindings);
-  const router = buildRouter(deployment, basePath);
+  // built by the first API request: a start (and an isolate that only runs the objects) never builds it
+  let router: ReturnType<typeof buildRouter> | undefined;
   const dashboard = options.dashboard ?? true;
 
   class SessionObject extends SessionObjectBase {
@@ -152,6 +153,7 @@ export function createSubagents<E = Cloudflare.Env>(options: SubagentsOptions<E>
     if (weakToken) return failure(weakToken);
     const unbound = missingBinding(env, bindings);
     if (unbound) return failure(unbound);
+    router ??= buildRouter(deployment, basePath);
     return router.fetch(request, withBindings(env), ctx);
   }
 }

@@ -1,9 +1,9 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import {
-  BIRTH_SCHEMA,
+  birthSchema,
   FIRST_USE_DDL,
-  FRESH_SCHEMA,
+  freshSchema,
   migrate,
   SCHEMA_VERSION,
   SESSION_MIGRATIONS,
@@ -70,10 +70,10 @@ describe("session schema migrations", () => {
     expect(stepwise.born).toEqual([...TABLES_ON_FIRST_USE]);
     expect(fresh.shape).toEqual(stepwise.shape);
     expect(JSON.stringify(fresh.shape)).toContain("held_until"); // a folded column is there
-    expect(FRESH_SCHEMA).not.toMatch(/ALTER TABLE/);
+    expect(freshSchema()).not.toMatch(/ALTER TABLE/);
     for (const table of ["header", "events", "inbox", "loop", "outbox"])
-      expect(BIRTH_SCHEMA).toContain(`CREATE TABLE ${table} (`);
-    for (const table of TABLES_ON_FIRST_USE) expect(BIRTH_SCHEMA).not.toMatch(new RegExp(`\\b${table}\\b`));
+      expect(birthSchema()).toContain(`CREATE TABLE ${table} (`);
+    for (const table of TABLES_ON_FIRST_USE) expect(birthSchema()).not.toMatch(new RegExp(`\\b${table}\\b`));
   });
 
   it("upgrades from every older version to the latest, keeping the rows already there", async () => {
