@@ -356,7 +356,10 @@ export const FIRST_USE_DDL: Readonly<Record<TableOnFirstUse, string>> = lazy(
 /** `make`'s value, made on the first call (the schema texts are folded when first needed, not at load). */
 function once<T>(make: () => T): () => T {
   let made: { value: T } | undefined;
-  return () => (made ??= { value: make() }).value;
+  return () => {
+    made ??= { value: make() };
+    return made.value;
+  };
 }
 
 function foldAlters(ddl: string): string {
