@@ -11,7 +11,7 @@
 //   --no-readme             print only, do not touch bench/README.md
 //   --only=step-at-10k-events  measure that row alone and print it (writes nothing)
 //   --only=startup          measure the startup and bundle rows alone and print them (writes nothing)
-//   --startup-runs=<count>  startup profiles per Worker (default 5; the rows are their medians)
+//   --startup-runs=<count>  startup profiles per Worker (default 11; the rows are their medians)
 //   --budget-scale=<x>      multiply every phase's time bound by x (default: the load average per
 //                           core at the start, at least 1 and at most 4: a busy machine gets longer)
 //   --budget-seconds=<s>    give up on the whole run after this long (default: the sum of the
@@ -82,7 +82,7 @@ const LOAD_SECONDS = int("load-seconds", QUICK ? 10 : 60, 600);
 const ONLY = args.get("only");
 if (ONLY !== undefined && ONLY !== "step-at-10k-events" && ONLY !== "startup")
   throw new Error("--only takes one part: --only=step-at-10k-events or --only=startup");
-const STARTUP_RUNS = int("startup-runs", 5, 51);
+const STARTUP_RUNS = int("startup-runs", 11, 51);
 /** Every phase's time bound is multiplied by this (a busy machine runs every step slower). */
 const BUDGET_SCALE = (() => {
   const given = args.get("budget-scale");
