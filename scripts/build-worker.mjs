@@ -8,9 +8,9 @@
 // (README "Benchmarks", the startup rows). The settings are those wrangler bundles with (ESM,
 // workerd conditions, `cloudflare:*` and Node built-ins left to the runtime).
 import { mkdirSync, readdirSync, rmSync } from "node:fs";
-import { builtinModules } from "node:module";
 import { join, resolve } from "node:path";
 import { build } from "esbuild";
+import { WORKER_BUNDLE } from "./lib/worker-bundle.mjs";
 import { zodEnglishOnly } from "./lib/zod-english-only.mjs";
 
 const root = resolve(import.meta.dirname, "..");
@@ -25,15 +25,9 @@ await build({
   absWorkingDir: root,
   entryPoints: { index: "src/index.ts" },
   outdir: out,
-  bundle: true,
+  ...WORKER_BUNDLE,
   splitting: true,
   chunkNames: "chunks/[name]-[hash]",
-  format: "esm",
-  platform: "neutral",
-  target: "es2024",
-  conditions: ["workerd", "worker", "browser"],
-  mainFields: ["module", "main"],
-  external: ["cloudflare:*", "node:*", ...builtinModules],
   sourcemap: "linked",
   plugins: [zodEnglishOnly()],
   logLevel: "warning",

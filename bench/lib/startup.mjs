@@ -19,12 +19,12 @@
 // minified, each also gzipped with node:zlib (default level).
 import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { builtinModules } from "node:module";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { gzipSync } from "node:zlib";
 import { build } from "esbuild";
+import { WORKER_BUNDLE } from "../../scripts/lib/worker-bundle.mjs";
 import { profileStartup, uploadBytes } from "./startup-profile.mjs";
 
 const run = promisify(execFile);
@@ -140,13 +140,7 @@ export async function bundleSizes(entry) {
       entryPoints: [entry],
       write: false,
       outfile: "worker.mjs",
-      bundle: true,
-      format: "esm",
-      platform: "neutral",
-      target: "es2024",
-      conditions: ["workerd", "worker", "browser"],
-      mainFields: ["module", "main"],
-      external: ["cloudflare:*", "node:*", ...builtinModules],
+      ...WORKER_BUNDLE,
       minify,
       metafile: !minify,
       logLevel: "silent",

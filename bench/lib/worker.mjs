@@ -9,6 +9,7 @@ import { dirname, join, resolve } from "node:path";
 import { build } from "esbuild";
 import { convertV4MiniflareOptions, Miniflare } from "miniflare";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
+import { WORKER_BUNDLE } from "../../scripts/lib/worker-bundle.mjs";
 import { zodEnglishOnly } from "../../scripts/lib/zod-english-only.mjs";
 
 // Local tracing slows the runtime 8-25x (toolchain.md); Miniflare 5 only enables it on request,
@@ -20,7 +21,7 @@ process.env.WRANGLER_LOG ??= "warn";
 const ROOT = resolve(import.meta.dirname, "../..");
 
 /**
- * Bundles a Worker's main the way wrangler does for workerd (ESM, workerd conditions) into
+ * Bundles a Worker's main the way wrangler does for workerd (scripts/lib/worker-bundle.mjs) into
  * `outdir`; resolves the main module's path. `split`: split at every dynamic import as this
  * repository's Worker is built for deployment (scripts/build-worker.mjs), the chunks beside it.
  */
@@ -31,13 +32,7 @@ export async function bundle(main, outdir, { split = false } = {}) {
     outdir,
     outExtension: { ".js": ".mjs" },
     ...(split ? { splitting: true, chunkNames: "chunks/[name]-[hash]" } : {}),
-    bundle: true,
-    format: "esm",
-    platform: "neutral",
-    target: "es2024",
-    conditions: ["workerd", "worker", "browser"],
-    mainFields: ["module", "main"],
-    external: ["cloudflare:*", "node:*"],
+    ...WORKER_BUNDLE,
     ...(split ? { plugins: [zodEnglishOnly()] } : {}),
     sourcemap: false,
     // unminified: the profiler (bench/profile.mjs) reads the `// path` comment esbuild writes
