@@ -180,8 +180,9 @@ export class AcpConnection {
     socket.addEventListener("close", (event) => this.#fail(`the connection closed (code ${event.code})`));
     socket.addEventListener("error", () => this.#fail("the connection failed"));
 
-    const app = this.#acp!.client({ name: "subagents-edge" })
-      .onNotification(this.#acp!.methods.client.session.update, ({ params }) => {
+    const app = acp
+      .client({ name: "subagents-edge" })
+      .onNotification(acp.methods.client.session.update, ({ params }) => {
         const update = params.update as {
           sessionUpdate?: string;
           content?: { type?: string; text?: string };
@@ -193,7 +194,7 @@ export class AcpConnection {
         )
           this.#output += update.content.text ?? "";
       })
-      .onRequest(this.#acp!.methods.client.session.requestPermission, async ({ params }) => {
+      .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
         const optionId =
           this.#onPermission && !this.#finished && !this.#cancelled
             ? await this.#onPermission(permissionRequestOf(params))
@@ -206,7 +207,7 @@ export class AcpConnection {
       this.#context = context;
       const init = await this.#call(
         context,
-        this.#acp!.methods.agent.initialize,
+        acp.methods.agent.initialize,
         initializeParams(),
         this.#timeouts.setupMs,
       );
@@ -220,7 +221,7 @@ export class AcpConnection {
       if (this.#cancelled) return this.#finish(failedResult(CANCELLED, "", this.#target.secrets, "aborted"));
       const answer = await this.#call(
         context,
-        this.#acp!.methods.agent.session.prompt,
+        acp.methods.agent.session.prompt,
         promptParams(sessionId, prompt, this.#traceparent),
         this.#timeouts.promptMs,
       );

@@ -46,7 +46,6 @@ describe("createSubagents refuses a misconfigured runtime at once", () => {
     );
     expect(() => createSubagents({ protocols: [mcp, mcp] })).toThrow("the mcp protocol is given twice");
     expect(() => createSubagents({ protocols: mcp as never })).toThrow("protocols must be an array");
-    expect(createSubagents({ protocols: [mcp] }).basePath).toBe("");
   });
 
   it("refuses model prefixes that shadow the runtime's own or are not names, and factories that are not functions", () => {
