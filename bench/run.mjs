@@ -215,6 +215,7 @@ function summaryRows(f) {
       startup("startup-cpu", w.runtime, "trivial Worker", w.trivial),
       startup("startup-cpu-peer", w.runtime, "Agents SDK peer", w.peer),
       startup("startup-cpu-minimal", w.minimal, "trivial Worker", w.trivial),
+      startup("startup-cpu-minimal-split", w.minimalSplit, "trivial Worker", w.trivial),
     ];
   });
   add(f.first, () => [

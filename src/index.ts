@@ -10,8 +10,9 @@ import { createSubagents } from "./worker";
 const subagents = createSubagents<Env>();
 
 export const { SessionObject, RegistryObject, SubagentsEntrypoint } = subagents;
-// The classes' RPC surfaces, for the typed stubs of `Env` (worker-configuration.d.ts names these).
-export type SessionObject = SessionObjectClass;
-export type RegistryObject = RegistryObjectClass;
+// The classes' RPC surfaces (their implementations', which the exported shells forward every
+// method to), for the typed stubs of `Env` (worker-configuration.d.ts names these).
+export type SessionObject = SessionObjectClass & Rpc.DurableObjectBranded;
+export type RegistryObject = RegistryObjectClass & Rpc.DurableObjectBranded;
 
 export default { fetch: subagents.fetch } satisfies ExportedHandler<Env>;

@@ -47,12 +47,14 @@ function summaryLabels(report) {
     "startup-cpu-peer": "startup CPU of this repository's Worker, against the Agents SDK peer's",
     "startup-cpu-minimal":
       "startup CPU of a `createSubagents()` Worker with no protocol face, against a trivial Worker's",
+    "startup-cpu-minimal-split":
+      "startup CPU of the same Worker split by `subagents-edge build`, against a trivial Worker's",
     "first-request":
       "fresh workerd to the answer of one create and one message, against a trivial Worker's first request",
   };
 }
 
-const KEYS = ["runtime", "minimal", "trivial", "peer"];
+const KEYS = ["runtime", "minimal", "minimalSplit", "trivial", "peer"];
 const median = (w) => `${w.activeMs.toFixed(1)} ms (${w.gcMs.toFixed(1)} GC)`;
 
 /**
@@ -113,7 +115,7 @@ export function startupLines(startup) {
       "CPU (sampled time less idle, garbage collection included), median of the runs; every run, ms: " +
       `${runs}. Upload: the modules of that upload (no source map); compiled at start: the main module and ` +
       "what it imports statically (a module reached only by `import()` is compiled when first imported). Bundles: esbuild, one set of " +
-      "settings for all four (packages bundled), minified by esbuild, gzip by node:zlib; wrangler's own " +
+      "settings for all five (packages bundled), minified by esbuild, gzip by node:zlib; wrangler's own " +
       `upload of this repository's Worker: ${w.runtime.uploadKib ?? "-"} KiB (${w.runtime.uploadGzipKib ?? "-"} KiB gzip).`,
     `Protocol SDK code in each bundle (the MCP, A2A and ACP packages and the AI SDK providers, KiB of the unminified bundle): ${KEYS.map(
       (key) => {

@@ -62,9 +62,10 @@ export async function uploadBytes(uploadPath) {
     if (!module || seen.has(path)) continue;
     seen.add(path);
     if (typeof module.contents !== "string") continue;
-    // static imports and re-exports of relative modules (esbuild writes them one per line)
+    // static imports (`import ... from "./x"`, and `import "./x"` for a module's evaluation) and
+    // re-exports of relative modules (esbuild writes them one per line)
     for (const [, spec] of module.contents.matchAll(
-      /^(?:import|export)\b[^;]*?\bfrom\s*"(\.{1,2}\/[^"]+)"/gm,
+      /^(?:import|export)\b(?:[^;]*?\bfrom)?\s*"(\.{1,2}\/[^"]+)"/gm,
     ))
       pending.push(new URL(spec, `file://${path}`).pathname);
   }

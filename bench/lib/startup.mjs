@@ -1,9 +1,10 @@
 // The startup rows (bench/README.md, "Startup"): what starting a Worker's isolate costs, from its
 // startup profile, and the size of each Worker's bundle.
 //
-// Four Workers, each from its own wrangler config: this repository's (wrangler.toml: src/index.ts
+// Five Workers, each from its own wrangler config: this repository's (wrangler.toml: src/index.ts
 // as scripts/build-worker.mjs builds it), a newcomer's `createSubagents()` Worker of
-// `subagents-edge/core` with no protocol (bench/startup/minimal), the floor, a trivial Worker with
+// `subagents-edge/core` with no protocol (bench/startup/minimal, one module as wrangler bundles
+// it) and the same split by `subagents-edge build` (bench/startup/minimal-split), the floor, a trivial Worker with
 // one SQLite Durable Object (bench/startup/trivial), and the Agents SDK peer (bench/startup/peer,
 // main bench/peer/worker.ts). Each is bundled once as `wrangler deploy` would upload it (`wrangler
 // deploy --dry-run --outfile`, offline), then profiled `runs` times as `wrangler check startup`
@@ -14,7 +15,7 @@
 // the median of its runs; a ratio over a floor of 0 has no value (the rows then give none, and
 // their targets are missed).
 //
-// The bundle sizes come from esbuild with one set of settings for all four (ESM, workerd
+// The bundle sizes come from esbuild with one set of settings for all five (ESM, workerd
 // conditions, packages bundled, `cloudflare:*` and Node built-ins left as imports), unminified and
 // minified, each also gzipped with node:zlib (default level).
 import { execFile } from "node:child_process";
@@ -24,7 +25,7 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { gzipSync } from "node:zlib";
 import { build } from "esbuild";
-import { WORKER_BUNDLE } from "../../scripts/lib/worker-bundle.mjs";
+import { WORKER_BUNDLE } from "../../cli/build.mjs";
 import { profileStartup, uploadBytes } from "./startup-profile.mjs";
 
 const run = promisify(execFile);
@@ -38,6 +39,12 @@ export const STARTUP_WORKERS = [
     key: "minimal",
     label: "`createSubagents()`, no protocol face (bench/startup/minimal)",
     dir: join(ROOT, "bench/startup/minimal"),
+    entry: "bench/startup/minimal/src/worker.ts",
+  },
+  {
+    key: "minimalSplit",
+    label: "the same, split by `subagents-edge build` (bench/startup/minimal-split)",
+    dir: join(ROOT, "bench/startup/minimal-split"),
     entry: "bench/startup/minimal/src/worker.ts",
   },
   {

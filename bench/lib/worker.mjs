@@ -9,7 +9,7 @@ import { dirname, join, resolve } from "node:path";
 import { build } from "esbuild";
 import { convertV4MiniflareOptions, Miniflare } from "miniflare";
 import { unstable_getMiniflareWorkerOptions } from "wrangler";
-import { WORKER_BUNDLE } from "../../scripts/lib/worker-bundle.mjs";
+import { WORKER_BUNDLE } from "../../cli/build.mjs";
 import { zodEnglishOnly } from "../../scripts/lib/zod-english-only.mjs";
 
 // Local tracing slows the runtime 8-25x (toolchain.md); Miniflare 5 only enables it on request,
@@ -21,7 +21,7 @@ process.env.WRANGLER_LOG ??= "warn";
 const ROOT = resolve(import.meta.dirname, "../..");
 
 /**
- * Bundles a Worker's main the way wrangler does for workerd (scripts/lib/worker-bundle.mjs) into
+ * Bundles a Worker's main the way wrangler does for workerd (cli/build.mjs) into
  * `outdir`; resolves the main module's path. `split`: split at every dynamic import as this
  * repository's Worker is built for deployment (scripts/build-worker.mjs), the chunks beside it.
  */

@@ -73,8 +73,11 @@ async function sendBatch(params: URLSearchParams, ctx: ExecutionContext): Promis
       `from (0..10000000), count (0..${MAX_SEND_BATCH}), inFlight (1..64) and prefix ([a-z0-9-]{1,20}) are needed`,
     );
   // the Worker's own exports as loopback service bindings: the entrypoint as another Worker calls it
-  const entry = (ctx.exports as unknown as { SubagentsEntrypoint: Service<SubagentsEntrypoint> })
-    .SubagentsEntrypoint;
+  const entry = (
+    ctx.exports as unknown as {
+      SubagentsEntrypoint: Service<SubagentsEntrypoint & Rpc.WorkerEntrypointBranded>;
+    }
+  ).SubagentsEntrypoint;
   let next = from;
   const end = from + count;
   const sender = async (): Promise<void> => {

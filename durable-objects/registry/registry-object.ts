@@ -1,5 +1,4 @@
 import { quote } from "../../src/core/quote";
-import { DurableObject } from "cloudflare:workers";
 import { fail, ok, type Outcome } from "../../src/contract/errors";
 import {
   adminProviderInfo,
@@ -18,11 +17,10 @@ import { RegistryStore } from "../store/registry-store";
  * Removal blocks new starts only: runs already returned are never revoked. Its tables and every
  * statement on them are the store's (store/registry-store.ts).
  */
-export class RegistryObject extends DurableObject<Env> {
+export class RegistryObject {
   readonly #store: RegistryStore;
 
-  constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
+  constructor(ctx: DurableObjectState) {
     this.#store = new RegistryStore(ctx.storage, DEFAULT_PROVIDERS);
   }
 

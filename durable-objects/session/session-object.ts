@@ -1,4 +1,3 @@
-import { DurableObject } from "cloudflare:workers";
 import type { ChildInit } from "../../src/contract/child-init";
 import type { WireContent } from "../../src/contract/content";
 import type { CreateSchedule, MessageDelivery, Schedule } from "../../src/contract/control";
@@ -68,7 +67,9 @@ const MAX_EVENTS_WAIT_MS = 60_000;
  * Accepted work starts in-process at once (no alarm round trip); the alarm is the safety net and
  * the retry clock. A session being deleted (session/deletion.ts) answers every route 404.
  */
-export class SessionObject extends DurableObject<Env> implements SessionRpc {
+export class SessionObject implements SessionRpc {
+  protected readonly ctx: DurableObjectState;
+  protected readonly env: Env;
   #parts: Parts | undefined;
   /** Erased by a deletion: nothing is created in this object again by this instance. */
   #erased = false;
@@ -76,17 +77,23 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
   /** The object's tables when this instance started (none: the first `#open` creates the schema). */
   readonly #tables: ReadonlySet<string>;
 
-  /** Made by `createSubagents` (src/worker/), which passes the deployment's tools and models. */
-  constructor(ctx: DurableObjectState, env: Env, deployment: Deployment) {
-    super(ctx, env);
+  /**
+   * The object's implementation, built by the class `createSubagents` exports (src/worker/) before
+   * the instance's first event, with the deployment's tools and models: a session that exists
+   * arms the work it owes (a restart's) before any call runs. An object that was never created
+   * stays empty: probing unknown ids stores nothing.
+   */
+  static async open(ctx: DurableObjectState, env: Env, deployment: Deployment): Promise<SessionObject> {
+    const session = new SessionObject(ctx, env, deployment);
+    if (session.#tables.has("meta")) await session.#open().loop.armIfOwed();
+    return session;
+  }
+
+  private constructor(ctx: DurableObjectState, env: Env, deployment: Deployment) {
+    this.ctx = ctx;
+    this.env = env;
     this.#deployment = deployment;
-    // An object that was never created stays empty: probing unknown ids stores nothing.
     this.#tables = tablesIn(ctx.storage.sql);
-    if (this.#tables.has("meta")) {
-      void ctx.blockConcurrencyWhile(async () => {
-        await this.#open().loop.armIfOwed();
-      });
-    }
   }
 
   // ---- RPC surface: the registry Worker (every call carries the authenticated caller) ----
@@ -424,7 +431,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
    * The event stream (WebSocket upgrade, or SSE with `?transport=sse`) and the MCP face
    * (`/mcp`). The Worker passes the authenticated caller in a header.
    */
-  override async fetch(request: Request): Promise<Response> {
+  async fetch(request: Request): Promise<Response> {
     const caller = callerOf(request);
     const url = new URL(request.url);
     // an MCP client acts on the session's tools: the session's (or an admin's) authority
@@ -437,7 +444,7 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     return subscribers.serve(request, url.searchParams, subscriberCap(this.env.MAX_SUBSCRIBERS_PER_SESSION));
   }
 
-  override async alarm(info?: AlarmInvocationInfo): Promise<void> {
+  async alarm(info?: AlarmInvocationInfo): Promise<void> {
     const parts = this.#parts;
     if (!parts) return; // never created: nothing can be owed
     parts.loop.alarmFired();
@@ -453,11 +460,11 @@ export class SessionObject extends DurableObject<Env> implements SessionRpc {
     }
   }
 
-  override webSocketMessage(): void {
+  webSocketMessage(): void {
     // the stream is one-way; client messages are ignored
   }
 
-  override webSocketClose(socket: WebSocket, code: number): void {
+  webSocketClose(socket: WebSocket, code: number): void {
     socket.close(code === 1005 || code === 1006 ? 1000 : code, "closed");
   }
 

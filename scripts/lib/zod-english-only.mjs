@@ -2,7 +2,7 @@
 // bundle (bench/lib/worker.mjs).
 /**
  * zod's `locales` namespace (its error messages in some fifty languages, 358 KiB) is re-exported by
- * modules the runtime imports statically, so a split build would compile all of it at every start.
+ * the zod modules the runtime imports, so an isolate would compile all of it with its first schema.
  * The runtime and its libraries use English alone (zod's default, and `en` imported by name), so
  * the namespace is English alone here: `z.locales.en` is still there, the others are not.
  */

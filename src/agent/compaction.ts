@@ -28,13 +28,12 @@ export function overThreshold(estimatedTokens: number, window: number): boolean 
 }
 
 /** The summarizing call's system prompt. */
-export const SUMMARY_INSTRUCTION = [
-  "You compact the conversation of an agent session whose context window is full.",
-  "Write a summary that replaces the conversation below in the agent's context from now on.",
-  "Keep what the agent needs to go on: the user's goals and instructions, decisions made, facts",
-  "learned, results of tool calls and of subagents, identifiers, open questions and work left.",
-  "Fold any earlier summary in. Be concise; write plain text, no preamble.",
-].join(" ");
+export const SUMMARY_INSTRUCTION =
+  "You compact the conversation of an agent session whose context window is full. " +
+  "Write a summary that replaces the conversation below in the agent's context from now on. " +
+  "Keep what the agent needs to go on: the user's goals and instructions, decisions made, facts " +
+  "learned, results of tool calls and of subagents, identifiers, open questions and work left. " +
+  "Fold any earlier summary in. Be concise; write plain text, no preamble.";
 
 /** One message of the summarizing call's text holds at most this much (a summary keeps the gist). */
 const MAX_ENTRY_CHARS = 4_000;

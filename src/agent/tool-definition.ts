@@ -1,6 +1,5 @@
 import type * as z from "zod";
 import type { ContentBlock } from "../contract/content";
-import { parametersOf } from "./tools";
 
 /**
  * The public shape of an embedding Worker's tool (`defineTool`), apart from how the runtime runs
@@ -57,10 +56,11 @@ export const DEFAULT_TOOL_TIMEOUT_MS = 5 * 60_000;
 
 /**
  * Why `input` cannot be a tool's input (undefined when it can). Model APIs and MCP take a tool's
- * arguments only as an object, so the JSON schema the model is shown (`parametersOf`, computed
- * here once and kept for the model's tool list) must have `type: "object"`.
+ * arguments only as an object, so the JSON schema the model is shown must have `type: "object"`.
  * Checked when the Worker's module loads: a session's MCP face could not list such a tool, and a
- * model API would refuse every turn that offers it.
+ * model API would refuse every turn that offers it. The schema derives its JSON schema itself
+ * (zod 4's `toJSONSchema` method, the same derivation as `z.toJSONSchema`), so this check loads
+ * none of the runtime's own zod at a Worker's start.
  */
 export function toolInputProblem(input: unknown): string | undefined {
   const wanted = "its input must be a zod object schema (z.object({...}))";
@@ -72,10 +72,13 @@ export function toolInputProblem(input: unknown): string | undefined {
   }
   // zod 4's schemas (of any copy of zod the Worker bundles) carry `_zod`; zod 3's have no JSON schema
   if (!("_zod" in (input as object))) return `${wanted}; this one is not a zod 4 schema`;
+  const derive = (input as { toJSONSchema?: unknown }).toJSONSchema;
+  // zod/mini's schemas have no such method: their definition says what they describe
+  if (typeof derive !== "function")
+    return (input as { _zod: { def?: { type?: unknown } } })._zod.def?.type === "object" ? undefined : wanted;
   let json: Record<string, unknown>;
   try {
-    // the same derivation (and cache) the model's tool list uses: computed once per schema
-    json = parametersOf(input as z.ZodType);
+    json = derive.call(input, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
   } catch (error) {
     return `${wanted}; this one has no JSON schema: ${error instanceof Error ? error.message : String(error)}`;
   }

@@ -112,10 +112,7 @@ export function filterAllows(filter: ToolFilter | undefined, name: string): bool
   return !filter.deny?.includes(name);
 }
 
-/**
- * JSON schemas of argument schemas, computed once per schema object (they are module constants):
- * a user tool's is computed when the Worker loads (its input is checked then) and reused here.
- */
+/** JSON schemas of argument schemas, computed once per schema object (they are module constants). */
 const jsonSchemas = new WeakMap<z.ZodType, Record<string, unknown>>();
 
 /** The JSON schema a model is shown for an argument schema (throws when it has none). */

@@ -1,7 +1,8 @@
 import * as z from "zod";
 import { lazySchema } from "./lazy";
 import type { ChildInit } from "./child-init";
-import { WireContent } from "./content";
+import type { WireContent as Content } from "./content";
+import { WireContent } from "./content-schema";
 import { DeadlineSeconds, MessageDelivery } from "./control";
 import type { MessageSource } from "./events";
 import { JurisdictionSchema, LocationHintSchema } from "./placement";
@@ -43,7 +44,7 @@ export type ContinuableInit = Omit<ChildInit, "mode" | "outputSchema"> & { mode:
 
 export interface FollowupInput {
   from: string;
-  content: WireContent;
+  content: Content;
   source: MessageSource;
   /** The run id the parent minted for a new epoch, used only if the child cold-resumes. */
   resumeRunId: string;

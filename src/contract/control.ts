@@ -1,6 +1,6 @@
 import * as z from "zod";
 import { lazySchema } from "./lazy";
-import { WireContent } from "./content";
+import { WireContent } from "./content-schema";
 import type { WireContent as Content } from "./content";
 
 /**

@@ -12,6 +12,7 @@ import * as z from "zod";
  * method that keeps `this`, e.g. `.optional()`, `.describe()`, keeps the stand-in); getters run
  * on the built value.
  */
+/* @__NO_SIDE_EFFECTS__ */
 export function lazy<T extends object>(build: () => T, built?: (value: T, standIn: T) => void): T {
   let value: T | undefined;
   const real = (): T => {
@@ -46,6 +47,7 @@ export function lazy<T extends object>(build: () => T, built?: (value: T, standI
  * `.describe()`: zod's registry is keyed by schema object) is registered for the stand-in too, so
  * `z.toJSONSchema` (the OpenAPI document, tools' JSON schemas) sees the same ids and descriptions.
  */
+/* @__NO_SIDE_EFFECTS__ */
 export function lazySchema<T extends z.ZodType>(build: () => T): T {
   return lazy(build, (schema, standIn) => {
     if (z.globalRegistry.has(schema)) z.globalRegistry.add(standIn, z.globalRegistry.get(schema)!);

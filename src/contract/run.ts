@@ -3,7 +3,7 @@ import * as z from "zod";
 import { lazySchema } from "./lazy";
 import type { ContentBlock } from "./content";
 import type { Usage } from "./events";
-import { WireContent } from "./content";
+import { WireContent } from "./content-schema";
 import { JurisdictionSchema, LocationHintSchema } from "./placement";
 import { DeadlineSeconds } from "./control";
 import { ApprovalFields, McpServersField, ModelParamsFields, ModelRoute, ToolFilterSchema } from "./wire";

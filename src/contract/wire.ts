@@ -1,7 +1,7 @@
 import * as z from "zod";
 import { lazy, lazySchema } from "./lazy";
 import { JurisdictionSchema, LocationHintSchema } from "./placement";
-import { WireContent } from "./content";
+import { WireContent } from "./content-schema";
 import { MessageDelivery, NotBefore } from "./control";
 import { checkOutboundUrl } from "./outbound-url";
 

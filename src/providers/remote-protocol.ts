@@ -2,7 +2,8 @@ import { OperatorUrl } from "../contract/wire";
 import { compact } from "../core/compact";
 import * as z from "zod";
 import { lazySchema } from "../contract/lazy";
-import { type ContentBlock, isEmptyContent, MAX_CONTENT_BLOCKS, TextBlock } from "../contract/content";
+import { type ContentBlock, isEmptyContent, MAX_CONTENT_BLOCKS } from "../contract/content";
+import { TextBlock } from "../contract/content-schema";
 import type { SubagentResult, SubagentStopReason } from "../contract/run";
 import { capDiagnostic, oneShotResult } from "../core/run-result";
 

@@ -1,4 +1,4 @@
-import { RpcTarget, WorkerEntrypoint } from "cloudflare:workers";
+import { RpcTarget } from "cloudflare:workers";
 import { type Outcome, SubagentError } from "../contract/errors";
 import { type StartRequest, StartRequestSchema, type SubagentResult } from "../contract/run";
 import type { SessionView } from "../contract/session";
@@ -80,12 +80,16 @@ export class RunHandle extends RpcTarget {
   }
 }
 
-export class SubagentsEntrypoint extends WorkerEntrypoint<Env> {
+/**
+ * The implementation behind the entrypoint class `createSubagents` exports (src/worker/), which
+ * builds it on an instance's first call with the deployment's tools and models.
+ */
+export class SubagentsEntrypoint {
+  protected readonly env: Env;
   readonly #deployment: Deployment;
 
-  /** Made by `createSubagents` (src/worker/), which passes the deployment's tools and models. */
-  constructor(ctx: ExecutionContext, env: Env, deployment: Deployment) {
-    super(ctx, env);
+  constructor(env: Env, deployment: Deployment) {
+    this.env = env;
     this.#deployment = deployment;
   }
 

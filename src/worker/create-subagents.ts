@@ -1,21 +1,9 @@
-import { RegistryObject as RegistryObjectBase } from "../../durable-objects/registry/registry-object";
-import { SessionObject as SessionObjectBase } from "../../durable-objects/session/session-object";
-import { ModelRoutes } from "../agent/model-provider";
-import type { ToolSource } from "../agent/tool-source";
-import type { SessionHost } from "../agent/host";
-import {
-  MODEL_PREFIX,
-  type ModelFactory,
-  RESERVED_MODEL_PREFIXES,
-  userModelProviders,
-} from "../agent/user-models";
-import { TOOL_NAME, type ToolDefinition, toolInputProblem } from "../agent/tool-definition";
-import { userToolSource } from "../agent/user-tools";
 import { builtinToolNames } from "../agent/builtin-tool-names";
-import { MCP_TOOL_NAME } from "../agent/mcp-tools";
+import { MODEL_PREFIX, type ModelFactory, RESERVED_MODEL_PREFIXES } from "../agent/user-models";
+import { TOOL_NAME, type ToolDefinition, toolInputProblem } from "../agent/tool-definition";
 import { type Failure, fail } from "../contract/errors";
 import { failure } from "../contract/respond";
-import { buildRouter } from "../http/app";
+import type { buildRouter } from "../http/app";
 import { corsOrigins, preflight, withCors } from "../http/cors";
 import { hostRefusal } from "../http/host-check";
 import type {
@@ -28,9 +16,8 @@ import type {
   WorkersAiProtocol,
 } from "../platform/deployment";
 import type { Protocol } from "../protocols/protocol";
-import { builtinModelsOf } from "../platform/models";
-import { SubagentsEntrypoint as SubagentsEntrypointBase } from "../rpc/entrypoint";
 import { dashboardResponse } from "./dashboard";
+import { exportedClasses } from "./exported-classes";
 
 /** The options of `createSubagents` (docs/embedding.md). `E` is the Worker's env type. */
 export interface SubagentsOptions<E = Cloudflare.Env> {
@@ -100,27 +87,20 @@ export function createSubagents<E = Cloudflare.Env>(options: SubagentsOptions<E>
     sessions: options.bindings?.sessions ?? "SESSIONS",
     registry: options.bindings?.registry ?? "REGISTRY",
   };
-  const deployment = deploymentOf(tools, models, protocolsOf(options.protocols ?? []));
+  const protocols = protocolsOf(options.protocols ?? []);
+  // what the objects, the router and the entrypoint are built with: loaded with the first of them
+  // (a Worker's start loads nothing but declarations: exported-classes.ts)
+  let deployment: Promise<Deployment> | undefined;
+  const deploymentLoaded = (): Promise<Deployment> =>
+    (deployment ??= import("./deployment").then((m) => m.deploymentOf(tools, models, protocols)));
   const withBindings = bindingsOf(bindings);
-  // built by the first API request: a start (and an isolate that only runs the objects) never builds it
-  let router: ReturnType<typeof buildRouter> | undefined;
+  // built by the first API request: an isolate that only runs the objects never loads it
+  let router: Promise<{ routes: ReturnType<typeof buildRouter> }> | undefined;
   const dashboard = options.dashboard ?? true;
-
-  class SessionObject extends SessionObjectBase {
-    constructor(ctx: DurableObjectState, env: E) {
-      super(ctx, withBindings(env), deployment);
-    }
-  }
-  class RegistryObject extends RegistryObjectBase {
-    constructor(ctx: DurableObjectState, env: E) {
-      super(ctx, withBindings(env));
-    }
-  }
-  class SubagentsEntrypoint extends SubagentsEntrypointBase {
-    constructor(ctx: ExecutionContext, env: E) {
-      super(ctx, withBindings(env), deployment);
-    }
-  }
+  const { SessionObject, RegistryObject, SubagentsEntrypoint } = exportedClasses<E>(
+    deploymentLoaded,
+    withBindings,
+  );
 
   return {
     basePath,
@@ -153,8 +133,12 @@ export function createSubagents<E = Cloudflare.Env>(options: SubagentsOptions<E>
     if (weakToken) return failure(weakToken);
     const unbound = missingBinding(env, bindings);
     if (unbound) return failure(unbound);
-    router ??= buildRouter(deployment, basePath);
-    return router.fetch(request, withBindings(env), ctx);
+    // held in an object: itty-router's router is a Proxy with a `then` of its own, so a promise
+    // cannot resolve to it
+    router ??= Promise.all([import("../http/app"), deploymentLoaded()]).then(([app, made]) => ({
+      routes: app.buildRouter(made, basePath),
+    }));
+    return (await router).routes.fetch(request, withBindings(env), ctx);
   }
 }
 
@@ -260,41 +244,6 @@ function checkModels<E>(
       throw new TypeError(`createSubagents: models.${prefix} must be a function (env) => ModelClient`);
   }
   return models;
-}
-
-/** The deployment's tools and model routes, made once per env object (the factories run once per object). */
-function deploymentOf<E>(
-  tools: readonly ToolDefinition<E>[],
-  models: Readonly<Record<string, ModelFactory<E>>>,
-  protocols: Protocols,
-): Deployment {
-  const made = new WeakMap<object, { tools: ToolSource<SessionHost>[]; models: ModelRoutes }>();
-  // the Worker's env, which the user's tools and models read as their `E` and the built-in routes
-  // as the runtime's `Env` (both views of one object)
-  const forEnv = (env: unknown): { tools: ToolSource<SessionHost>[]; models: ModelRoutes } => {
-    let found = made.get(env as object);
-    if (!found) {
-      const userEnv = env as E;
-      const builtin = builtinModelsOf(env as Env, protocols).filter((p) => !Object.hasOwn(models, p.prefix));
-      found = {
-        tools: tools.length === 0 ? [] : [userToolSource(tools, userEnv)],
-        models: new ModelRoutes([...builtin, ...userModelProviders(models, userEnv)]),
-      };
-      made.set(env as object, found);
-    }
-    return found;
-  };
-  const userTools = new Set(tools.map((t) => t.name));
-  return {
-    protocols,
-    toolSources: (env) => forEnv(env).tools,
-    models: (env) => forEnv(env).models,
-    unknownTools: (filter) =>
-      [...(filter.allow ?? []), ...(filter.deny ?? [])].filter(
-        // an MCP server's tools are known once listed; any mcp__<server>__<tool> name may be filtered
-        (name) => !builtinToolNames.test(name) && !userTools.has(name) && !MCP_TOOL_NAME.test(name),
-      ),
-  };
 }
 
 /** The `protocols` option as the deployment holds it: one of each, each made by its entry. */

@@ -120,7 +120,7 @@ describe("the import checker", () => {
     assertRefused(result, "src/http/planted.ts", "(the product never imports bench/)");
   });
 
-  it("refuses a cloudflare: import in src/core/ (runtime-agnostic) and in src/ outside src/rpc/", () => {
+  it("refuses a cloudflare: import in src/core/ (runtime-agnostic) and in src/ outside src/rpc/ and the shells", () => {
     assertRefused(
       check({ "src/core/planted.ts": 'import { env } from "cloudflare:workers";\nexport const x = env;\n' }),
       "src/core/planted.ts",
@@ -130,7 +130,7 @@ describe("the import checker", () => {
     assertRefused(
       check({ "src/http/planted.ts": 'import { env } from "cloudflare:workers";\nexport const x = env;\n' }),
       "src/http/planted.ts",
-      "(src/ imports cloudflare: only in src/rpc/)",
+      "(src/ imports cloudflare: only in src/rpc/ and src/worker/object-shells.ts)",
     );
   });
 

@@ -5,7 +5,8 @@
 //   * the quick start: exactly the README's `wrangler.toml`, `src/worker.ts` and `tsconfig.json`,
 //     typechecked with that tsconfig after `wrangler types`, as the README tells a user to;
 //   * the README's `subagents-edge/core` Worker (protocols: [mcp]), bundled as `wrangler deploy`
-//     would upload it (and once more with no protocol) to see which protocol SDKs it carries.
+//     would upload it (and once more with no protocol) to see which protocol SDKs it carries, and
+//     split by `subagents-edge build` under the README's split wrangler.toml.
 // Nothing here reads this repository's sources: the published shape is what is tested, down to
 // the pages its declarations and docs name (each must be in the tarball).
 import assert from "node:assert/strict";
@@ -69,8 +70,21 @@ describe("the packed package in fresh projects", () => {
       join(deps, "package.json"),
       JSON.stringify({ name: "deps", private: true, type: "module" }),
     );
-    const zod = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")).devDependencies.zod;
-    await run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball, `zod@${zod}`], deps);
+    // and esbuild, which a user's project has from wrangler, for `subagents-edge build`
+    const { devDependencies } = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
+    await run(
+      "npm",
+      [
+        "install",
+        "--prefer-offline",
+        "--no-audit",
+        "--no-fund",
+        tarball,
+        `zod@${devDependencies.zod}`,
+        `esbuild@${devDependencies.esbuild}`,
+      ],
+      deps,
+    );
   });
 
   after(async () => {
@@ -405,6 +419,50 @@ describe("the packed package in fresh projects", () => {
       const { error } = await card.json();
       assert.equal(error.code, "NOT_FOUND");
       assert.match(error.message, /does not speak A2A/);
+    });
+
+    it("split by `subagents-edge build` with the README's wrangler.toml: uploaded as modules, its start free of packages, served under wrangler dev", async () => {
+      writeFileSync(join(dir, "wrangler.toml"), quickstartFile("split-wrangler.toml"));
+      const out = join(dir, "out-split");
+      const dryRun = await run(process.execPath, [WRANGLER, "deploy", "--dry-run", "--outdir", out], dir);
+      // wrangler ran the build command (the package's bin, through npx) and uploads its modules
+      const main = readFileSync(join(dir, "build/worker/index.js"), "utf8");
+      const chunks = readdirSync(join(dir, "build/worker/chunks")).filter((name) => name.endsWith(".js"));
+      assert.ok(chunks.length > 10, `the build split the Worker (${chunks.length} chunks)`);
+      assert.match(dryRun, /chunks\/[\w-]+\.js/, "wrangler uploads the chunks as modules");
+      assert.ok(readFileSync(join(dir, "build/worker/index.d.ts"), "utf8").includes("../../src/worker"));
+      // the main module imports chunks, none of them a package's (no zod, no MCP SDK at start)
+      const atStart = new Set();
+      const pending = [...main.matchAll(/^import\b(?:[^;]*?\bfrom)?\s*"\.\/chunks\/([^"]+)"/gm)].map(
+        (m) => m[1],
+      );
+      while (pending.length > 0) {
+        const name = pending.pop();
+        if (atStart.has(name)) continue;
+        atStart.add(name);
+        const text = readFileSync(join(dir, "build/worker/chunks", name), "utf8");
+        for (const m of text.matchAll(/^import\b(?:[^;]*?\bfrom)?\s*"\.\/([^"]+)"/gm)) pending.push(m[1]);
+      }
+      for (const name of atStart)
+        assert.doesNotMatch(
+          readFileSync(join(dir, "build/worker/chunks", name), "utf8"),
+          /^\/\/ \S*node_modules\//m,
+        );
+
+      const split = await startDevServer({ cwd: dir, basePath: "/agents" });
+      servers.push(split);
+      const at = mounted(split, "/agents");
+      const { id, token } = await createSession(at);
+      const answered = await turnOf(at, id, "hi");
+      assert.ok(answered.some((e) => e.type === "assistant/message"));
+      const client = new Client({ name: "e2e", version: "1.0.0" });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${split.url}/agents/v1/sessions/${id}/mcp`), {
+          requestInit: { headers: { authorization: `Bearer ${token}` } },
+        }),
+      );
+      assert.ok((await client.listTools()).tools.some((t) => t.name === "subagent"));
+      await client.close();
     });
   });
 });

@@ -9,7 +9,7 @@ import {
   view,
   waitForRun,
 } from "../../support/api";
-import { quiet, settledTimes, waitForTurnEnds } from "../../support/logs";
+import { count, quiet, settledTimes, waitForEvents, waitForTurnEnds } from "../../support/logs";
 
 /**
  * A session's view answers its tree's total usage (semantics.md §8): `subtreeUsage`, its own usage
@@ -50,7 +50,12 @@ it("a session's view gives its tree's total usage once its descendants' runs and
 
   await followupOk(root, middle, "six seven");
   await settledTimes(root, middle, 2);
-  await waitForTurnEnds(root, 3); // the root's turns for the middle child's two notices
+  // the root takes the middle child's two notices (in one turn or two: a notice that arrives while
+  // the first one's turn runs joins it), and every turn that takes them ends
+  await waitForEvents(
+    root,
+    (es) => count(es, "user/message") >= 3 && count(es, "turn/start") === count(es, "turn/end"),
+  );
   await quiet(root);
   const rootView = await view(root);
   const listing = await api("GET", `/v1/sessions/${root}/descendants`);

@@ -1,0 +1,148 @@
+import type { RegistryObject as Registry } from "../../durable-objects/registry/registry-object";
+import type { SessionObject as Session } from "../../durable-objects/session/session-object";
+import type { Deployment } from "../platform/deployment";
+import type { SubagentsEntrypoint as Entrypoint } from "../rpc/entrypoint";
+import { durableObjectShell, type EveryMethod, entrypointShell } from "./object-shells";
+
+/**
+ * The classes `createSubagents` returns for the Worker to export: shells (object-shells.ts) over
+ * the session object, the registry object and the RPC entrypoint, each loading its implementation
+ * when an instance first needs it. The lists are their public methods, which the compiler checks
+ * against the implementations.
+ */
+
+const SESSION_METHODS = [
+  // the registry Worker's calls, each with its authenticated caller
+  "create",
+  "describe",
+  "providerScope",
+  "send",
+  "schedules",
+  "createSchedule",
+  "deleteSchedule",
+  "events",
+  "interrupt",
+  "otlpTrace",
+  "deleteTree",
+  "compact",
+  "approvals",
+  "decideApproval",
+  "decideAsked",
+  "startRun",
+  "runStatus",
+  "disposeRun",
+  "startContinuable",
+  "followupChild",
+  "interruptChild",
+  "drainChildren",
+  "listChildren",
+  "listDescendants",
+  "outbox",
+  "remoteCallback",
+  // parents', children's and the tree's calls between sessions
+  "init",
+  "initContinuable",
+  "reserveTreeSlot",
+  "deliver",
+  "followup",
+  "interruptBy",
+  "drainFrom",
+  "wake",
+  "knowsEpoch",
+  "entry",
+  "childEntries",
+  "deleteFrom",
+  "traceSpans",
+  "drawBudget",
+  "treeActivity",
+  "childDeleted",
+  // the platform's
+  "fetch",
+  "alarm",
+  "webSocketMessage",
+  "webSocketClose",
+] as const satisfies readonly (keyof Session)[];
+
+const REGISTRY_METHODS = [
+  "list",
+  "resolve",
+  "register",
+  "remove",
+  "addSession",
+  "removeSession",
+  "sessions",
+  "events",
+] as const satisfies readonly (keyof Registry)[];
+
+const ENTRYPOINT_METHODS = [
+  "providers",
+  "createSession",
+  "send",
+  "delete",
+  "schedules",
+  "schedule",
+  "unschedule",
+  "start",
+  "interrupt",
+  "compact",
+  "approvals",
+  "decide",
+  "events",
+  "describe",
+  "startContinuable",
+  "followup",
+  "interruptChild",
+  "drain",
+  "listChildren",
+  "listDescendants",
+] as const satisfies readonly (keyof Entrypoint)[];
+
+// a method added to an implementation and not to its list would be unreachable: a compile error
+const sessionListed: EveryMethod<Session, (typeof SESSION_METHODS)[number]> = true;
+const registryListed: EveryMethod<Registry, (typeof REGISTRY_METHODS)[number]> = true;
+const entrypointListed: EveryMethod<Entrypoint, (typeof ENTRYPOINT_METHODS)[number]> = true;
+void [sessionListed, registryListed, entrypointListed];
+
+/**
+ * The three classes of one `createSubagents` call: `deployment` gives its tools, models and
+ * protocols (loaded with the first object or call that needs them), `withBindings` the env the
+ * runtime reads.
+ */
+export function exportedClasses<E>(
+  deployment: () => Promise<Deployment>,
+  withBindings: (env: unknown) => Env,
+) {
+  const SessionObject = durableObjectShell(
+    "SessionObject",
+    async (ctx, env: E) => {
+      const [{ SessionObject: Implementation }, made] = await Promise.all([
+        import("../../durable-objects/session/session-object"),
+        deployment(),
+      ]);
+      return Implementation.open(ctx, withBindings(env), made);
+    },
+    SESSION_METHODS,
+  );
+  const RegistryObject = durableObjectShell(
+    "RegistryObject",
+    async (ctx, _env: E) => {
+      const { RegistryObject: Implementation } = await import(
+        "../../durable-objects/registry/registry-object"
+      );
+      return new Implementation(ctx);
+    },
+    REGISTRY_METHODS,
+  );
+  const SubagentsEntrypoint = entrypointShell(
+    "SubagentsEntrypoint",
+    async (_ctx, env: E) => {
+      const [{ SubagentsEntrypoint: Implementation }, made] = await Promise.all([
+        import("../rpc/entrypoint"),
+        deployment(),
+      ]);
+      return new Implementation(withBindings(env), made);
+    },
+    ENTRYPOINT_METHODS,
+  );
+  return { SessionObject, RegistryObject, SubagentsEntrypoint };
+}
