@@ -15,7 +15,8 @@ import { RegistryStore } from "../store/registry-store";
  * names exist. Names keep registration order; `spawn` and `fork` are registered first. Adding
  * and removing append `subagent/provider-added` / `-removed` to the registry's own log.
  * Removal blocks new starts only: runs already returned are never revoked. Its tables and every
- * statement on them are the store's (store/registry-store.ts).
+ * statement on them are the store's (store/registry-store.ts). The Durable Object class a Worker
+ * exports forwards every call here (src/worker/object-shells.ts).
  */
 export class RegistryObject {
   readonly #store: RegistryStore;

@@ -65,7 +65,8 @@ const MAX_EVENTS_WAIT_MS = 60_000;
  * over the session context (session-parts.ts assembles them); storage lives in the stores,
  * decisions in `src/` and in the parts, and the drive loop (drive-loop.ts) runs their work.
  * Accepted work starts in-process at once (no alarm round trip); the alarm is the safety net and
- * the retry clock. A session being deleted (session/deletion.ts) answers every route 404.
+ * the retry clock. A session being deleted (session/deletion.ts) answers every route 404. The
+ * Durable Object class a Worker exports forwards every call here (src/worker/object-shells.ts).
  */
 export class SessionObject implements SessionRpc {
   protected readonly ctx: DurableObjectState;
