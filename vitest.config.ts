@@ -1,4 +1,6 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
+import { fileURLToPath } from "node:url";
+import type { Plugin } from "vite";
 import { configDefaults, defineConfig } from "vitest/config";
 
 /**
@@ -69,6 +71,22 @@ function traceExportBindings(receiver: { endpoint: string } | undefined): Record
   };
 }
 
+/**
+ * src/worker/lazy-parts.ts swapped for its static twin, test/support/eager-parts.ts (which says
+ * why): the parts a deployed Worker loads on first use are imported with the test Worker.
+ */
+export function eagerParts(): Plugin {
+  const eager = fileURLToPath(new URL("./test/support/eager-parts.ts", import.meta.url));
+  return {
+    name: "eager-parts",
+    enforce: "pre",
+    resolveId(source, importer) {
+      if (source === "./lazy-parts" && importer?.replaceAll("\\", "/").includes("/src/worker/")) return eager;
+      return undefined;
+    },
+  };
+}
+
 /** What every Workers project of the suite shares (the fault campaign's too). */
 export const workersTest = {
   globalSetup: ["./test/setup/openai-server.ts", "./test/setup/mcp-server.ts", "./test/setup/a2a-agent.ts"],
@@ -85,7 +103,7 @@ export default defineConfig({
   test: {
     projects: [
       {
-        plugins: [workersPool()],
+        plugins: [workersPool(), eagerParts()],
         test: {
           ...workersTest,
           name: "workers",
@@ -94,7 +112,7 @@ export default defineConfig({
         },
       },
       {
-        plugins: [workersPool(undefined, { traceExport: true })],
+        plugins: [workersPool(undefined, { traceExport: true }), eagerParts()],
         test: {
           ...workersTest,
           name: "trace-export",

@@ -9,9 +9,9 @@
 //   * durable-objects/ never imports src/http/ (the Worker's HTTP layer sits above the objects);
 //   * src/ never imports `cloudflare:*` except the service-binding entrypoint src/rpc/ and the
 //     shells of the classes a Worker exports (src/worker/object-shells.ts), and never imports
-//     durable-objects/ except the composition root (src/worker/create-subagents.ts and the classes
-//     it exports, src/worker/exported-classes.ts, and src/index.ts, this repository's Worker
-//     built on it);
+//     durable-objects/ except the composition root (src/worker/create-subagents.ts, the classes
+//     it exports, src/worker/exported-classes.ts, the parts they load, src/worker/lazy-parts.ts,
+//     and src/index.ts, this repository's Worker built on it);
 //   * the runtime-agnostic folders of src/ (RUNTIME_AGNOSTIC below) import no `cloudflare:*` and
 //     name no Workers-only global type (WORKERS_TYPES below) in their code: they run on any
 //     JavaScript runtime (the other folders of src/ may name Workers types);
@@ -27,7 +27,12 @@ import { dirname, join, normalize, resolve } from "node:path";
 
 const ROOT = resolve(process.argv[2] ?? join(import.meta.dirname, ".."));
 const DIRS = ["src", "durable-objects", "bench/worker"];
-const COMPOSITION = ["src/worker/create-subagents.ts", "src/worker/exported-classes.ts", "src/index.ts"];
+const COMPOSITION = [
+  "src/worker/create-subagents.ts",
+  "src/worker/exported-classes.ts",
+  "src/worker/lazy-parts.ts",
+  "src/index.ts",
+];
 /** The files of src/ that may import `cloudflare:*` (besides src/rpc/): the exported classes' shells. */
 const CLOUDFLARE_IMPORTERS = ["src/worker/object-shells.ts"];
 

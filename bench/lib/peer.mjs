@@ -4,11 +4,11 @@
 // Worker is and runs in its own workerd through Miniflare 5, on loopback, with fresh persistence.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
-import { builtinModules } from "node:module";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { build } from "esbuild";
 import { convertV4MiniflareOptions, Miniflare } from "miniflare";
+import { WORKER_BUNDLE } from "../../cli/build.mjs";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const PEER = join(ROOT, "bench/peer");
@@ -25,18 +25,12 @@ export function ensurePeerInstalled(log) {
   execFileSync("npm", ["ci", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: PEER, stdio: "inherit" });
 }
 
-/** Bundles a Worker for workerd (ESM; node built-ins left to nodejs_compat). Resolves its size in bytes. */
+/** Bundles a Worker for workerd as wrangler does (cli/build.mjs's settings). Resolves its size in bytes. */
 async function bundle(entry, outfile, alias = {}) {
   await build({
     entryPoints: [entry],
     outfile,
-    bundle: true,
-    format: "esm",
-    platform: "neutral",
-    target: "es2024",
-    conditions: ["workerd", "worker", "browser"],
-    mainFields: ["module", "main"],
-    external: ["cloudflare:workers", "node:*", ...builtinModules],
+    ...WORKER_BUNDLE,
     alias,
     logLevel: "warning",
   });

@@ -23,13 +23,16 @@ const scripted = new ScriptedModel();
 /**
  * A client whose model is made on its first call: the providers' packages are loaded then, not at
  * the Worker's start (a deployment that never calls `openai:` or `workers-ai:` never builds them).
+ * The client is kept, never the promise of it: the routes are shared by every object of the
+ * isolate, and a promise made in one object's request would never settle for the others if that
+ * request were cancelled first (workerd ties a promise to the request that made it).
  */
 function lazyClient(make: () => Promise<ModelClient>): ModelClient {
-  let client: Promise<ModelClient> | undefined;
+  let client: ModelClient | undefined;
   return {
     async generate(request) {
-      client ??= make();
-      return (await client).generate(request);
+      client ??= await make();
+      return client.generate(request);
     },
   };
 }

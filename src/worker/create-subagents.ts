@@ -18,6 +18,7 @@ import type {
 import type { Protocol } from "../protocols/protocol";
 import { dashboardResponse } from "./dashboard";
 import { exportedClasses } from "./exported-classes";
+import { lazyParts } from "./lazy-parts";
 
 /** The options of `createSubagents` (docs/embedding.md). `E` is the Worker's env type. */
 export interface SubagentsOptions<E = Cloudflare.Env> {
@@ -88,14 +89,20 @@ export function createSubagents<E = Cloudflare.Env>(options: SubagentsOptions<E>
     registry: options.bindings?.registry ?? "REGISTRY",
   };
   const protocols = protocolsOf(options.protocols ?? []);
-  // what the objects, the router and the entrypoint are built with: loaded with the first of them
-  // (a Worker's start loads nothing but declarations: exported-classes.ts)
-  let deployment: Promise<Deployment> | undefined;
-  const deploymentLoaded = (): Promise<Deployment> =>
-    (deployment ??= import("./deployment").then((m) => m.deploymentOf(tools, models, protocols)));
+  // what the objects, the router and the entrypoint are built with: made with the first of them
+  // (a Worker's start loads nothing but declarations: exported-classes.ts). Values are kept, never
+  // promises: the objects of an isolate share them, and workerd ties a promise to the request that
+  // made it, so a promise made by a request that is then cancelled (an object reset) would never
+  // settle for the others. Each caller awaits its own load (lazy-parts.ts); a module loads once.
+  let deployment: Deployment | undefined;
+  const deploymentLoaded = async (): Promise<Deployment> => {
+    const { deploymentOf } = await lazyParts.deployment();
+    deployment ??= deploymentOf(tools, models, protocols);
+    return deployment;
+  };
   const withBindings = bindingsOf(bindings);
   // built by the first API request: an isolate that only runs the objects never loads it
-  let router: Promise<{ routes: ReturnType<typeof buildRouter> }> | undefined;
+  let router: ReturnType<typeof buildRouter> | undefined;
   const dashboard = options.dashboard ?? true;
   const { SessionObject, RegistryObject, SubagentsEntrypoint } = exportedClasses<E>(
     deploymentLoaded,
@@ -133,12 +140,12 @@ export function createSubagents<E = Cloudflare.Env>(options: SubagentsOptions<E>
     if (weakToken) return failure(weakToken);
     const unbound = missingBinding(env, bindings);
     if (unbound) return failure(unbound);
-    // held in an object: itty-router's router is a Proxy with a `then` of its own, so a promise
-    // cannot resolve to it
-    router ??= Promise.all([import("../http/app"), deploymentLoaded()]).then(([app, made]) => ({
-      routes: app.buildRouter(made, basePath),
-    }));
-    return (await router).routes.fetch(request, withBindings(env), ctx);
+    if (router === undefined) {
+      const [{ buildRouter: build }, made] = await Promise.all([lazyParts.router(), deploymentLoaded()]);
+      // (never resolved through a promise: itty-router's router is a Proxy with a `then` of its own)
+      router ??= build(made, basePath);
+    }
+    return router.fetch(request, withBindings(env), ctx);
   }
 }
 

@@ -2,6 +2,7 @@ import type { RegistryObject as Registry } from "../../durable-objects/registry/
 import type { SessionObject as Session } from "../../durable-objects/session/session-object";
 import type { Deployment } from "../platform/deployment";
 import type { SubagentsEntrypoint as Entrypoint } from "../rpc/entrypoint";
+import { lazyParts } from "./lazy-parts";
 import { durableObjectShell, type EveryMethod, entrypointShell } from "./object-shells";
 
 /**
@@ -116,7 +117,7 @@ export function exportedClasses<E>(
     "SessionObject",
     async (ctx, env: E) => {
       const [{ SessionObject: Implementation }, made] = await Promise.all([
-        import("../../durable-objects/session/session-object"),
+        lazyParts.session(),
         deployment(),
       ]);
       return Implementation.open(ctx, withBindings(env), made);
@@ -126,9 +127,7 @@ export function exportedClasses<E>(
   const RegistryObject = durableObjectShell(
     "RegistryObject",
     async (ctx, _env: E) => {
-      const { RegistryObject: Implementation } = await import(
-        "../../durable-objects/registry/registry-object"
-      );
+      const { RegistryObject: Implementation } = await lazyParts.registry();
       return new Implementation(ctx);
     },
     REGISTRY_METHODS,
@@ -137,7 +136,7 @@ export function exportedClasses<E>(
     "SubagentsEntrypoint",
     async (_ctx, env: E) => {
       const [{ SubagentsEntrypoint: Implementation }, made] = await Promise.all([
-        import("../rpc/entrypoint"),
+        lazyParts.entrypoint(),
         deployment(),
       ]);
       return new Implementation(withBindings(env), made);

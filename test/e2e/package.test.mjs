@@ -342,7 +342,6 @@ describe("the packed package in fresh projects", () => {
   describe("the README's subagents-edge/core Worker", () => {
     let dir;
     let server;
-    let agents;
     const WRANGLER = join(REPO_ROOT, "node_modules/wrangler/bin/wrangler.js");
     // the protocols' SDKs: MCP, A2A, ACP and the AI SDK providers of the openai: and workers-ai: routes
     const SDKS = [
@@ -352,6 +351,22 @@ describe("the packed package in fresh projects", () => {
       "@ai-sdk/",
       "workers-ai-provider/",
     ];
+
+    /** A session under /agents answers a message, and an MCP client lists its tools on its MCP face. */
+    async function answersAndServesMcp(on) {
+      const at = mounted(on, "/agents");
+      const { id, token } = await createSession(at);
+      const answered = await turnOf(at, id, "hi");
+      assert.ok(answered.some((e) => e.type === "assistant/message"));
+      const client = new Client({ name: "e2e", version: "1.0.0" });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${on.url}/agents/v1/sessions/${id}/mcp`), {
+          requestInit: { headers: { authorization: `Bearer ${token}` } },
+        }),
+      );
+      assert.ok((await client.listTools()).tools.some((t) => t.name === "subagent"));
+      await client.close();
+    }
 
     /** The protocol SDK packages whose modules `wrangler deploy --dry-run` bundled for `worker`. */
     async function bundledSdks(worker) {
@@ -400,19 +415,7 @@ describe("the packed package in fresh projects", () => {
       );
       server = await startDevServer({ cwd: dir, basePath: "/agents" });
       servers.push(server);
-      agents = mounted(server, "/agents");
-      const { id, token } = await createSession(agents);
-      const answered = await turnOf(agents, id, "hi");
-      assert.ok(answered.some((e) => e.type === "assistant/message"));
-
-      const client = new Client({ name: "e2e", version: "1.0.0" });
-      await client.connect(
-        new StreamableHTTPClientTransport(new URL(`${server.url}/agents/v1/sessions/${id}/mcp`), {
-          requestInit: { headers: { authorization: `Bearer ${token}` } },
-        }),
-      );
-      assert.ok((await client.listTools()).tools.some((t) => t.name === "subagent"));
-      await client.close();
+      await answersAndServesMcp(server);
 
       const card = await fetch(`${server.url}/agents/.well-known/agent-card.json`);
       assert.equal(card.status, 404);
@@ -452,18 +455,7 @@ describe("the packed package in fresh projects", () => {
 
       const split = await startDevServer({ cwd: dir, basePath: "/agents" });
       servers.push(split);
-      const at = mounted(split, "/agents");
-      const { id, token } = await createSession(at);
-      const answered = await turnOf(at, id, "hi");
-      assert.ok(answered.some((e) => e.type === "assistant/message"));
-      const client = new Client({ name: "e2e", version: "1.0.0" });
-      await client.connect(
-        new StreamableHTTPClientTransport(new URL(`${split.url}/agents/v1/sessions/${id}/mcp`), {
-          requestInit: { headers: { authorization: `Bearer ${token}` } },
-        }),
-      );
-      assert.ok((await client.listTools()).tools.some((t) => t.name === "subagent"));
-      await client.close();
+      await answersAndServesMcp(split);
     });
   });
 });
