@@ -29,8 +29,9 @@ type Method = (...args: unknown[]) => unknown;
  * A Durable Object class whose instance builds its implementation (`open`) before its first event
  * and hands it every call of `methods`. The build runs under `blockConcurrencyWhile` in the
  * constructor, so no request, alarm or WebSocket event reaches the instance before it is done
- * (the implementation's own constructor may block concurrency in turn: the platform nests it); a
- * build that fails resets the instance, as a throwing constructor would.
+ * (work the implementation must do before any call, such as arming what a restart owes, belongs
+ * in `open`, awaited here); a build that fails resets the instance, as a throwing constructor
+ * would.
  */
 export function durableObjectShell<I extends object, E>(
   name: string,
