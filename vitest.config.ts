@@ -8,8 +8,12 @@ import { configDefaults, defineConfig } from "vitest/config";
  * of the fault campaign, which passes its own `main`: the product's Worker plus a user tool,
  * test/faults/worker.ts). `traceExport`: the Worker exports its
  * spans to the tests' OTLP receiver (test/setup/otlp-receiver.ts), for the export tests alone.
+ * `vars`: deployment vars of a project whose Worker is configured otherwise than the main one's.
  */
-export function workersPool(main?: string, { traceExport = false }: { traceExport?: boolean } = {}) {
+export function workersPool(
+  main?: string,
+  { traceExport = false, vars = {} }: { traceExport?: boolean; vars?: Record<string, string> } = {},
+) {
   // The options are a function so they can `inject` what globalSetup provides: the fake
   // OpenAI-compatible server listens on a loopback port the OS picks when the run starts.
   return cloudflareTest(({ inject }) => {
@@ -47,6 +51,7 @@ export function workersPool(main?: string, { traceExport = false }: { traceExpor
           MODEL_PRICES: JSON.stringify({
             "openai:priced-*": { input: 1000, output: 2000, cachedInput: 500 },
           }),
+          ...vars,
         },
       },
     };
@@ -99,6 +104,12 @@ export const workersTest = {
  */
 const EXPORT_TESTS = "test/workers/trace/export.test.ts";
 
+/**
+ * The tests of a deployment that says a person holds every MCP client (MCP_FACE_DECISIONS=true,
+ * README "Approvals"): its MCP faces offer `decide_approval`; the main project's offer it nowhere.
+ */
+const FACE_DECISIONS_TESTS = "test/workers/mcp/face-decisions-on/**/*.test.ts";
+
 export default defineConfig({
   test: {
     projects: [
@@ -108,7 +119,15 @@ export default defineConfig({
           ...workersTest,
           name: "workers",
           include: ["test/unit/**/*.test.ts", "test/workers/**/*.test.ts"],
-          exclude: [...configDefaults.exclude, EXPORT_TESTS],
+          exclude: [...configDefaults.exclude, EXPORT_TESTS, FACE_DECISIONS_TESTS],
+        },
+      },
+      {
+        plugins: [workersPool(undefined, { vars: { MCP_FACE_DECISIONS: "true" } }), eagerParts()],
+        test: {
+          ...workersTest,
+          name: "mcp-face-decisions",
+          include: [FACE_DECISIONS_TESTS],
         },
       },
       {

@@ -11,6 +11,11 @@
 //   --no-readme             print only, do not touch bench/README.md
 //   --only=step-at-10k-events  measure that row alone and print it (writes nothing)
 //   --only=startup          measure the startup and bundle rows alone and print them (writes nothing)
+//   --only=budgets          measure how far children started at once spend past their tree's budget
+//                           (bench/lib/budget-caps.mjs) and write README.md's budget-caps block
+//   --only=reads            measure a second tenant's reads beside four trace reads of a 60 MB log
+//                           (bench/lib/bounded-reads.mjs); write README.md's bounded-reads block and
+//                           the figures into test-results/bench.json (`boundedReads`)
 //   --startup-runs=<count>  startup profiles per Worker (default 11; the rows are their medians)
 //   --budget-scale=<x>      multiply every phase's time bound by x (default: the load average per
 //                           core at the start, at least 1 and at most 4: a busy machine gets longer)
@@ -59,7 +64,21 @@ import { measureStartup, STARTUP_WORKERS } from "./lib/startup.mjs";
 import { ms, ratio } from "./lib/stats.mjs";
 import { exportRounds, startOtlpSink } from "./lib/trace-export.mjs";
 import { startWorker } from "./lib/worker.mjs";
+import {
+  BUDGET_CASES,
+  BUDGET_PRICES,
+  budgetBlock,
+  measureCase,
+  startUsageModel,
+  writeBudgetBlock,
+} from "./lib/budget-caps.mjs";
 import { ensurePeerInstalled, startPeer } from "./lib/peer.mjs";
+import {
+  boundedReadsBlock,
+  measureBoundedReads,
+  secondTenant,
+  writeBoundedReads,
+} from "./lib/bounded-reads.mjs";
 
 const args = new Map(
   process.argv.slice(2).map((a) => {
@@ -80,8 +99,16 @@ const EVENTS = int("events", QUICK ? 10_000 : 100_000, 1_000_000);
 const LOAD_SECONDS = int("load-seconds", QUICK ? 10 : 60, 600);
 /** The row `--only` measures alone (no other row has a reason to run by itself). */
 const ONLY = args.get("only");
-if (ONLY !== undefined && ONLY !== "step-at-10k-events" && ONLY !== "startup")
-  throw new Error("--only takes one part: --only=step-at-10k-events or --only=startup");
+if (
+  ONLY !== undefined &&
+  ONLY !== "step-at-10k-events" &&
+  ONLY !== "startup" &&
+  ONLY !== "budgets" &&
+  ONLY !== "reads"
+)
+  throw new Error(
+    "--only takes one part: --only=step-at-10k-events, --only=startup, --only=budgets or --only=reads",
+  );
 const STARTUP_RUNS = int("startup-runs", 11, 51);
 /** Every phase's time bound is multiplied by this (a busy machine runs every step slower). */
 const BUDGET_SCALE = (() => {
@@ -494,6 +521,55 @@ function exportReport(x) {
       requests: s.requests,
     },
   };
+}
+
+if (ONLY === "budgets") {
+  try {
+    model = await startUsageModel();
+    worker = await startWorker({
+      bindings: { OPENAI_BASE_URL: model.baseUrl, MODEL_PRICES: JSON.stringify(BUDGET_PRICES) },
+    });
+    const admin = new Client(worker.url, worker.adminToken);
+    const results = [];
+    for (const spec of BUDGET_CASES) results.push(await measureCase(admin, spec));
+    const block = budgetBlock(results, {
+      revision: revision(),
+      date: new Date().toISOString().slice(0, 10),
+      command,
+    });
+    console.log(`\n${block}\n`);
+    writeBudgetBlock(ROOT, block);
+  } catch (error) {
+    process.exitCode = 1;
+    console.error(error instanceof Error ? error.stack : error);
+  } finally {
+    await stop();
+  }
+  process.exit();
+}
+
+if (ONLY === "reads") {
+  try {
+    const tenant = secondTenant();
+    worker = await startWorker({ bindings: tenant.bindings });
+    log(`workerd up at ${worker.url}`);
+    const figures = await measureBoundedReads(
+      new Client(worker.url, worker.adminToken),
+      new Client(worker.url, tenant.token),
+      { budgetMs: budget(900_000), log },
+    );
+    const date = new Date().toISOString();
+    const block = boundedReadsBlock(figures, { revision: measured, date: date.slice(0, 10), command });
+    console.log(`\n${block}\n`);
+    writeBoundedReads(ROOT, RESULTS_FILE, block, { commit: measured, date, command, ...figures });
+    log(`wrote README.md's bounded-reads block and the boundedReads entry of ${RESULTS_FILE}`);
+  } catch (error) {
+    process.exitCode = 1;
+    console.error(error instanceof Error ? error.stack : error);
+  } finally {
+    await stop();
+  }
+  process.exit();
 }
 
 if (ONLY !== undefined) {

@@ -1,7 +1,8 @@
 import { quoteAll } from "../../src/core/quote";
 import { EXTERNAL_MODEL } from "../../src/agent/external-session";
-import { childRequirements } from "../../src/core/approvals";
+import { childRequirements, isMcpFaceCall } from "../../src/core/approvals";
 import { compact } from "../../src/core/compact";
+import { contextWindowRefusal } from "../../src/core/context-window";
 import type { ChildInit } from "../../src/contract/child-init";
 import { fail, type Outcome, ok } from "../../src/contract/errors";
 import { isSessionId } from "../../src/contract/ids";
@@ -19,8 +20,11 @@ import {
   type Placement,
   placeId,
   placementOf,
+  reservedIdUnder,
 } from "../../src/core/placement";
 import { priceOf } from "../../src/core/prices";
+import { worstCase } from "../../src/agent/budget";
+import { CHARS_PER_TOKEN } from "../../src/agent/context-view";
 import { protocolMissing } from "../../src/protocols/protocol";
 import type { SessionContext } from "../session/session-context";
 
@@ -39,6 +43,8 @@ export interface ChildRequest {
   temperature?: number | undefined;
   maxOutputTokens?: number | undefined;
   contextWindow?: number | undefined;
+  /** The child's prompt, for its first step's estimate against a budget. */
+  prompt?: unknown;
   requireApproval?: string[] | undefined;
   approvalTimeoutSeconds?: number | undefined;
   /** A continuable child's `deadlineSeconds` (its own, never inherited). */
@@ -69,14 +75,19 @@ function idInUse(ctx: SessionContext, childId: string): boolean {
   );
 }
 
-/** The id a child gets: the caller's (checked against the child's jurisdiction) or a new one. */
+/**
+ * The id a child of `parentId` gets: a new one, or for a caller-reserved `childId` the id derived
+ * from the parent and that `childId` (core/placement.ts `reservedIdUnder`: a reserved id lives in
+ * its parent's namespace, never in another session's or tenant's).
+ */
 function placedChildId(
+  parentId: string,
   jurisdiction: Jurisdiction | undefined,
   reserved: string | undefined,
 ): Outcome<string> {
-  const id = reserved ?? newPlacedId(jurisdiction);
-  if (!isSessionId(id)) return fail("INVALID_REQUEST", "childId must be a UUID");
-  return placeId(id, jurisdiction);
+  if (reserved === undefined) return ok(newPlacedId(jurisdiction));
+  if (!isSessionId(reserved)) return fail("INVALID_REQUEST", "childId must be a UUID");
+  return reservedIdUnder(parentId, reserved, jurisdiction);
 }
 
 /** The id a caller-reserved `childId` is placed under in this parent, if the request is placeable. */
@@ -87,8 +98,17 @@ export function reservedChildId(
   if (request.childId === undefined) return undefined;
   const jurisdiction = childJurisdiction(header.jurisdiction, request.jurisdiction);
   if (!jurisdiction.ok) return undefined;
-  const placed = placedChildId(jurisdiction.value, request.childId);
+  const placed = placedChildId(header.id, jurisdiction.value, request.childId);
   return placed.ok ? placed.value : undefined;
+}
+
+/**
+ * Whether this parent used a reserved `childId` when such ids were placed as given (`placeId`):
+ * its records may still hold that id, and a start naming it again must not make a second child.
+ */
+function usedAsGiven(ctx: SessionContext, childId: string, jurisdiction: Jurisdiction | undefined): boolean {
+  const given = placeId(childId, jurisdiction);
+  return given.ok && idInUse(ctx, given.value);
 }
 
 /**
@@ -115,21 +135,36 @@ export function placeChild(
   const model = request.model ?? inherited;
   const problem = ctx.models.problem(model);
   if (problem) return fail("INVALID_REQUEST", `model: ${problem}`);
+  const window = contextWindowRefusal(request.contextWindow, ctx.limits.contextWindowCap);
+  if (window) return window;
   const jurisdiction = childJurisdiction(header.jurisdiction, request.jurisdiction);
   if (!jurisdiction.ok) return jurisdiction;
-  const placedId = placedChildId(jurisdiction.value, request.childId);
+  const placedId = placedChildId(header.id, jurisdiction.value, request.childId);
   if (!placedId.ok) return placedId;
   const childId = placedId.value;
   if (!reattach) {
     // an id made here is new (a random UUID): only a caller's can be one this parent used
     if (request.childId !== undefined && idInUse(ctx, childId))
       return fail("DUPLICATE_CHILD", `child ${childId} already exists`);
+    if (request.childId !== undefined && usedAsGiven(ctx, request.childId, jurisdiction.value))
+      return fail("DUPLICATE_CHILD", `childId ${request.childId} names a child this session started earlier`);
     const budget = childBudget(ctx);
     if (!budget.ok) return budget;
   }
   // a budget is its tree's: the child draws from the same remainder (session/tree-budget.ts)
   const budget = header.options.budget;
-  const spent = reattach ? undefined : ctx.budget.spent();
+  // it starts only while the remainder covers its first step's worst case: its prompt's estimate
+  // plus its output limit (each of its model calls then reserves its own, src/agent/budget.ts)
+  const spent = reattach
+    ? undefined
+    : ctx.budget.startRefusal(
+        worstCase(
+          Math.ceil(JSON.stringify(request.prompt ?? "").length / CHARS_PER_TOKEN),
+          request.maxOutputTokens ?? header.options.maxOutputTokens,
+          model,
+          ctx.prices,
+        ),
+      );
   if (spent) return fail("BUDGET_EXCEEDED", spent.replace(/^BUDGET_EXCEEDED: /, ""));
   if (budget?.usd !== undefined && !priceOf(ctx.prices, model))
     return fail(
@@ -259,12 +294,14 @@ export type CommonInit = Omit<ChildInit, "mode" | "descriptor" | "prompt" | "see
 
 /**
  * The fields of a child's `init` shared by one-shot and continuable starts (and the run rows of
- * out-of-process ones), from the parent's header and the placed child.
+ * out-of-process ones), from the parent's header and the placed child. `callKey`: the tool call
+ * that starts it; a child of a call made through the MCP face, or of a session below one, is
+ * below the face too.
  */
 export function childInit(
   header: SessionHeader,
   placed: Pick<PlacedChild, "childId" | "depth" | "options" | "placement">,
-  run: { runId: string; provider: string; label: string | undefined },
+  run: { runId: string; provider: string; label: string | undefined; callKey?: string | undefined },
 ): CommonInit {
   return {
     v: 1,
@@ -276,6 +313,7 @@ export function childInit(
     options: placed.options,
     ...compact({ label: run.label }),
     ...placed.placement,
+    ...(header.belowMcpFace || isMcpFaceCall(run.callKey) ? { belowMcpFace: true as const } : {}),
   };
 }
 
@@ -297,6 +335,7 @@ export function childHeader(
     ...compact({ label: spec.label }),
     ...(seedLength > 0 ? { seedLength } : {}),
     ...placementOf(spec),
+    ...(spec.belowMcpFace ? { belowMcpFace: true as const } : {}),
   };
 }
 

@@ -3,10 +3,16 @@ import { callKey } from "../../src/agent/call-keys";
 import type { Tool } from "../../src/agent/tools";
 import type { TurnSettings } from "../../src/agent/turn-settings";
 import type { ApprovalEnvelope } from "../../src/contract/envelope";
-import type { ApprovalDecision, EventData, ToolCall, TurnEndReason } from "../../src/contract/events";
+import type {
+  ApprovalDecision,
+  ApprovalScope,
+  EventData,
+  ToolCall,
+  TurnEndReason,
+} from "../../src/contract/events";
 import type { JsonValue } from "../../src/contract/json";
-import { MAX_PENDING_APPROVALS, needsApproval } from "../../src/core/approvals";
-import type { DecisionOutcome } from "../store/approvals";
+import { isMcpFaceCall, MAX_PENDING_APPROVALS, needsApproval } from "../../src/core/approvals";
+import type { ApprovalRow, DecisionOutcome } from "../store/approvals";
 import type { EnvelopeHandlers, SessionPart } from "./part";
 import type { SessionContext } from "./session-context";
 
@@ -19,6 +25,13 @@ import type { SessionContext } from "./session-context";
  * starting `denied`. The end of the call's turn and the session's `approvalTimeoutSeconds` deny
  * what is still pending. Each ancestor keeps what it heard, to list its subtree's pending
  * approvals and route decisions down to the session that asked.
+ *
+ * An approval raised by a call made through a session's MCP face (held as `mcp:<callId>/…` while
+ * the client's request waits, or by an elicitation the client answers in a retried request), or
+ * by any call of a session such a call started, at any depth, carries `mcpFace` (in its row and
+ * its `approval/requested`): no MCP client decides it with `decide_approval`. A face call's
+ * approval waits only while its request does: one left by an earlier instance of this object (its
+ * request died with it) is denied when this instance first looks.
  */
 export class SessionApprovals implements SessionPart, ApprovalGate {
   readonly name = "approvals";
@@ -26,7 +39,9 @@ export class SessionApprovals implements SessionPart, ApprovalGate {
   readonly #settings: () => TurnSettings;
   readonly envelopes: EnvelopeHandlers = { approval: (envelope) => this.#relay(envelope) };
   /** Holders waiting in this instance for their approvals' decisions (an ACP agent's requests). */
-  readonly #waiters = new Map<string, (decided: { decision: ApprovalDecision; reason?: string }) => void>();
+  readonly #waiters = new Map<string, (decided: HeldDecision) => void>();
+  /** Whether this instance denied the face calls' approvals an earlier instance left waiting. */
+  #orphansSwept = false;
 
   constructor(ctx: SessionContext, settings: () => TurnSettings) {
     this.#ctx = ctx;
@@ -67,6 +82,7 @@ export class SessionApprovals implements SessionPart, ApprovalGate {
       tool: call.name,
       args: (call.args ?? {}) as JsonValue,
       requestedAt: now,
+      ...(header.belowMcpFace ? { mcpFace: true as const } : {}),
     };
     const timeout = settings.approvalTimeoutMs;
     stores.approvals.request({
@@ -82,42 +98,59 @@ export class SessionApprovals implements SessionPart, ApprovalGate {
 
   /**
    * An approval held by something other than a model's call: an ACP agent's permission request
-   * of a run this session owns (`holder` `acp:<runId>`). Resolves with the decision; `release`
-   * denies what a holder still holds when it stops waiting (its run ended or lost its connection).
+   * of a run this session owns (`holder` `acp:<runId>`), a call made through the MCP face
+   * (`mcp:<callId>`). Resolves with the decision; `release` denies what a holder still holds when
+   * it stops waiting (its run ended or lost its connection, its request went away).
    */
-  ask(
+  ask(holder: string, request: HeldRequest, options: HoldOptions = {}): Promise<HeldDecision> {
+    const approvalId = this.raise(holder, request, options);
+    if (approvalId === undefined)
+      return Promise.resolve({
+        decision: "deny",
+        reason: `this session already waits on ${MAX_PENDING_APPROVALS} approvals, the most it may`,
+        scope: "once",
+      });
+    return new Promise((resolve) => this.#waiters.set(approvalId, resolve));
+  }
+
+  /**
+   * Raises an approval held by `holder` (`callKey` `<holder>/<approvalId>`) that nothing in this
+   * instance waits on: a face call whose client answers an elicitation in a later request. Its id,
+   * or undefined when the session already holds MAX_PENDING_APPROVALS.
+   */
+  raise(
     holder: string,
-    request: { toolCallId: string; tool: string; args: JsonValue },
-  ): Promise<{ decision: ApprovalDecision; reason?: string }> {
+    request: HeldRequest,
+    { mcpFace = false, waitMs }: HoldOptions = {},
+  ): string | undefined {
     const { stores } = this.#ctx;
     const header = this.#ctx.header()!;
     const approvalId = crypto.randomUUID();
-    const refused = stores.transact(() => {
-      if (stores.approvals.ownPending(header.id).length >= MAX_PENDING_APPROVALS) return true;
+    const raised = stores.transact(() => {
+      if (stores.approvals.ownPending(header.id).length >= MAX_PENDING_APPROVALS) return false;
       const now = Date.now();
       const data: EventData["approval/requested"] = {
         approvalId,
         sessionId: header.id,
         ...request,
         requestedAt: now,
+        ...(mcpFace || header.belowMcpFace ? { mcpFace: true as const } : {}),
       };
+      // the session's timeout, or sooner the holder's longest wait
       const timeout = this.#settings().approvalTimeoutMs;
+      const wait = [timeout, waitMs].filter((ms): ms is number => ms !== undefined);
       stores.approvals.request({
         ...data,
         callKey: `${holder}/${approvalId}`,
-        ...(timeout ? { expiresAt: now + timeout } : {}),
+        ...(wait.length > 0 ? { expiresAt: now + Math.min(...wait) } : {}),
       });
       stores.log.append("approval/requested", data);
       this.#sendUp({ kind: "approval", event: "approval/requested", data });
-      return false;
+      return true;
     });
-    if (refused)
-      return Promise.resolve({
-        decision: "deny",
-        reason: `this session already waits on ${MAX_PENDING_APPROVALS} approvals, the most it may`,
-      });
+    if (!raised) return undefined;
     this.#ctx.kick(); // a timeout needs the alarm
-    return new Promise((resolve) => this.#waiters.set(approvalId, resolve));
+    return approvalId;
   }
 
   /** Denies, with `reason`, the approvals `holder` still holds. */
@@ -140,12 +173,18 @@ export class SessionApprovals implements SessionPart, ApprovalGate {
     decision: ApprovalDecision,
     reason: string | undefined,
     by: string,
+    via?: "mcp-elicitation",
+    scope: ApprovalScope = "once",
   ): DecisionOutcome {
     const { stores } = this.#ctx;
+    this.#sweepOrphans();
     const outcome = stores.transact(() => {
       const row = stores.approvals.get(approvalId);
       if (!row || row.sessionId !== this.#ctx.header()?.id) return "unknown";
-      return this.#decide(approvalId, decision, reason, by);
+      // an approve reaches only as far as the approval offers; a deny is never too broad
+      if (row.decision === undefined && decision === "approve" && !offeredScopes(row).includes(scope))
+        return "unoffered";
+      return this.#decide(approvalId, decision, reason, by, { via, scope });
     });
     if (outcome === "decided") this.#ctx.kick();
     return outcome;
@@ -160,26 +199,66 @@ export class SessionApprovals implements SessionPart, ApprovalGate {
       if (row.turn === turn) this.#decide(row.approvalId, "deny", why, header.id, { answer: false });
   }
 
-  /** The next approval to time out. */
+  /** The next approval to time out (now, while an earlier instance's face calls' approvals wait). */
   nextDue(): number | undefined {
+    if (!this.#orphansSwept) {
+      if (this.#orphans().length > 0) return Date.now();
+      this.#orphansSwept = true;
+    }
     return this.#ctx.stores.approvals.nextExpiry();
   }
 
-  /** Denies the approvals past their `approvalTimeoutSeconds`. */
+  /** Denies the approvals past their `approvalTimeoutSeconds` (or their holder's longest wait). */
   async step(): Promise<boolean> {
     const { stores } = this.#ctx;
+    const swept = this.#sweepOrphans();
     const due = stores.approvals.nextExpiry();
-    if (due === undefined || due > Date.now()) return false;
-    const seconds = Math.round((this.#settings().approvalTimeoutMs ?? 0) / 1000);
+    if (due === undefined || due > Date.now()) return swept;
     stores.transact(() => {
       const header = this.#ctx.header()!;
       const now = Date.now();
       for (const row of stores.approvals.ownPending(header.id))
-        if (row.expiresAt !== undefined && row.expiresAt <= now)
+        if (row.expiresAt !== undefined && row.expiresAt <= now) {
+          const seconds = Math.round((row.expiresAt - row.requestedAt) / 1000);
           this.#decide(row.approvalId, "deny", `no decision came within ${seconds} s`, header.id);
+        }
     });
     this.#ctx.kick();
     return true;
+  }
+
+  /**
+   * Once per instance: denies the approvals of face calls (`mcp:<callId>/…`) that nothing here
+   * waits on. Their requests were served by an earlier instance and died with it, so no approval
+   * could run them; they would otherwise read as pending until they expired. Whether it denied any.
+   */
+  #sweepOrphans(): boolean {
+    if (this.#orphansSwept) return false;
+    this.#orphansSwept = true;
+    const { stores } = this.#ctx;
+    const header = this.#ctx.header();
+    const orphans = this.#orphans();
+    if (!header || orphans.length === 0) return false;
+    stores.transact(() => {
+      for (const row of orphans)
+        this.#decide(
+          row.approvalId,
+          "deny",
+          "the MCP request that made the call ended when the session restarted; nobody waits for its result",
+          header.id,
+        );
+    });
+    this.#ctx.kick();
+    return true;
+  }
+
+  /** Pending approvals of face calls that no request of this instance waits on. */
+  #orphans(): ApprovalRow[] {
+    const header = this.#ctx.header();
+    if (!header) return [];
+    return this.#ctx.stores.approvals
+      .ownPending(header.id)
+      .filter((row) => isMcpFaceCall(row.callKey) && !this.#waiters.has(row.approvalId));
   }
 
   /**
@@ -191,12 +270,23 @@ export class SessionApprovals implements SessionPart, ApprovalGate {
     decision: ApprovalDecision,
     reason: string | undefined,
     by: string,
-    { answer = true } = {},
+    {
+      answer = true,
+      via,
+      scope = "once",
+    }: { answer?: boolean; via?: "mcp-elicitation" | undefined; scope?: ApprovalScope } = {},
   ): DecisionOutcome {
     const { stores, turns } = this.#ctx;
     const outcome = stores.approvals.decide(approvalId, decision, reason, by);
     if (outcome !== "decided") return outcome;
-    const data: EventData["approval/decided"] = { approvalId, decision, ...(reason ? { reason } : {}), by };
+    const data: EventData["approval/decided"] = {
+      approvalId,
+      decision,
+      ...(reason ? { reason } : {}),
+      by,
+      ...(via ? { via } : {}),
+      ...(decision === "approve" && scope === "always" ? { scope } : {}),
+    };
     stores.log.append("approval/decided", data);
     this.#sendUp({ kind: "approval", event: "approval/decided", data });
     const row = stores.approvals.get(approvalId)!;
@@ -213,7 +303,7 @@ export class SessionApprovals implements SessionPart, ApprovalGate {
     const waiter = this.#waiters.get(approvalId);
     if (waiter) {
       this.#waiters.delete(approvalId);
-      queueMicrotask(() => waiter({ decision, ...(reason ? { reason } : {}) }));
+      queueMicrotask(() => waiter({ decision, ...(reason ? { reason } : {}), scope }));
     }
     return outcome;
   }
@@ -247,6 +337,35 @@ export class SessionApprovals implements SessionPart, ApprovalGate {
       ...message,
     } as ApprovalEnvelope);
   }
+}
+
+/** How a holder's approval is raised: by a face call (`mcpFace`), waited on at most `waitMs`. */
+export interface HoldOptions {
+  mcpFace?: boolean;
+  waitMs?: number;
+}
+
+/**
+ * What a holder's approval shows (`scopes`: what an approve of it can take, where it is not `once`
+ * alone, e.g. an ACP agent's allow options).
+ */
+export interface HeldRequest {
+  toolCallId: string;
+  tool: string;
+  args: JsonValue;
+  scopes?: ApprovalScope[];
+}
+
+/** The decision a holder hears, with the scope it was given (`once` unless a decision said otherwise). */
+export interface HeldDecision {
+  decision: ApprovalDecision;
+  reason?: string;
+  scope: ApprovalScope;
+}
+
+/** The scopes an approve of `row` can take: its own list, else `once` (a tool call). */
+export function offeredScopes(row: { scopes?: readonly ApprovalScope[] }): readonly ApprovalScope[] {
+  return row.scopes ?? ["once"];
 }
 
 /** A denied call's result: the word `denied`, then the reason. */

@@ -2,20 +2,24 @@ import { compact } from "../../src/core/compact";
 import type { McpHttpHandler, McpServer, StandardSchemaWithJSON } from "@modelcontextprotocol/server";
 import * as z from "zod";
 import type { SessionHost } from "../../src/agent/host";
-import { executeTool, type Tool, toolSpecs } from "../../src/agent/tools";
+import { executeTool, filterAllows, type Tool, toolSpecs } from "../../src/agent/tools";
 import { textOf } from "../../src/contract/content";
-import { fail } from "../../src/contract/errors";
+import { fail, ok, type Outcome } from "../../src/contract/errors";
+import { MCP_FACE_CALL_PREFIX } from "../../src/core/approvals";
 import { lazySchema } from "../../src/contract/lazy";
 import { failure } from "../../src/contract/respond";
 import { protocolMissing } from "../../src/protocols/protocol";
 import { CALLER_HEADER, type Caller } from "../../src/contract/session";
 import type { PendingApproval } from "../../src/contract/session-api";
+import type { ApprovalDecision } from "../../src/contract/events";
+import type { JsonValue } from "../../src/contract/json";
 import { DecideApprovalBody } from "../../src/contract/wire";
 import { renderForeground } from "../../src/core/run-rendering";
 import { logRefusal } from "../../src/core/quotas";
 import type { OneShotRuns } from "../delegation/one-shot/one-shot-runs";
-import type { ApprovalRow } from "../store/approvals";
+import { type ApprovalRow, markBelowMcpFace } from "../store/approvals";
 import type { SessionContext } from "./session-context";
+import { deniedText, type HoldOptions } from "./approvals";
 import { mcpCallSpan } from "../../src/trace/spans";
 import { parseTraceparent } from "../../src/trace/traceparent";
 import { pendingApproval } from "./session-view";
@@ -33,16 +37,36 @@ import { pendingApproval } from "./session-view";
  * depends on the connection afterwards. Every call of a session tool and its result are in the log
  * as `mcp/call` and `mcp/result`, so a transcript tells them apart from the model's own calls.
  *
- * Two more tools are the caller's, not the model's (README "Approvals"): `pending_approvals`
- * lists the pending approvals of the session and its descendants, and `decide_approval` decides
- * one through the same path as `POST /v1/sessions/:id/approvals/:approvalId`, with the caller's
- * authority (`by` is the session, or `admin` for an admin caller). They are logged as what they
- * do (`approval/decided`), not as `mcp/call`. A foreground `subagent` call whose child (or a
- * session below it) waits on an approval says so in its progress notifications.
+ * A call through the face is gated like the model's (README "Approvals"): a tool that needs
+ * approval (REQUIRE_APPROVAL, the session's `requireApproval`, a tool's `needsApproval`) raises
+ * an approval of this session, marked `mcpFace`, listed and decidable over HTTP like any. Where
+ * the client declares the elicitation capability on the per-request protocol revision
+ * (2026-07-28), the call answers `input_required` with a yes/no form for the person at the client
+ * (`elicitation/create`), and the client's retried call carries the answer, which decides the
+ * approval (`approval/decided` `by` this session, `via` "mcp-elicitation"); a 2025-era request is
+ * served statelessly, so an elicitation it sent could not be answered to this request, and such a
+ * call waits instead. A waiting call sends progress notifications (with a progress token) until
+ * the approval is decided; it runs once on approve, answers `denied: <reason>` on deny. The
+ * approval waits only while the request does: when the request's signal aborts or the wait
+ * reaches FOREGROUND_LIMIT_MS (or the object restarts: session/approvals.ts), it is denied saying so, so no approval runs a call nobody awaits (an
+ * elicitation's approval likewise expires after FOREGROUND_LIMIT_MS without the retried call).
+ *
+ * Two more tools are the caller's, not the model's: `pending_approvals` lists the pending
+ * approvals of the session and its descendants, and `decide_approval` decides one through the
+ * same path as `POST /v1/sessions/:id/approvals/:approvalId`, with the caller's authority (`by` is
+ * the session, or `admin` for an admin caller). Both obey the session's tool filter. An MCP client
+ * is a program, not a person: `decide_approval` is offered only where the deployment says a
+ * person holds the client (MCP_FACE_DECISIONS=true), and even then never decides an approval
+ * marked `mcpFace` (raised by a face call, or below one), which a client could otherwise raise
+ * and approve itself. They are logged as what they do (`approval/decided`), not as `mcp/call`. A
+ * foreground `subagent` call whose child (or a session below it) waits on an approval says so in
+ * its progress notifications.
  */
 
 /** Tools a child answers its parent with: not a caller's to use. */
 const CHILD_ONLY = new Set(["report", "structured_output"]);
+/** Tools whose call puts a message into this session's own inbox, later (its model reads it). */
+const MESSAGES_SELF = new Set(["schedule_message"]);
 
 const SERVER_INFO = { name: "subagents-edge session", version: "0.1.0" };
 /** How often a foreground call waits for its run before it reports progress again. */
@@ -52,12 +76,30 @@ const FOREGROUND_LIMIT_MS = 10 * 60_000;
 /** The approval tools' names (fixed); a session tool of the same name is not offered over MCP. */
 const PENDING_APPROVALS = "pending_approvals";
 const DECIDE_APPROVAL = "decide_approval";
+/** The holder of a face call's approval that the person at the client is asked about. */
+const ELICITATION_HOLDER = "mcp-elicitation:";
+/** The elicitation that asks the person at the client about a face call's approval (form mode). */
+const ELICITED = "approval";
+const APPROVAL_FORM = {
+  type: "object",
+  properties: {
+    approve: {
+      type: "boolean",
+      title: "Approve",
+      description: "Yes runs the call, once; no answers it with an error result starting denied.",
+    },
+    reason: { type: "string", title: "Reason", description: "Why, in a few words (optional)." },
+  },
+  required: ["approve"],
+} as const;
+
 /** `decide_approval`'s arguments: the HTTP route's body, with the approval's id beside it. */
 const DecideApprovalArgs = lazySchema(() =>
   z.object({
     approval_id: z
       .string()
       .min(1)
+      .max(128)
       .describe("The approvalId of a pending approval, as pending_approvals lists it."),
     decision: DecideApprovalBody.shape.decision.describe(
       '"approve" runs the held call, once; "deny" answers it with an error result starting "denied".',
@@ -68,16 +110,61 @@ const DecideApprovalArgs = lazySchema(() =>
   }),
 );
 
+/** The session's approvals, as a face call uses them (session/approvals.ts). */
+export interface FaceApprovals {
+  needs(call: { id: string; name: string; args: unknown }, tool: Tool<unknown, SessionHost>): boolean;
+  ask(
+    holder: string,
+    request: { toolCallId: string; tool: string; args: JsonValue },
+    options: HoldOptions,
+  ): Promise<{ decision: ApprovalDecision; reason?: string }>;
+  raise(
+    holder: string,
+    request: { toolCallId: string; tool: string; args: JsonValue },
+    options: HoldOptions,
+  ): string | undefined;
+  release(holder: string, reason: string): void;
+  decide(
+    approvalId: string,
+    decision: ApprovalDecision,
+    reason: string | undefined,
+    by: string,
+    via?: "mcp-elicitation",
+  ): unknown;
+}
+
+/** MCP_FACE_DECISIONS: "true" says a person holds every client of the face (README "Configuration"). */
+export function faceDecisionsOn(raw: string | undefined): boolean {
+  return raw?.trim().toLowerCase() === "true";
+}
+
+type ServerSdk = typeof import("@modelcontextprotocol/server");
+type ToolResult = { content: { type: "text"; text: string }[]; isError?: boolean };
+/** A call's question to the person at the client: the SDK's `input_required` result. */
+type Question = { question: Record<string, unknown> };
+
 export class McpFace {
   readonly #ctx: SessionContext;
   readonly #host: SessionHost;
   readonly #runs: OneShotRuns;
+  readonly #approvals: FaceApprovals;
+  readonly #decisions: boolean;
   #handler: McpHttpHandler | undefined;
+  #sdk: ServerSdk | undefined;
 
-  constructor(ctx: SessionContext, host: SessionHost, runs: OneShotRuns) {
+  /** `decisions`: MCP_FACE_DECISIONS is on (`decide_approval` is offered). */
+  constructor(
+    ctx: SessionContext,
+    host: SessionHost,
+    runs: OneShotRuns,
+    approvals: FaceApprovals,
+    decisions: boolean,
+  ) {
     this.#ctx = ctx;
     this.#host = host;
     this.#runs = runs;
+    this.#approvals = approvals;
+    this.#decisions = decisions;
   }
 
   /**
@@ -89,18 +176,25 @@ export class McpFace {
     if (!this.#handler) {
       const sdk = this.#ctx.protocols.mcp?.server;
       if (!sdk) return failure(fail("NOT_FOUND", protocolMissing("mcp")));
-      const { createMcpHandler, McpServer } = await sdk();
+      const loaded = await sdk();
+      this.#sdk ??= loaded;
+      const { createMcpHandler, McpServer } = loaded;
       this.#handler ??= createMcpHandler(
-        ({ requestInfo }) => this.#server(new McpServer(SERVER_INFO), callerOf(requestInfo)),
+        ({ requestInfo, era }) =>
+          this.#server(new McpServer(SERVER_INFO), callerOf(requestInfo), era === "modern"),
         { legacy: "stateless" },
       );
     }
     return this.#handler.fetch(request);
   }
 
-  async #server(server: McpServer, caller: Caller | null): Promise<McpServer> {
-    const tools = await this.#ctx.tools.visible(this.#ctx.header());
+  /** `modern`: the request is of the per-request revision (2026-07-28), where elicitation works. */
+  async #server(server: McpServer, caller: Caller | null, modern: boolean): Promise<McpServer> {
+    const header = this.#ctx.header();
+    const tools = await this.#ctx.tools.visible(header);
     const specs = toolSpecs(tools);
+    // a person answers the face's questions where the client says it can show a form
+    const elicits = () => modern && server.server.getClientCapabilities()?.elicitation !== undefined;
     for (const [i, tool] of tools.entries()) {
       if (CHILD_ONLY.has(tool.name) || tool.name === PENDING_APPROVALS || tool.name === DECIDE_APPROVAL)
         continue;
@@ -108,35 +202,46 @@ export class McpFace {
       server.registerTool(
         tool.name,
         { description: tool.description, inputSchema: shownAs(parameters, tool) as never },
-        (async (args: unknown, extra: McpCallContext) => this.#call(tool, tools, args, extra)) as never,
+        (async (args: unknown, extra: McpCallContext) =>
+          this.#call(tool, tools, args, extra, elicits())) as never,
       );
     }
     // the answers' schemas (the OpenAPI document's) are built with the SDK, on the first request
-    this.#approvalTools(server, caller, await import("../../src/contract/responses"));
+    const filter = header?.options.toolFilter;
+    this.#approvalTools(server, caller, await import("../../src/contract/responses"), {
+      pending: filterAllows(filter, PENDING_APPROVALS),
+      decide: this.#decisions && filterAllows(filter, DECIDE_APPROVAL),
+    });
     return server;
   }
 
-  /** `pending_approvals` and `decide_approval` (README "Approvals"). */
+  /**
+   * `pending_approvals` and `decide_approval` (README "Approvals"), each where `offered` says:
+   * the session's tool filter allows it, and for `decide_approval` MCP_FACE_DECISIONS is on.
+   */
   #approvalTools(
     server: McpServer,
     caller: Caller | null,
     { ApprovalDecided, ApprovalList }: typeof import("../../src/contract/responses"),
+    offered: { pending: boolean; decide: boolean },
   ): void {
-    server.registerTool(
-      PENDING_APPROVALS,
-      {
-        description:
-          "Lists the tool calls waiting for a person's decision in this session and in every subagent below it, oldest first: " +
-          "each with its approvalId, the session that made the call, the tool, its arguments, the call's id and when it was requested (epoch ms). " +
-          "A call that waits does not run until it is approved, with decide_approval or by a person elsewhere (HTTP API, dashboard).",
-        inputSchema: z.object({}),
-        outputSchema: ApprovalList,
-      },
-      async () => {
-        const listed = { approvals: this.#pending().map(pendingApproval) };
-        return { content: [{ type: "text", text: JSON.stringify(listed) }], structuredContent: listed };
-      },
-    );
+    if (offered.pending)
+      server.registerTool(
+        PENDING_APPROVALS,
+        {
+          description:
+            "Lists the tool calls waiting for a person's decision in this session and in every subagent below it, oldest first: " +
+            "each with its approvalId, the session that made the call, the tool, its arguments, the call's id and when it was requested (epoch ms). " +
+            "A call that waits does not run until it is approved, with decide_approval or by a person elsewhere (HTTP API, dashboard).",
+          inputSchema: z.object({}),
+          outputSchema: ApprovalList,
+        },
+        async () => {
+          const listed = { approvals: this.#pending().map(pendingApproval) };
+          return { content: [{ type: "text", text: JSON.stringify(listed) }], structuredContent: listed };
+        },
+      );
+    if (!offered.decide) return;
     server.registerTool(
       DECIDE_APPROVAL,
       {
@@ -144,13 +249,23 @@ export class McpFace {
           "Decides a pending approval of this session or of a subagent below it (see pending_approvals): " +
           '"approve" lets the held tool call run, exactly once; "deny" answers it with an error result starting "denied", then the reason. ' +
           "Deciding the same way again answers the same; the other decision after one was taken is an error naming ALREADY_DECIDED, " +
-          "and an approval that is not in this session's subtree is NOT_FOUND.",
+          "and an approval that is not in this session's subtree is NOT_FOUND. An approval raised by a call made through an MCP face, " +
+          "in a subagent such a call started, or in a session that took in a message from such a call, is UNAUTHORIZED here: " +
+          "a person decides it (HTTP API, dashboard, the client's elicitation).",
         inputSchema: DecideApprovalArgs,
         outputSchema: ApprovalDecided,
       },
       async ({ approval_id, decision, reason }) => {
         const id = this.#ctx.header()?.id;
         if (!caller || !id) return errorResult("UNAUTHENTICATED: no caller");
+        // an MCP client never decides what a call through a face raised: it could approve itself
+        if (this.#ctx.stores.approvals.get(approval_id)?.mcpFace)
+          return errorResult(
+            `UNAUTHORIZED: approval ${approval_id} was raised by a call made through an MCP face, or below one (in a subagent such a call started, ` +
+              "or in a session that took in a message such a call made); " +
+              "no MCP client decides it: a person does, over HTTP (POST /v1/sessions/:id/approvals/:approvalId), in the dashboard, " +
+              "or by answering the elicitation of the client that made the call",
+          );
         // the HTTP route's own path: the session object authorizes the caller and routes the
         // decision to the session that asked
         const decided = await this.#ctx
@@ -175,46 +290,40 @@ export class McpFace {
     tools: readonly Tool<unknown, SessionHost>[],
     args: unknown,
     extra: McpCallContext,
-  ): Promise<{ content: { type: "text"; text: string }[]; isError?: boolean }> {
+    elicits: boolean,
+  ): Promise<ToolResult | Record<string, unknown>> {
     const { stores } = this.#ctx;
-    // a log at its quota takes no new work, and a refused call writes nothing (MAX_LOG_BYTES)
-    const full = logRefusal(stores.log.bytes(), this.#ctx.limits.logCap);
-    if (full) return { content: [{ type: "text", text: `${full.code}: ${full.message}` }], isError: true };
-    const callId = `mcp_${crypto.randomUUID().replaceAll("-", "")}`;
-    const callKey = `mcp:${callId}`;
-    // the call joins the client's trace when it sent one (`_meta.traceparent`)
-    const client = parseTraceparent(extra.mcpReq._meta?.traceparent);
-    stores.transact(() =>
-      stores.log.append("mcp/call", {
-        callId,
-        name: tool.name,
-        args: (args ?? {}) as never,
-        ...compact({ trace: client }),
-      }),
-    );
-    const sessionId = this.#ctx.header()?.id ?? "";
-    const span = mcpCallSpan(sessionId, callId, client);
-    const outcome = await executeTool(
-      tools,
-      tool.name,
-      args,
-      {
-        sessionId,
-        callKey,
-        toolCallId: callId,
-        signal: extra.mcpReq.signal,
-        trace: { traceId: span.traceId, parentSpanId: span.spanId },
-      },
-      this.#host,
-    );
-    let text: string;
-    let isError: boolean;
-    if ("deferred" in outcome) {
-      ({ text, isError } = await this.#foreground(callKey, extra));
-    } else {
-      text = textOf(outcome.content);
-      isError = outcome.isError === true;
+    // the client's retry of a call this face asked the person about, with the person's answer
+    const resumed = this.#resumed(tool, args, extra);
+    if (resumed && !resumed.ok) return errorResult(`${resumed.code}: ${resumed.message}`);
+    let callId: string;
+    if (resumed) callId = resumed.value.toolCallId;
+    else {
+      // a log at its quota takes no new work, and a refused call writes nothing (MAX_LOG_BYTES)
+      const full = logRefusal(stores.log.bytes(), this.#ctx.limits.logCap);
+      if (full) return errorResult(`${full.code}: ${full.message}`);
+      callId = `mcp_${crypto.randomUUID().replaceAll("-", "")}`;
+      // the call joins the client's trace when it sent one (`_meta.traceparent`)
+      const client = parseTraceparent(extra.mcpReq._meta?.traceparent);
+      stores.transact(() =>
+        stores.log.append("mcp/call", {
+          callId,
+          name: tool.name,
+          args: (args ?? {}) as never,
+          ...compact({ trace: client }),
+        }),
+      );
     }
+    const gate = resumed
+      ? this.#answered(resumed.value, extra)
+      : this.#approvals.needs({ id: callId, name: tool.name, args }, tool)
+        ? elicits
+          ? this.#elicit(tool, args, callId)
+          : await this.#wait(tool, args, callId, extra)
+        : "run";
+    // the person is being asked: the call goes on in the client's retried request
+    if (gate !== "run" && "question" in gate) return gate.question;
+    const { text, isError } = gate === "run" ? await this.#run(tool, tools, args, callId, extra) : gate;
     stores.transact(() =>
       stores.log.append("mcp/result", {
         callId,
@@ -228,6 +337,208 @@ export class McpFace {
     return isError
       ? { content: [{ type: "text", text }], isError: true }
       : { content: [{ type: "text", text }] };
+  }
+
+  /** Runs a call (once it may): its tool, then, for a foreground `subagent`, the child's run. */
+  async #run(
+    tool: Tool<unknown, SessionHost>,
+    tools: readonly Tool<unknown, SessionHost>[],
+    args: unknown,
+    callId: string,
+    extra: McpCallContext,
+  ): Promise<{ text: string; isError: boolean }> {
+    const callKey = `${MCP_FACE_CALL_PREFIX}${callId}`;
+    const sessionId = this.#ctx.header()?.id ?? "";
+    const { stores } = this.#ctx;
+    // the message it schedules is the client's: this session is below the face from now on (a
+    // send_message's child is marked as it takes the message in: session-host.ts)
+    if (MESSAGES_SELF.has(tool.name)) stores.transact(() => markBelowMcpFace(stores.header));
+    const span = mcpCallSpan(sessionId, callId, parseTraceparent(extra.mcpReq._meta?.traceparent));
+    const outcome = await executeTool(
+      tools,
+      tool.name,
+      args,
+      {
+        sessionId,
+        callKey,
+        toolCallId: callId,
+        signal: extra.mcpReq.signal,
+        trace: { traceId: span.traceId, parentSpanId: span.spanId },
+      },
+      this.#host,
+    );
+    if ("deferred" in outcome) return this.#foreground(callKey, extra);
+    return { text: textOf(outcome.content), isError: outcome.isError === true };
+  }
+
+  /**
+   * A gated call whose client cannot be asked: its approval waits while the request does, with
+   * progress notifications; "run" once approved, the denial otherwise. The client going away, or
+   * the wait reaching FOREGROUND_LIMIT_MS, denies it (nobody would read what it did).
+   */
+  async #wait(
+    tool: Tool<unknown, SessionHost>,
+    args: unknown,
+    callId: string,
+    extra: McpCallContext,
+  ): Promise<"run" | { text: string; isError: boolean }> {
+    const holder = `${MCP_FACE_CALL_PREFIX}${callId}`;
+    let decided: { decision: ApprovalDecision; reason?: string } | undefined;
+    const asked = this.#approvals
+      .ask(
+        holder,
+        { toolCallId: callId, tool: tool.name, args: (args ?? {}) as JsonValue },
+        { mcpFace: true, waitMs: FOREGROUND_LIMIT_MS },
+      )
+      .then((answer) => {
+        decided = answer;
+      });
+    const row = this.#held(holder);
+    const { signal } = extra.mcpReq;
+    const token = extra.mcpReq._meta?.progressToken;
+    const deadline = Date.now() + FOREGROUND_LIMIT_MS;
+    for (let progress = 1; decided === undefined; progress++) {
+      if (signal.aborted || Date.now() >= deadline) {
+        this.#approvals.release(
+          holder,
+          signal.aborted
+            ? "the MCP request that made the call ended before a decision"
+            : `no decision came within ${FOREGROUND_LIMIT_MS / 60_000} minutes, the longest an MCP call waits`,
+        );
+        await asked;
+        break;
+      }
+      await Promise.race([asked, pause(PROGRESS_EVERY_MS, signal)]);
+      if (decided === undefined && token !== undefined && row)
+        await extra.mcpReq
+          .notify({
+            method: "notifications/progress",
+            params: {
+              progressToken: token,
+              progress,
+              message: `the call of ${tool.name} waits for a decision on approval ${row.approvalId}; a person decides it over HTTP or in the dashboard`,
+            },
+          })
+          .catch(() => {});
+    }
+    if (decided?.decision !== "approve") return { text: deniedText(decided?.reason), isError: true };
+    return row ? this.#claim(row.callKey!) : { text: "Error: the call's approval was lost", isError: true };
+  }
+
+  /**
+   * A gated call whose client can ask its person (elicitation, form mode): the approval is raised
+   * and the call answers `input_required` with the question; `requestState` names the approval
+   * and a secret only this answer carries, so no other request can answer it.
+   */
+  #elicit(
+    tool: Tool<unknown, SessionHost>,
+    args: unknown,
+    callId: string,
+  ): Question | { text: string; isError: boolean } {
+    const secret = crypto.randomUUID().replaceAll("-", "");
+    const approvalId = this.#approvals.raise(
+      `${ELICITATION_HOLDER}${secret}`,
+      { toolCallId: callId, tool: tool.name, args: (args ?? {}) as JsonValue },
+      { mcpFace: true, waitMs: FOREGROUND_LIMIT_MS },
+    );
+    if (approvalId === undefined)
+      return {
+        text: "Error: the call was not run: this session already waits on the most approvals it may",
+        isError: true,
+      };
+    return this.#question(tool.name, args, `${approvalId}.${secret}`);
+  }
+
+  /** The `input_required` answer that asks the person about a call. */
+  #question(tool: string, args: unknown, state: string): Question {
+    const { inputRequired } = this.#sdk!;
+    const shown = JSON.stringify(args ?? {});
+    const question = inputRequired({
+      inputRequests: {
+        [ELICITED]: inputRequired.elicit({
+          message: `Allow the call of ${tool} with ${shown.length > 500 ? `${shown.slice(0, 500)}…` : shown}? (approval ${state.split(".")[0]})`,
+          requestedSchema: APPROVAL_FORM as never,
+        }),
+      },
+      requestState: state,
+    });
+    return { question: question as unknown as Record<string, unknown> };
+  }
+
+  /**
+   * The approval a retried call's `requestState` names, if it carries one: it must be this
+   * session's, raised by an elicitation of this face with the same secret, for the same tool and
+   * arguments (the client retries the call it made); anything else decides nothing.
+   */
+  #resumed(
+    tool: Tool<unknown, SessionHost>,
+    args: unknown,
+    extra: McpCallContext,
+  ): Outcome<ApprovalRow & { state: string }> | undefined {
+    const state = extra.mcpReq.requestState?.();
+    if (state === undefined) return undefined;
+    const [approvalId, secret] = typeof state === "string" ? state.split(".") : [];
+    const row = approvalId ? this.#ctx.stores.approvals.get(approvalId) : undefined;
+    if (
+      !row ||
+      secret === undefined ||
+      row.sessionId !== this.#ctx.header()?.id ||
+      row.callKey !== `${ELICITATION_HOLDER}${secret}/${approvalId}` ||
+      row.tool !== tool.name ||
+      JSON.stringify(row.args) !== JSON.stringify(args ?? {})
+    )
+      return fail("INVALID_REQUEST", "requestState names no question this session asked about this call");
+    return ok({ ...row, state: state as string });
+  }
+
+  /**
+   * The person's answer to a call's question decides its approval (unless a decision came
+   * first, over HTTP): "run" once approved, the denial otherwise; no answer asks again.
+   */
+  #answered(
+    row: ApprovalRow & { state: string },
+    extra: McpCallContext,
+  ): "run" | { text: string; isError: boolean } | Question {
+    const { inputResponse } = this.#sdk!;
+    if (row.decision === undefined) {
+      const answer = inputResponse(extra.mcpReq.inputResponses, ELICITED);
+      if (answer.kind !== "elicit") return this.#question(row.tool, row.args, row.state);
+      const approve = answer.action === "accept" && answer.content?.approve === true;
+      const said = answer.content?.reason;
+      const reason =
+        typeof said === "string" && said.trim() !== ""
+          ? said.trim().slice(0, 2000)
+          : approve
+            ? undefined
+            : answer.action === "cancel"
+              ? "the person at the MCP client dismissed the question"
+              : "the person at the MCP client said no";
+      this.#approvals.decide(
+        row.approvalId,
+        approve ? "approve" : "deny",
+        reason,
+        this.#ctx.header()?.id ?? "",
+        "mcp-elicitation",
+      );
+    }
+    const now = this.#ctx.stores.approvals.get(row.approvalId);
+    if (now?.decision !== "approve") return { text: deniedText(now?.reason), isError: true };
+    return this.#claim(row.callKey!);
+  }
+
+  /** An approved call's one run: "run" the first time, an error for any later request. */
+  #claim(approvalKey: string): "run" | { text: string; isError: boolean } {
+    const { stores } = this.#ctx;
+    const claimed = stores.transact(() => stores.approvals.claimFirstRuns([approvalKey]));
+    return claimed.has(approvalKey)
+      ? "run"
+      : { text: "Error: the call already ran, in an earlier request; it runs once", isError: true };
+  }
+
+  /** The approval `holder` holds in this session, pending. */
+  #held(holder: string): ApprovalRow | undefined {
+    const self = this.#ctx.header()?.id ?? "";
+    return this.#ctx.stores.approvals.ownPending(self).find((row) => row.callKey?.startsWith(`${holder}/`));
   }
 
   /** Waits for the run a foreground `subagent` call started, with progress while it runs. */
@@ -287,7 +598,8 @@ function progressMessage(childId: string, waiting: readonly PendingApproval[]): 
         `${a.tool} (approval ${a.approvalId}${a.sessionId === childId ? "" : `, session ${a.sessionId}`})`,
     )
     .join(", ");
-  return `subagent ${childId} waits for a decision on ${waiting.length === 1 ? "an approval" : `${waiting.length} approvals`}: ${which}; decide it with decide_approval`;
+  // the child was started through this face: a person decides its approvals, no MCP client
+  return `subagent ${childId} waits for a decision on ${waiting.length === 1 ? "an approval" : `${waiting.length} approvals`}: ${which}; a person decides it over HTTP or in the dashboard`;
 }
 
 /** A tool error result whose text names the failure's code first. */
@@ -320,11 +632,27 @@ function shownAs(
   };
 }
 
+/** Waits `ms`, or less when `signal` aborts. */
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
 /** The part of the SDK's handler context a tool call uses. */
 interface McpCallContext {
   mcpReq: {
     signal: AbortSignal;
     _meta?: { progressToken?: string | number; traceparent?: string };
     notify(notification: { method: string; params?: Record<string, unknown> }): Promise<void>;
+    /** A retried call's answers to the questions its first request asked (revision 2026-07-28). */
+    inputResponses?: Record<string, unknown>;
+    requestState?: () => unknown;
   };
 }

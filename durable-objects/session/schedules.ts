@@ -14,9 +14,13 @@ import { cronLoaded, cronTimes, loadCron } from "../../src/core/cron";
 import { fingerprint } from "../../src/core/hash";
 import { quote } from "../../src/core/quote";
 import type { ScheduleRow } from "../store/schedules";
+import type { SessionStores } from "../store/session-stores";
 import { INTERRUPT_DELIVERY_CAUSE, placement, replaceRunningTurn } from "./admission";
 import type { SessionPart } from "./part";
 import type { SessionContext } from "./session-context";
+
+/** Why a one-shot child's schedules ended (their `schedule/deleted` reason). */
+const RUN_ENDED = "its one-shot run ended";
 
 /** How many due rows one pass of the drive loop fires (the rest in the next pass). */
 const FIRINGS_PER_PASS = 16;
@@ -62,7 +66,7 @@ export class SessionSchedules implements SessionPart {
     return stores.transact(() => {
       const prior = stores.schedules.get(scheduleId);
       if (prior) return ok({ scheduleId, next: prior.nextAt }); // a re-run tool call
-      const full = this.#full();
+      const full = this.#ended() ?? this.#full();
       if (full) return full;
       stores.schedules.add({
         scheduleId,
@@ -112,7 +116,7 @@ export class SessionSchedules implements SessionPart {
       }
       const delivered = key === undefined ? undefined : stores.inbox.byIdempotencyKey(key);
       if (delivered !== undefined) return ok({ messageId: delivered }); // already due and delivered
-      const full = this.#full();
+      const full = this.#ended() ?? this.#full();
       if (full) return full;
       const messageId = newMessageId();
       const source =
@@ -134,24 +138,19 @@ export class SessionSchedules implements SessionPart {
     });
   }
 
-  /** The recurring schedules, oldest first (`GET …/schedules`). */
+  /** The recurring schedules and the messages held for their time, oldest first (`GET …/schedules`). */
   list(): Schedule[] {
-    return this.#ctx.stores.schedules.recurring().map((row) => ({
-      scheduleId: row.scheduleId,
-      cron: row.cron!,
-      timezone: row.timezone!,
-      next: row.nextAt,
-      content: row.content,
-    }));
+    return this.#ctx.stores.schedules.all().map(listed);
   }
 
-  /** Deletes a recurring schedule (`DELETE …/schedules/:scheduleId`). */
+  /**
+   * Deletes a recurring schedule, or a held message before its time (`DELETE …/schedules/:scheduleId`):
+   * the message then never enters the inbox, and its place under MAX_SCHEDULED_PER_SESSION is free.
+   */
   remove(scheduleId: string, reason: string): Outcome<void> {
     const { stores } = this.#ctx;
     const removed = stores.transact(() => {
-      const row = stores.schedules.get(scheduleId);
-      if (!row?.cron) return false;
-      stores.schedules.remove(scheduleId);
+      if (!stores.schedules.remove(scheduleId)) return false;
       stores.log.append("schedule/deleted", { scheduleId, reason });
       return true;
     });
@@ -165,6 +164,16 @@ export class SessionSchedules implements SessionPart {
     const { stores } = this.#ctx;
     for (const row of stores.schedules.removeAll())
       stores.log.append("schedule/deleted", { scheduleId: row, reason });
+  }
+
+  /**
+   * Inside the transaction that writes a one-shot child's result: its schedules and held messages
+   * end, and a firing's message that no turn has taken yet is discarded, so nothing of them runs
+   * after the run (README "Schedules"). New ones are refused from then on (`#ended`).
+   */
+  endWithRun(): void {
+    this.dropAll(RUN_ENDED);
+    this.#ctx.stores.inbox.discardScheduled(RUN_ENDED);
   }
 
   nextDue(): number | undefined {
@@ -244,6 +253,16 @@ export class SessionSchedules implements SessionPart {
     return interrupted;
   }
 
+  /** A one-shot child whose run has ended keeps no schedules (its own ended with the run). */
+  #ended(): Outcome<never> | undefined {
+    const oneShot = this.#ctx.header()?.oneShot;
+    if (!oneShot || !oneShotRunEnded(this.#ctx.stores, oneShot.runId)) return undefined;
+    return fail(
+      "NOT_RESUMABLE",
+      "this one-shot child's run has ended: it takes no schedules or messages for later",
+    );
+  }
+
   #full(): Outcome<never> | undefined {
     if (this.#ctx.stores.schedules.count() < MAX_SCHEDULED_PER_SESSION) return undefined;
     return fail(
@@ -255,4 +274,20 @@ export class SessionSchedules implements SessionPart {
 
 function newScheduleId(): string {
   return `sch_${crypto.randomUUID()}`;
+}
+
+/** A row as `GET …/schedules` lists it. */
+function listed(row: ScheduleRow): Schedule {
+  const { scheduleId, nextAt: next, content } = row;
+  return row.cron === undefined
+    ? { scheduleId, kind: "message", next, content, messageId: row.messageId!, delivery: row.delivery }
+    : { scheduleId, kind: "cron", cron: row.cron, timezone: row.timezone!, next, content };
+}
+
+/**
+ * Whether the one-shot run `runId` of this child has ended: its one result is in the outbox
+ * (one-shot-child.ts writes it, with id `result:<runId>`, in the transaction that ends the run).
+ */
+function oneShotRunEnded(stores: SessionStores, runId: string): boolean {
+  return stores.outbox.has(`result:${runId}`);
 }

@@ -20,6 +20,7 @@ import { mayUse, scopeOf } from "../../src/providers/provider-access";
 import type { ChildWatch } from "../delegation/child-watch";
 import { remoteSettings } from "../../src/providers/remote-protocol";
 import { DelegationToolSource } from "./delegation-tool-source";
+import { MCP_FACE_TOOL_NAMES } from "../../src/agent/builtin-tool-names";
 import type { SessionSignals } from "./signals";
 import type { SessionStores } from "../store/session-stores";
 
@@ -42,8 +43,8 @@ export class SessionContext {
   readonly defaultModel: string;
   /**
    * The deployment's limits as its vars give them (absent or malformed: the default, where each is
-   * read): MAX_DEPTH_CAP, MAX_CHILDREN_PER_SESSION, and the quotas (src/core/quotas.ts)
-   * MAX_SESSIONS_PER_TREE, MAX_PENDING_MESSAGES and MAX_LOG_BYTES.
+   * read): MAX_DEPTH_CAP, MAX_CHILDREN_PER_SESSION, MAX_CONTEXT_WINDOW, and the quotas
+   * (src/core/quotas.ts) MAX_SESSIONS_PER_TREE, MAX_PENDING_MESSAGES and MAX_LOG_BYTES.
    */
   readonly limits: {
     depthCap: string | undefined;
@@ -51,6 +52,7 @@ export class SessionContext {
     treeCap: string | undefined;
     inboxCap: string | undefined;
     logCap: string | undefined;
+    contextWindowCap: string | undefined;
   };
   /** Remote delegation: this deployment's public URL (callbacks; absent: polling only) and deadline. */
   readonly remoteSettings: { publicUrl: string | undefined; deadlineMs: number };
@@ -87,6 +89,7 @@ export class SessionContext {
       treeCap: env.MAX_SESSIONS_PER_TREE,
       inboxCap: env.MAX_PENDING_MESSAGES,
       logCap: env.MAX_LOG_BYTES,
+      contextWindowCap: env.MAX_CONTEXT_WINDOW,
     };
     this.remoteSettings = remoteSettings(env);
     this.prices = pricesOf(env);
@@ -151,5 +154,7 @@ function toolCatalog(env: Env, deployment: Deployment, stores: SessionStores): T
       },
     }),
     new DelegationToolSource(() => registryStub(env).list(), registryStub(env).id.toString()),
+    // the MCP face's own tools: offered to its client, never to the model, but a filter may name them
+    { name: "mcp-face", knows: (tool) => MCP_FACE_TOOL_NAMES.has(tool), offer: () => [] },
   ]);
 }

@@ -2,6 +2,7 @@ import { compact } from "../../src/core/compact";
 import { loadCron } from "../../src/core/cron";
 import { quote } from "../../src/core/quote";
 import { fingerprint } from "../../src/core/hash";
+import { isMcpFaceCall } from "../../src/core/approvals";
 import type { SessionHost } from "../../src/agent/host";
 import { fail, ok } from "../../src/contract/errors";
 import { publicEntry } from "../../src/core/descendants";
@@ -36,8 +37,9 @@ export function sessionHost(
     },
     startContinuable: (request, callKey, trace) => children.start(request, callKey, trace),
     scheduleMessage: async (request, callKey) => {
-      // one schedule per tool call, whatever re-runs it
-      const scheduleId = `sch_${fingerprint(callKey)}`;
+      // one schedule per tool call, whatever re-runs it; the session's id keeps it apart from the
+      // same call in another session of the tree (a call key is a turn and a model's call id)
+      const scheduleId = `sch_${fingerprint(`${id()}/${callKey}`)}`;
       if ("cron" in request) {
         await loadCron();
         const made = schedules.create(
@@ -62,7 +64,14 @@ export function sessionHost(
       children.followup(
         childId,
         text,
-        { kind: "coordinator", form: "relay", senderSessionId: id(), ...compact({ trace }) },
+        {
+          kind: "coordinator",
+          form: "relay",
+          senderSessionId: id(),
+          ...compact({ trace }),
+          // made through the MCP face, or by a session below it: the child is below it too
+          ...(isMcpFaceCall(callKey) || ctx.header()?.belowMcpFace ? { mcpFace: true as const } : {}),
+        },
         { ...compact({ idempotencyKey: callKey, delivery }) },
       ),
     interruptAgent: (targetId) => children.interrupt(targetId, { kind: "ancestor", ancestorId: id() }),

@@ -14,8 +14,10 @@ import type { ProviderScope } from "../../src/contract/provider";
 import { failure } from "../../src/contract/respond";
 import type { RunView, StartedRun, StartRequest } from "../../src/contract/run";
 import { CALLER_HEADER, type Caller, type SessionHeader, type SessionView } from "../../src/contract/session";
-import type { ApprovalDecision } from "../../src/contract/events";
+import type { ApprovalDecision, ApprovalScope } from "../../src/contract/events";
 import type {
+  BudgetAnswer,
+  BudgetDraw,
   CreateSession,
   EventPage,
   OutboxEntry,
@@ -36,15 +38,16 @@ import { reserveTreeSlot, takeTreeSlot } from "../delegation/child-spec";
 import { applyCallback, type CallbackInput } from "../messaging/remote-callbacks";
 import { migrate, tablesIn } from "../store/schema";
 import { admitUserMessage } from "./admission";
+import { offeredScopes } from "./approvals";
 import { createSession } from "./creation";
 import { childEntriesOf, descendantListing } from "./discovery";
 import { assembleParts, type Parts } from "./session-parts";
 import { listingEntry, pendingApproval, sessionView } from "./session-view";
 import { subscriberCap } from "./subscribers";
-import { treeSpans } from "./trace";
-import { DEFAULT_SERVICE_NAME, otlpTraces, type OtlpTraces } from "../../src/trace/otlp";
-import type { Span } from "../../src/trace/spans";
-import type { Spend } from "../../src/contract/events";
+import { TRACE_PAGE_SPAN_BYTES, treeSpanPage } from "./trace";
+import { DEFAULT_SERVICE_NAME, otlpTracesOf } from "../../src/trace/otlp";
+import { formatTraceCursor } from "../../src/trace/trace-cursor";
+import type { TraceCursor, TracePage, TreeSpanPage } from "../../src/contract/trace";
 import type { TraceContext } from "../../src/contract/trace";
 
 /**
@@ -150,10 +153,18 @@ export class SessionObject implements SessionRpc {
     return session.ok ? session.value.parts.schedules.create(body, "caller") : session;
   }
 
+  /** The session itself (its token, an admin) or whoever may delete it (a token of its tree above it). */
   deleteSchedule(caller: Caller, scheduleId: string): Outcome<void> {
-    const session = this.#authorize(caller, "act");
-    const by = caller.kind === "admin" ? "admin" : "the session's token";
-    return session.ok ? session.value.parts.schedules.remove(scheduleId, `deleted by ${by}`) : session;
+    const acting = this.#authorize(caller, "act");
+    const session = !acting.ok && acting.code === "UNAUTHORIZED" ? this.#authorize(caller, "delete") : acting;
+    if (!session.ok) return session;
+    const by =
+      caller.kind === "admin"
+        ? "admin"
+        : caller.sessionId === session.value.header.id
+          ? "the session's token"
+          : `the token of ${caller.sessionId}`;
+    return session.value.parts.schedules.remove(scheduleId, `deleted by ${by}`);
   }
 
   /**
@@ -162,14 +173,15 @@ export class SessionObject implements SessionRpc {
    */
   async events(
     caller: Caller,
-    query: { after: number; limit: number },
+    query: { after: number; limit: number; maxBytes?: number },
     waitMs = 0,
   ): Promise<Outcome<EventPage>> {
     const session = this.#authorize(caller, "read");
     if (!session.ok) return session;
     const { stores, subscribers } = session.value.parts;
     await subscribers.waitAfter(query.after, Math.min(Math.max(0, waitMs), MAX_EVENTS_WAIT_MS));
-    return ok(stores.log.pageAfter(query.after, query.limit, EVENTS_PAGE_BYTES));
+    const maxBytes = Math.min(EVENTS_PAGE_BYTES, query.maxBytes ?? EVENTS_PAGE_BYTES);
+    return ok(stores.log.pageAfter(query.after, query.limit, maxBytes));
   }
 
   interrupt(caller: Caller): Outcome<{ accepted: true }> {
@@ -181,12 +193,16 @@ export class SessionObject implements SessionRpc {
     return ok({ accepted: true });
   }
 
-  /** `GET /v1/sessions/:id/trace`: the spans of the session and its local descendants, OTLP JSON. */
-  async otlpTrace(caller: Caller): Promise<Outcome<OtlpTraces>> {
+  /**
+   * `GET /v1/sessions/:id/trace`: a page of the spans of the session and its local descendants,
+   * OTLP JSON of at most 4 MiB, and where the next page starts when there is one (`next`).
+   */
+  async otlpTrace(caller: Caller, cursor?: TraceCursor): Promise<Outcome<TracePage>> {
     const session = this.#authorize(caller, "read");
     if (!session.ok) return session;
-    const spans = await treeSpans(session.value.parts.ctx);
-    return ok(otlpTraces(spans, this.env.OTEL_SERVICE_NAME || DEFAULT_SERVICE_NAME));
+    const page = await treeSpanPage(session.value.parts.ctx, cursor, TRACE_PAGE_SPAN_BYTES, true);
+    const traces = otlpTracesOf(page.spans, this.env.OTEL_SERVICE_NAME || DEFAULT_SERVICE_NAME);
+    return ok(page.next ? { ...traces, next: formatTraceCursor(page.next) } : traces);
   }
 
   /**
@@ -218,7 +234,7 @@ export class SessionObject implements SessionRpc {
   async decideApproval(
     caller: Caller,
     approvalId: string,
-    decision: { decision: ApprovalDecision; reason?: string },
+    decision: { decision: ApprovalDecision; reason?: string; scope?: ApprovalScope },
   ): Promise<Outcome<{ approvalId: string; decision: ApprovalDecision }>> {
     const session = this.#authorize(caller, "oversee");
     if (!session.ok) return session;
@@ -233,13 +249,22 @@ export class SessionObject implements SessionRpc {
 
   decideAsked(
     approvalId: string,
-    { decision, reason }: { decision: ApprovalDecision; reason?: string },
+    { decision, reason, scope }: { decision: ApprovalDecision; reason?: string; scope?: ApprovalScope },
     by: string,
   ): Outcome<{ approvalId: string; decision: ApprovalDecision }> {
     const parts = this.#parts;
     if (!parts) return fail("NOT_FOUND", `no approval ${approvalId}`);
-    const outcome = parts.approvals.decide(approvalId, decision, reason, by);
+    const outcome = parts.approvals.decide(approvalId, decision, reason, by, undefined, scope);
     if (outcome === "unknown") return fail("NOT_FOUND", `no approval ${approvalId}`);
+    if (outcome === "unoffered") {
+      const offered = offeredScopes(parts.stores.approvals.get(approvalId) ?? {});
+      return fail(
+        "SCOPE_NOT_OFFERED",
+        `approval ${approvalId} cannot be approved with scope ${scope ?? "once"}: it offers ${
+          offered.length === 0 ? "no approve, only deny" : `scope ${offered.join(" or ")} only`
+        }; nothing was decided`,
+      );
+    }
     if (outcome === "conflict") {
       const taken = parts.stores.approvals.get(approvalId)?.decision;
       return fail("ALREADY_DECIDED", `approval ${approvalId} was already decided: ${taken}`);
@@ -405,15 +430,21 @@ export class SessionObject implements SessionRpc {
     return { gone: false };
   }
 
-  /** The spans of this session's tree (its parent's `trace` asks). */
-  async traceSpans(): Promise<Span[]> {
+  /** A page of the spans of this session's tree (its parent's `trace` asks: session/trace.ts). */
+  async traceSpanPage(
+    cursor: TraceCursor | undefined,
+    budget: number,
+    first: boolean,
+  ): Promise<TreeSpanPage> {
     const parts = this.#parts;
-    return parts && !parts.deletion.deleting() ? treeSpans(parts.ctx) : [];
+    return parts && !parts.deletion.deleting()
+      ? treeSpanPage(parts.ctx, cursor, budget, first)
+      : { spans: [], bytes: 0 };
   }
 
   /** A session of the tree whose budget this one owns reports its spending (session/tree-budget.ts). */
-  async drawBudget(memberId: string, spend: Spend): Promise<Spend | undefined> {
-    return this.#parts?.ctx.budget.draw(memberId, spend);
+  async drawBudget(memberId: string, draw: BudgetDraw): Promise<BudgetAnswer | undefined> {
+    return this.#parts?.ctx.budget.draw(memberId, draw);
   }
 
   /** The newest activity of this session's tree (a root's retention asks). */

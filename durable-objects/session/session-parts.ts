@@ -22,7 +22,7 @@ import { SessionStores } from "../store/session-stores";
 import { AlarmClock } from "./alarm-clock";
 import { DriveLoop } from "./drive-loop";
 import { SessionSignals } from "./signals";
-import { McpFace } from "./mcp-face";
+import { faceDecisionsOn, McpFace } from "./mcp-face";
 import { SessionApprovals } from "./approvals";
 import { SessionSchedules } from "./schedules";
 import { TurnDeadline } from "./turn-deadline";
@@ -102,7 +102,8 @@ export function assembleParts(
   signals.add(acp);
   signals.add(a2a);
   signals.add(runs);
-  const oneShot = signals.add(new OneShotChild(ctx));
+  const schedules = new SessionSchedules(ctx);
+  const oneShot = signals.add(new OneShotChild(ctx, schedules));
   const drains = new Drains(ctx);
   const children = signals.add(new ContinuableParent(ctx, drains));
   const self = signals.add(new ContinuableChild(ctx, drains, runs));
@@ -112,7 +113,6 @@ export function assembleParts(
   signals.add(callbacks);
   signals.requireHandlers(DELIVERED_KINDS);
 
-  const schedules = new SessionSchedules(ctx);
   const deadline = new TurnDeadline(ctx);
   const deletion = new Deletion(ctx, runs, schedules, eraser);
   const retention = new Retention(ctx, deletion, env.RETENTION_DAYS);
@@ -158,7 +158,7 @@ export function assembleParts(
     signals,
     stores.header,
   );
-  const mcp = new McpFace(ctx, host, runs);
+  const mcp = new McpFace(ctx, host, runs, approvals, faceDecisionsOn(env.MCP_FACE_DECISIONS));
   return {
     stores,
     ctx,

@@ -70,6 +70,6 @@ export function listingEntry(ctx: SessionContext, expectedParent: string): Child
 
 /** A pending approval as `GET …/approvals` lists it. */
 export function pendingApproval(row: ApprovalRow): PendingApproval {
-  const { approvalId, sessionId, tool, args, toolCallId, requestedAt } = row;
-  return { approvalId, sessionId, tool, args, toolCallId, requestedAt };
+  const { approvalId, sessionId, tool, args, toolCallId, requestedAt, scopes } = row;
+  return { approvalId, sessionId, tool, args, toolCallId, requestedAt, ...(scopes ? { scopes } : {}) };
 }

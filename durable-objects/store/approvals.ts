@@ -1,6 +1,8 @@
-import type { ApprovalDecision, EventData } from "../../src/contract/events";
+import type { ApprovalDecision, ApprovalScope, EventData } from "../../src/contract/events";
 import type { JsonValue } from "../../src/contract/json";
+import type { SessionHeader } from "../../src/contract/session";
 import type { TableSql } from "./first-use-tables";
+import type { SingleRow } from "./single-row";
 
 /** An approval as a session keeps it: its own (with the call it holds) or a descendant's. */
 export interface ApprovalRow {
@@ -20,10 +22,20 @@ export interface ApprovalRow {
   decidedBy?: string;
   /** Own approved calls: the runs begun. */
   runs: number;
+  /**
+   * Raised by a call made through a session's MCP face, or below one (core/approvals.ts
+   * `MCP_FACE_CALL_PREFIX`): no MCP client's `decide_approval` decides it.
+   */
+  mcpFace?: true;
+  /** The scopes an approve can take, where it is not `once` alone (an ACP agent's permission request). */
+  scopes?: ApprovalScope[];
 }
 
-/** How a decision met the approval: taken now, the same one again, the other one already taken, or no such approval. */
-export type DecisionOutcome = "decided" | "same" | "conflict" | "unknown";
+/**
+ * How a decision met the approval: taken now, the same one again, the other one already taken, no
+ * such approval, or an approve of a scope the approval does not offer (nothing decided).
+ */
+export type DecisionOutcome = "decided" | "same" | "conflict" | "unknown" | "unoffered";
 
 interface Row extends Record<string, SqlStorageValue> {
   approval_id: string;
@@ -39,6 +51,8 @@ interface Row extends Record<string, SqlStorageValue> {
   reason: string | null;
   decided_by: string | null;
   runs: number;
+  mcp_face: number;
+  scopes: string | null;
 }
 
 /**
@@ -58,8 +72,8 @@ export class Approvals {
     row: EventData["approval/requested"] & { callKey: string; turn?: number; expiresAt?: number },
   ): void {
     this.sql.exec(
-      `INSERT INTO approvals (approval_id, session_id, tool_call_id, tool, args, requested_at, call_key, turn, expires_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO approvals (approval_id, session_id, tool_call_id, tool, args, requested_at, call_key, turn, expires_at, mcp_face, scopes)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       row.approvalId,
       row.sessionId,
       row.toolCallId,
@@ -69,20 +83,24 @@ export class Approvals {
       row.callKey,
       row.turn ?? null,
       row.expiresAt ?? null,
+      row.mcpFace ? 1 : 0,
+      scopesColumn(row.scopes),
     );
   }
 
   /** A descendant asked (its envelope): kept once, pending until its decision arrives. */
   observe(data: EventData["approval/requested"]): void {
     this.sql.exec(
-      `INSERT INTO approvals (approval_id, session_id, tool_call_id, tool, args, requested_at)
-       VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+      `INSERT INTO approvals (approval_id, session_id, tool_call_id, tool, args, requested_at, mcp_face, scopes)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
       data.approvalId,
       data.sessionId,
       data.toolCallId,
       data.tool,
       JSON.stringify(data.args),
       data.requestedAt,
+      data.mcpFace ? 1 : 0,
+      scopesColumn(data.scopes),
     );
   }
 
@@ -188,5 +206,24 @@ function rowOf(r: Row): ApprovalRow {
     ...(r.reason === null ? {} : { reason: r.reason }),
     ...(r.decided_by === null ? {} : { decidedBy: r.decided_by }),
     runs: r.runs,
+    ...(r.mcp_face ? { mcpFace: true as const } : {}),
+    ...(r.scopes === null ? {} : { scopes: JSON.parse(r.scopes) as ApprovalScope[] }),
   };
+}
+
+/**
+ * Puts the session below the MCP face (SessionHeader `belowMcpFace`), for good: inside the
+ * transaction that takes in what a call through a face made or a session below one said (a
+ * message, a run's result). From then on every approval it raises, and every child it starts,
+ * is below the face: no MCP client decides them (README "Approvals"). The model that read it may
+ * act on it in any later turn, so the mark never ends.
+ */
+export function markBelowMcpFace(header: SingleRow<SessionHeader>): void {
+  const now = header.get();
+  if (now && !now.belowMcpFace) header.set({ ...now, belowMcpFace: true });
+}
+
+/** `scopes` as stored: JSON, or NULL for `once` alone. */
+function scopesColumn(scopes: readonly ApprovalScope[] | undefined): string | null {
+  return scopes === undefined ? null : JSON.stringify(scopes);
 }

@@ -7,6 +7,10 @@ import { utf8Length } from "../../src/core/quotas";
 const TAIL_MAX = 512;
 /** ...and how much of their data: a few large events must not hold an object's memory (128 MB). */
 const TAIL_MAX_CHARS = 8 * 1024 * 1024;
+/** How much event data one read of `scan` holds at a time (past its first event). */
+const SCAN_PAGE_BYTES = 256 * 1024;
+/** How many rows one read of `scan` looks at, at most. */
+const SCAN_PAGE_ROWS = 256;
 
 export interface StoredEvent {
   seq: number;
@@ -248,6 +252,74 @@ export class EventLog {
       .map((r) => ({ seq: r.seq, type: r.type as T, at: r.at, data: JSON.parse(r.data) }));
   }
 
+  /**
+   * Every event from `fromSeq` of the given types, in order, read from SQLite a page at a time
+   * (`SCAN_PAGE_BYTES` of data past a page's first event): a reader that folds them as they come
+   * holds one page, never the log. The log may grow meanwhile; the scan ends where it ended when
+   * its last page was read.
+   */
+  *scan<T extends EventType>(types: readonly T[], fromSeq = 0): Generator<SessionEvent<T>> {
+    for (const page of this.scanPages(types, fromSeq)) yield* page;
+  }
+
+  /**
+   * `scan`'s pages themselves, each one read of the log (at most `SCAN_PAGE_BYTES` of data past
+   * its first event, the tail's included), ending before `beforeSeq`: a reader that gives the
+   * isolate back between pages, while appends go on, still reads the prefix it started with,
+   * which no append changes. `leaving`: top-level fields of each event's data the reader never
+   * reads (a message's text), left out in SQLite, so they are neither copied out nor parsed.
+   */
+  *scanPages<T extends EventType>(
+    types: readonly T[],
+    fromSeq = 0,
+    beforeSeq = Number.POSITIVE_INFINITY,
+    leaving: readonly string[] = [],
+  ): Generator<SessionEvent<T>[]> {
+    const tail = this.#tailFromSeq(fromSeq);
+    if (tail) {
+      const rows = tail.filter((e) => e.seq < beforeSeq && (types as readonly EventType[]).includes(e.type));
+      const sizes = rows.map((e) => e.json.length);
+      for (let at = 0; at < rows.length; ) {
+        const count = fitting(sizes.slice(at), SCAN_PAGE_BYTES);
+        yield rows.slice(at, at + count).map((e) => without(parsed<T>(e), leaving));
+        at += count;
+      }
+      return;
+    }
+    const marks = types.map(() => "?").join(", ");
+    const before = Number.isFinite(beforeSeq) ? beforeSeq : Number.MAX_SAFE_INTEGER;
+    const data = leaving.length === 0 ? "data" : `json_remove(data${", ?".repeat(leaving.length)})`;
+    const paths = leaving.map((field) => `$.${field}`);
+    for (let from = fromSeq; ; ) {
+      const sizes = this.#sql
+        .exec<{ seq: number; bytes: number }>(
+          `SELECT seq, octet_length(data) AS bytes FROM events WHERE seq >= ? AND seq < ? AND type IN (${marks}) ORDER BY seq LIMIT ?`,
+          from,
+          before,
+          ...types,
+          SCAN_PAGE_ROWS,
+        )
+        .toArray();
+      if (sizes.length === 0) return;
+      const count = fitting(
+        sizes.map((r) => r.bytes),
+        SCAN_PAGE_BYTES,
+      );
+      const through = sizes[count - 1]!.seq;
+      yield this.#sql
+        .exec<{ seq: number; type: string; at: number; data: string }>(
+          `SELECT seq, type, at, ${data} AS data FROM events WHERE seq >= ? AND seq <= ? AND type IN (${marks}) ORDER BY seq`,
+          ...paths,
+          from,
+          through,
+          ...types,
+        )
+        .toArray()
+        .map((r) => ({ seq: r.seq, type: r.type as T, at: r.at, data: JSON.parse(r.data) }));
+      from = through + 1;
+    }
+  }
+
   /** The newest event of a type at or after `fromSeq`. */
   last<T extends EventType>(type: T, fromSeq = 0): SessionEvent<T> | undefined {
     const tail = this.#tailFromSeq(fromSeq);
@@ -286,6 +358,12 @@ export class EventLog {
 
 function parsed<T extends EventType = EventType>(e: StoredEvent): SessionEvent<T> {
   return { seq: e.seq, type: e.type as T, at: e.at, data: JSON.parse(e.json) };
+}
+
+/** `event`, freshly parsed, with the top-level `fields` of its data left out. */
+function without<T extends EventType>(event: SessionEvent<T>, fields: readonly string[]): SessionEvent<T> {
+  for (const field of fields) delete (event.data as Record<string, unknown>)[field];
+  return event;
 }
 
 /** How many of the leading sizes fit in `budget` (at least one, when there is one). */

@@ -14,6 +14,8 @@ export type FlagName =
   | "epochs"
   /** At a tree's root: how many sessions below its children took a place in its tree (tree-slots.ts). */
   | "tree-slots"
+  /** The key of the model call this session holds a budget reservation for (session/tree-budget.ts). */
+  | "budget:held"
   /** The tokens this session's own model steps used (usage-totals.ts). */
   | "usage"
   /** The part of `usage` its compactions' summarizing calls used (usage-totals.ts). */

@@ -2,7 +2,10 @@ import { ReadMemo } from "./read-memo";
 import type { ContentBlock } from "../../src/contract/content";
 import type { InboxLane, MessageSource } from "../../src/contract/events";
 import type { PendingItem } from "../../src/core/turn-plan";
+import type { SessionHeader } from "../../src/contract/session";
+import { markBelowMcpFace } from "./approvals";
 import type { EventLog } from "./event-log";
+import type { SingleRow } from "./single-row";
 
 export interface Admission {
   messageId: string;
@@ -53,9 +56,11 @@ export class Inbox {
   /** Reads of the hot polls, until the next write of the table (read-memo.ts). */
   readonly memo = new ReadMemo();
 
+  /** `header`: the session's, which a message from below an MCP face marks (`admit`). */
   constructor(
     readonly sql: SqlStorage,
     readonly log: EventLog,
+    readonly header?: SingleRow<SessionHeader>,
   ) {}
 
   admit(item: Admission): AdmissionResult {
@@ -108,6 +113,9 @@ export class Inbox {
     else if (pending && pending.value.length < PENDING_LIMIT)
       this.memo.remember("pending", [...pending.value, added]);
     if (count) this.memo.remember("count", count.value + 1);
+    // a message a call through an MCP face made, or a session below one sent: this session is
+    // below the face from now on, whichever turn reads it (README "Approvals")
+    if (item.source.mcpFace && this.header) markBelowMcpFace(this.header);
     this.log.append("agent/inbox/inserted", {
       messageId: item.messageId,
       lane: item.lane,
@@ -185,6 +193,24 @@ export class Inbox {
       );
     if (count) this.memo.remember("count", row ? count.value - 1 : count.value);
     return row ? { content: JSON.parse(row.content), source: JSON.parse(row.source) } : undefined;
+  }
+
+  /**
+   * Drops the pending messages that schedules' firings put in (source `schedule`); each gets its
+   * `agent/inbox/discarded` event (a one-shot child's run ended: what its schedules sent runs no turn).
+   */
+  discardScheduled(reason: string): string[] {
+    const ids = this.sql
+      .exec<{ message_id: string }>(
+        `UPDATE inbox SET state = 'discarded'
+           WHERE state = 'pending' AND json_extract(source, '$.kind') = 'schedule' RETURNING message_id`,
+      )
+      .toArray()
+      .map((r) => r.message_id);
+    if (ids.length === 0) return ids;
+    this.memo.changed();
+    for (const messageId of ids) this.log.append("agent/inbox/discarded", { messageId, reason });
+    return ids;
   }
 
   /** Drops every pending item (a drain); each gets its `agent/inbox/discarded` event. */

@@ -82,13 +82,10 @@ export class Schedules {
     return row && rowOf(row);
   }
 
-  /** Recurring schedules, oldest first. */
-  recurring(): ScheduleRow[] {
+  /** Every row (recurring schedules and messages held for their time), oldest first. */
+  all(): ScheduleRow[] {
     if (!this.sql.exists()) return [];
-    return this.sql
-      .exec<Row>("SELECT * FROM schedules WHERE cron IS NOT NULL ORDER BY created_at, schedule_id")
-      .toArray()
-      .map(rowOf);
+    return this.sql.exec<Row>("SELECT * FROM schedules ORDER BY created_at, rowid").toArray().map(rowOf);
   }
 
   /** How many rows there are (schedules and messages waiting for their time). */

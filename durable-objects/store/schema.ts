@@ -207,6 +207,21 @@ export const SESSION_MIGRATIONS: readonly string[] = [
      tokens INTEGER NOT NULL,
      usd REAL NOT NULL
    ) STRICT;`,
+  // 18: a tree's budget is a cap: at the session that owns it, what each session's model call
+  // under way reserved (store/budget-reservations.ts)
+  `CREATE TABLE budget_reservations (
+     member_id TEXT PRIMARY KEY,
+     step_key TEXT NOT NULL,
+     tokens INTEGER NOT NULL,
+     usd REAL NOT NULL,
+     expires_at INTEGER NOT NULL
+   ) STRICT;`,
+  // 19: an approval raised by a call made through a session's MCP face, or below one (README
+  // "Approvals"): no MCP client's decide_approval decides it
+  `ALTER TABLE approvals ADD COLUMN mcp_face INTEGER NOT NULL DEFAULT 0;`,
+  // 20: the scopes an approve can take where it is not `once` alone (README "Approvals": an ACP
+  // agent's permission request offers its allow options), as JSON
+  `ALTER TABLE approvals ADD COLUMN scopes TEXT;`,
 ];
 
 /**
@@ -298,6 +313,7 @@ export const TABLES_ON_FIRST_USE = [
   "approvals",
   "schedules",
   "budget_draws",
+  "budget_reservations",
 ] as const;
 export type TableOnFirstUse = (typeof TABLES_ON_FIRST_USE)[number];
 

@@ -10,6 +10,7 @@ import { CompactionRequests } from "./compaction-requests";
 import { Approvals } from "./approvals";
 import { Schedules } from "./schedules";
 import { BudgetDraws } from "./budget-draws";
+import { BudgetReservations } from "./budget-reservations";
 import { Inbox } from "./inbox";
 import { Outbox } from "./outbox";
 import { Receipts } from "./receipts";
@@ -62,6 +63,8 @@ export class SessionStores implements DriverStores {
   /** Messages it will receive later, once or on a cron schedule. */
   readonly schedules: Schedules;
   readonly budgetDraws: BudgetDraws;
+  /** At a budget's owner: what the model calls under way in its tree reserved. */
+  readonly budgetReservations: BudgetReservations;
   /** The tables created on first use (schema.ts), and the SQL of each for its store. */
   readonly tables: FirstUseTables;
   readonly #loopRow: SingleRow<LoopState>;
@@ -86,8 +89,8 @@ export class SessionStores implements DriverStores {
     this.#onCommit = onCommit;
     const opened = new Set(tables);
     this.tables = new FirstUseTables(this.sql, opened);
-    this.inbox = new Inbox(this.sql, this.log);
     this.header = new SingleRow<SessionHeader>(this.sql, "header");
+    this.inbox = new Inbox(this.sql, this.log, this.header);
     this.runs = new Runs(this.tables.sql("runs"));
     this.children = new Children(this.tables.sql("children"));
     this.outbox = new Outbox(this.sql, this.log);
@@ -105,6 +108,7 @@ export class SessionStores implements DriverStores {
     this.approvals = new Approvals(this.tables.sql("approvals"));
     this.schedules = new Schedules(this.tables.sql("schedules"));
     this.budgetDraws = new BudgetDraws(this.tables.sql("budget_draws"));
+    this.budgetReservations = new BudgetReservations(this.tables.sql("budget_reservations"));
     this.#loopRow = new SingleRow<LoopState>(this.sql, "loop");
     if (created) {
       log.startEmpty();

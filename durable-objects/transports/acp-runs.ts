@@ -4,9 +4,7 @@ import { fail, type Outcome, ok } from "../../src/contract/errors";
 import { protocolMissing } from "../../src/protocols/protocol";
 import type { SubagentResult } from "../../src/contract/run";
 import { AcpConnection, type AcpTimeouts } from "../../src/providers/acp-client";
-import { failedResult, permissionOptionFor } from "../../src/providers/acp-protocol";
-import type { ApprovalDecision } from "../../src/contract/events";
-import type { JsonValue } from "../../src/contract/json";
+import { approvalScopesOf, failedResult, permissionOptionFor } from "../../src/providers/acp-protocol";
 import type { ProviderKind } from "../../src/contract/provider";
 import { prepareOutOfProcess, publishOutOfProcess, traceparentOfRun } from "./out-of-process";
 import type { ResultSink } from "./far-side-runs";
@@ -14,10 +12,16 @@ import type { RunRow } from "../store/runs";
 import type { SessionPart } from "../session/part";
 import type { ChildTransport, TransportStart } from "./transport";
 import type { SessionContext } from "../session/session-context";
+import type { HeldDecision, HeldRequest } from "../session/approvals";
 
 /** What holds the approvals of a run's permission requests. */
 function holderOf(runId: string): string {
   return `acp:${runId}`;
+}
+
+/** Why a cancelled run's approvals were denied: the run was cancelled, and why where known. */
+function cancelledReason(why?: string): string {
+  return why ? `the run was cancelled (${why})` : "the run was cancelled";
 }
 
 /** The child id prefix of ACP runs (`acp:<runId>`): how the parent tells them from other runs. */
@@ -33,10 +37,7 @@ const LOST = "connection lost: the session restarted while the ACP agent was run
 
 /** Approvals held by runs (the session's approvals part): an agent's permission requests wait on them. */
 export interface PermissionApprovals {
-  ask(
-    holder: string,
-    request: { toolCallId: string; tool: string; args: JsonValue },
-  ): Promise<{ decision: ApprovalDecision; reason?: string }>;
+  ask(holder: string, request: HeldRequest): Promise<HeldDecision>;
   release(holder: string, reason: string): void;
 }
 
@@ -58,8 +59,11 @@ const ACP_RETRY_MS = 250;
  * to the upgrade, HTTP 429 or 5xx) is tried again, ACP_CONNECT_ATTEMPTS times in all. The result never rejects: transport failures
  * are `error` with a bounded diagnostic, without credentials. The agent's permission requests (a
  * coding agent asking to edit a file or run a command) are approvals of this session (README
- * "Approvals"): approve answers with the agent's allow-once option, deny with its reject-once
- * option, and a run that ends, is cancelled or loses its connection denies what it still waits on.
+ * "Approvals") listing the scopes an approve can take (`scopes`: the agent's allow options):
+ * approve answers with the agent's allow option of the decision's scope (`once` unless it says
+ * `always`), deny with its reject option (acp-protocol.ts). A run that is cancelled answers its
+ * pending requests `cancelled` at once and denies their approvals saying so; one that ends or
+ * loses its connection denies what it still waits on.
  */
 export class AcpRuns implements ChildTransport, SessionPart {
   readonly name = "ACP transport";
@@ -115,17 +119,25 @@ export class AcpRuns implements ChildTransport, SessionPart {
     return ok(runId);
   }
 
-  /** The parent cancelled the run: `session/cancel` to the agent; the result arrives `aborted`. */
-  requestCancel(run: RunRow): void {
+  /**
+   * The run is cancelled (by its parent, its deadline, the end of the turn that started it, its
+   * session's deletion): its approvals are denied saying so, and the connection sends
+   * `session/cancel` and answers the agent's pending permission requests `cancelled`; the result
+   * arrives `aborted`. `reason`: why, where the canceller says.
+   */
+  requestCancel(run: RunRow, reason?: string): void {
     const live = this.#live.get(run.runId);
     const waiting = this.#retrying.get(run.runId);
     if (waiting) {
       clearTimeout(waiting);
       this.#retrying.delete(run.runId);
     }
-    if (live)
-      queueMicrotask(() => live.cancel()); // never inside the caller's transaction
-    else this.#ctx.kick(); // no connection here: the pump settles it
+    // never inside the caller's transaction
+    queueMicrotask(() => {
+      this.#approvals.release(holderOf(run.runId), cancelledReason(reason));
+      live?.cancel();
+    });
+    if (!live) this.#ctx.kick(); // no connection here: the pump settles it
   }
 
   /** Applies owed results, and reconnects (or ends) the runs that lost their connection (a restart). */
@@ -200,13 +212,14 @@ export class AcpRuns implements ChildTransport, SessionPart {
       ...compact({ traceparent }),
       onPermission: async (request) => {
         const provider = this.#ctx.stores.runs.get(runId)?.spec.provider ?? "acp";
-        const { decision } = await this.#approvals.ask(holderOf(runId), {
+        const { decision, scope } = await this.#approvals.ask(holderOf(runId), {
           toolCallId: String(request.toolCall.toolCallId ?? "").slice(0, 256) || "permission",
           tool: provider,
           args: { toolCall: request.toolCall, options: request.options },
+          scopes: approvalScopesOf(request.options),
         });
         // a run cancelled meanwhile answers `cancelled` (its approval was denied saying so)
-        return this.#unwanted(runId) ? undefined : permissionOptionFor(request.options, decision);
+        return this.#unwanted(runId) ? undefined : permissionOptionFor(request.options, decision, scope);
       },
       onSession: (sessionId, canLoad) => {
         const { stores } = this.#ctx;
@@ -221,7 +234,7 @@ export class AcpRuns implements ChildTransport, SessionPart {
     void connection.result.then((result) => {
       this.#live.delete(runId);
       const cancelled = this.#ctx.stores.runs.get(runId)?.cancelRequested === true;
-      this.#approvals.release(holderOf(runId), cancelled ? "the run was cancelled" : "the run ended");
+      this.#approvals.release(holderOf(runId), cancelled ? cancelledReason() : "the run ended");
       // the agent never saw this attempt: try again, backing off, while attempts remain
       if (connection.unreachable && attempts < ACP_CONNECT_ATTEMPTS && !this.#unwanted(runId)) {
         const timer = setTimeout(

@@ -65,7 +65,12 @@ export class LocalRuns implements ChildTransport, SessionPart {
     if (!placed.ok) return placed;
     const runId = newRunId();
     const spec: ChildInit = {
-      ...childInit(header, placed.value, { runId, provider: provider.name, label: request.label }),
+      ...childInit(header, placed.value, {
+        runId,
+        provider: provider.name,
+        label: request.label,
+        callKey: origin?.callKey,
+      }),
       mode: "one-shot",
       descriptor: start.descriptor,
       prompt: toBlocks(request.prompt),

@@ -27,6 +27,7 @@ import type { EventPage } from "../contract/session-api";
 import { sha256Hex } from "../core/hash";
 import {
   emptyFold,
+  type FoldWindow,
   foldTask,
   isTerminal,
   latestQueued,
@@ -34,7 +35,16 @@ import {
   needsInput,
   type TaskFold,
 } from "./task-fold";
-import { artifactOf, contentOf, decisionOf, statusOf, taskOf } from "./wire";
+import {
+  artifactOf,
+  contentOf,
+  decisionOf,
+  MAX_ARTIFACTS,
+  MAX_HISTORY_LENGTH,
+  MAX_TASK_BYTES,
+  statusOf,
+  taskOf,
+} from "./wire";
 
 /**
  * What the A2A face needs of the runtime, for one authenticated caller (an admin of one tenant):
@@ -75,6 +85,19 @@ export const DEFAULT_TASK_LIMITS: TaskLimits = {
 
 /** The most tasks one ListTasks page reads. */
 const MAX_LIST_PAGE = 50;
+/** The most bytes of tasks one ListTasks answer holds (each task its share of them). */
+const MAX_LIST_BYTES = MAX_TASK_BYTES;
+/** How many tasks of a ListTasks page are read at once (each read folds a log a page at a time). */
+const LIST_READS_AT_ONCE = 4;
+
+/** What a fold keeps for an answer showing `historyLength` messages within `maxBytes`. */
+function windowFor(historyLength: number | undefined, maxBytes: number, artifacts = true): FoldWindow {
+  return {
+    messages: Math.max(0, Math.min(historyLength ?? MAX_HISTORY_LENGTH, MAX_HISTORY_LENGTH)),
+    results: artifacts ? MAX_ARTIFACTS : 1,
+    chars: maxBytes,
+  };
+}
 
 /** One long-poll read waits at most this long (the object's own cap is 60 s). */
 const POLL_MS = 25_000;
@@ -126,7 +149,8 @@ export class SessionTaskHandler implements A2ARequestHandler {
   }
 
   async getTask(params: GetTaskRequest): Promise<Task> {
-    return taskOf(params.id, await this.#read(params.id), params.historyLength);
+    const window = windowFor(params.historyLength, MAX_TASK_BYTES);
+    return taskOf(params.id, await this.#read(params.id, window), params.historyLength);
   }
 
   async cancelTask(params: CancelTaskRequest): Promise<Task> {
@@ -156,11 +180,12 @@ export class SessionTaskHandler implements A2ARequestHandler {
     const listed = await this.#sessions.list(pageSize, params.pageToken || undefined);
     if (!listed.ok) throw new RequestMalformedError(listed.message);
     const history = params.historyLength ?? 0;
-    const tasks = await Promise.all(
-      listed.value.ids.map(async (id) => {
-        const task = taskOf(id, await this.#read(id), history);
-        return params.includeArtifacts ? task : { ...task, artifacts: [] };
-      }),
+    const artifacts = params.includeArtifacts ?? false;
+    // every task gets its share of the answer's bytes, and a fold that keeps no more than that
+    const share = Math.floor(MAX_LIST_BYTES / pageSize);
+    const window = windowFor(history, share, artifacts);
+    const tasks = await inTurns(listed.value.ids, LIST_READS_AT_ONCE, async (id) =>
+      taskOf(id, await this.#read(id, window), history, share, { artifacts }),
     );
     const wanted = tasks.filter(
       (t) =>
@@ -244,9 +269,12 @@ export class SessionTaskHandler implements A2ARequestHandler {
     return { id, messageId, fold };
   }
 
-  /** The task as it is now: the whole log folded (a page at a time, no waiting). */
-  async #read(id: string): Promise<TaskFold> {
-    let fold = emptyFold();
+  /**
+   * The task as it is now: the whole log folded (a page at a time, no waiting), keeping what
+   * `window` says (by default what a task's answer can show).
+   */
+  async #read(id: string, window = windowFor(undefined, MAX_TASK_BYTES)): Promise<TaskFold> {
+    let fold = emptyFold(window);
     for (;;) {
       const page = await this.#sessions.events(id, fold.cursor, 0);
       if (!page.ok) throw new TaskNotFoundError(`task ${id} not found`);
@@ -333,4 +361,22 @@ export class SessionTaskHandler implements A2ARequestHandler {
       },
     };
   }
+}
+
+/** `read` of every item, at most `atOnce` at a time, the answers in the items' order. */
+async function inTurns<T, R>(
+  items: readonly T[],
+  atOnce: number,
+  read: (item: T) => Promise<R>,
+): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await read(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(atOnce, items.length) }, worker));
+  return out;
 }

@@ -10,7 +10,24 @@ import type { PendingApproval } from "../contract/session-api";
  * latest message's; a caller waiting for its own message reads that message's state. The final
  * assistant content of each ended turn is its result. A pure fold over the log, so a reader can
  * resume it with the events after `cursor` and never reads the log twice.
+ *
+ * A fold keeps what a task's answer can show, never the whole log (`FoldWindow`): the newest
+ * messages of the history and the newest results, as many and as much text as the window says,
+ * and the states of the newest user messages; it counts what it let go.
  */
+
+/** What a fold keeps of the history and of the results (the newest first, the rest counted). */
+export interface FoldWindow {
+  /** The most history messages kept. */
+  messages: number;
+  /** The most results kept (at least the newest one: a task's status shows it). */
+  results: number;
+  /** The most text, in characters, the kept messages (and, apart, the kept results) hold. */
+  chars: number;
+}
+
+/** The most user messages whose states a fold keeps (the oldest finished ones go first). */
+export const MAX_TRACKED_MESSAGES = 1024;
 
 export type TaskPhase = "submitted" | "working" | "completed" | "failed" | "canceled";
 
@@ -53,9 +70,20 @@ export interface TaskFold {
    * log), by approval id, oldest first: a working task that waits on one needs the user's input.
    */
   approvals: Record<string, PendingApproval>;
+  /** What the fold keeps of `history` and `results`. */
+  window: FoldWindow;
+  /** How many older history messages and results the window let go. */
+  dropped: { history: number; results: number };
 }
 
-export function emptyFold(): TaskFold {
+/** Every message and result (a reader that bounds nothing: tests, small logs). */
+const WHOLE: FoldWindow = {
+  messages: Number.POSITIVE_INFINITY,
+  results: Number.POSITIVE_INFINITY,
+  chars: Number.POSITIVE_INFINITY,
+};
+
+export function emptyFold(window: FoldWindow = WHOLE): TaskFold {
   return {
     cursor: -1,
     phase: "submitted",
@@ -64,7 +92,27 @@ export function emptyFold(): TaskFold {
     history: [],
     results: [],
     approvals: {},
+    window,
+    dropped: { history: 0, results: 0 },
   };
+}
+
+function charsOf(content: readonly ContentBlock[]): number {
+  return content.reduce((n, block) => n + block.text.length, 0);
+}
+
+/** Lets go of the oldest entries past `max` entries or `chars` of text (the newest always stays). */
+function keepNewest<T>(list: T[], max: number, chars: number, content: (item: T) => ContentBlock[]): number {
+  let kept = 0;
+  let text = 0;
+  for (let i = list.length - 1; i >= 0; i--) {
+    text += charsOf(content(list[i]!));
+    if (kept >= max || (kept > 0 && text > chars)) break;
+    kept += 1;
+  }
+  const dropped = list.length - kept;
+  if (dropped > 0) list.splice(0, dropped);
+  return dropped;
 }
 
 export function isTerminal(phase: TaskPhase): boolean {
@@ -84,6 +132,7 @@ export function foldTask(fold: TaskFold, events: readonly SessionEvent[]): TaskF
     history: [...fold.history],
     results: [...fold.results],
     approvals: { ...fold.approvals },
+    dropped: { ...fold.dropped },
   };
   /** Sets a message's state; the task's phase follows its latest message. */
   const set = (messageId: string, state: MessageState, at: number) => {
@@ -130,8 +179,10 @@ export function foldTask(fold: TaskFold, events: readonly SessionEvent[]): TaskF
       }
       case "user/message": {
         const data = event.data as SessionEvent<"user/message">["data"];
-        if (data.source.kind === "user")
+        if (data.source.kind === "user") {
           next.history.push({ role: "user", id: data.messageId, content: data.content });
+          keepHistory(next);
+        }
         break;
       }
       case "assistant/message": {
@@ -157,6 +208,9 @@ export function foldTask(fold: TaskFold, events: readonly SessionEvent[]): TaskF
         if (content.length > 0) {
           next.history.push({ role: "agent", id: `turn-${data.turn}`, content });
           next.results.push({ turn: data.turn, content });
+          keepHistory(next);
+          const { results, chars } = next.window;
+          next.dropped.results += keepNewest(next.results, Math.max(1, results), chars, (r) => r.content);
         }
         const phase = phaseOfEnd(data.reason);
         const reason =
@@ -169,7 +223,30 @@ export function foldTask(fold: TaskFold, events: readonly SessionEvent[]): TaskF
       }
     }
   }
+  forgetFinished(next);
   return next;
+}
+
+function keepHistory(fold: TaskFold): void {
+  const { messages, chars } = fold.window;
+  if (messages === 0) {
+    fold.dropped.history += fold.history.length;
+    fold.history.length = 0;
+    return;
+  }
+  fold.dropped.history += keepNewest(fold.history, messages, chars, (m) => m.content);
+}
+
+/** Past MAX_TRACKED_MESSAGES, the oldest finished messages' states go (never the latest's). */
+function forgetFinished(fold: TaskFold): void {
+  const ids = Object.keys(fold.messages);
+  let excess = ids.length - MAX_TRACKED_MESSAGES;
+  for (const id of ids) {
+    if (excess <= 0) return;
+    if (id === fold.latest?.messageId || !isTerminal(fold.messages[id]!.phase)) continue;
+    delete fold.messages[id];
+    excess -= 1;
+  }
 }
 
 /** The tree's pending approvals, oldest first. */

@@ -8,6 +8,7 @@ import {
   type TaskStatus,
 } from "@a2a-js/sdk";
 import type { ContentBlock } from "../contract/content";
+import { utf8Length } from "../core/quotas";
 import {
   type FoldedMessage,
   isTerminal,
@@ -149,19 +150,119 @@ export function artifactOf(turn: number, content: readonly ContentBlock[]): Arti
 }
 
 /**
- * A folded session as an A2A task: id and context id are the session id; the artifacts are the
- * ended turns' results; `historyLength` keeps the most recent messages (0: none; absent: all).
+ * The most bytes of JSON one task takes in an answer (`GetTask`, a send's answer, a stream's
+ * first event): 4 MiB, less room for the JSON-RPC envelope and the SDK's own fields.
  */
-export function taskOf(taskId: string, fold: TaskFold, historyLength?: number): Task {
-  const history = fold.history.map((m) => historyMessage(taskId, m));
+export const MAX_TASK_BYTES = 4 * 1024 * 1024 - 128 * 1024;
+/** The most history messages a task holds, whatever `historyLength` asks (A2A lets a server go lower). */
+export const MAX_HISTORY_LENGTH = 100;
+/** The most artifacts (ended turns' results, the newest) a task holds. */
+export const MAX_ARTIFACTS = 100;
+/** Where a task says what its answer left out for its size (`{"history": n, "artifacts": n}`). */
+export const OMITTED_KEY = "subagents.omitted";
+
+/** The bytes of a value's JSON. */
+function bytesOf(value: unknown): number {
+  return utf8Length(JSON.stringify(value));
+}
+
+/** A text cut to at most `room` bytes of JSON, its end marked with what was cut. */
+function cutText(text: string, room: number): string {
+  if (bytesOf(text) <= room) return text;
+  let keep = Math.max(0, Math.min(text.length, room - 64));
+  for (;;) {
+    const cut = `${text.slice(0, keep)}…[cut: ${text.length - keep} more characters]`;
+    const size = bytesOf(cut);
+    if (size <= room || keep === 0) return cut;
+    keep = Math.max(0, Math.floor(keep * (room / size) * 0.98) - 64);
+  }
+}
+
+/** Parts within `room` bytes: those that fit, then the next one's text cut to what is left. */
+function cutParts(parts: readonly Part[], room: number): Part[] {
+  const out: Part[] = [];
+  let left = room;
+  for (const part of parts) {
+    const size = bytesOf(part);
+    if (size <= left) {
+      out.push(part);
+      left -= size;
+      continue;
+    }
+    if (part.content?.$case === "text" && left > 256)
+      out.push({ ...part, content: { $case: "text", value: cutText(part.content.value, left - 128) } });
+    break;
+  }
+  return out;
+}
+
+/**
+ * The newest of `items` (oldest first) whose JSON fits `room` bytes, oldest first; when not even
+ * the newest fits whole, it comes with its parts cut to fit.
+ */
+function newestWithin<T extends { parts: Part[] }>(items: readonly T[], room: number): T[] {
+  const out: T[] = [];
+  let left = room;
+  for (let i = items.length - 1; i >= 0; i--) {
+    const item = items[i]!;
+    const size = bytesOf(item);
+    if (size <= left) {
+      out.push(item);
+      left -= size;
+      continue;
+    }
+    if (out.length === 0)
+      out.push({ ...item, parts: cutParts(item.parts, left - (size - bytesOf(item.parts))) });
+    break;
+  }
+  return out.reverse();
+}
+
+/**
+ * A folded session as an A2A task: id and context id are the session id; the artifacts are the
+ * ended turns' results; `historyLength` keeps the most recent messages (0: none; absent: up to
+ * MAX_HISTORY_LENGTH). The task's JSON takes at most `maxBytes`: its status message is cut to a
+ * quarter of them, then the newest history messages fill half of what is left and the newest
+ * artifacts the rest; a text cut ends in `…[cut: N more characters]`, and the task's
+ * `metadata["subagents.omitted"]` counts the messages and artifacts it leaves out.
+ */
+export function taskOf(
+  taskId: string,
+  fold: TaskFold,
+  historyLength?: number,
+  maxBytes = MAX_TASK_BYTES,
+  { artifacts: withArtifacts = true }: { artifacts?: boolean } = {},
+): Task {
+  const full = statusOf(taskId, fold);
+  const status: TaskStatus = full.message
+    ? { ...full, message: { ...full.message, parts: cutParts(full.message.parts, Math.floor(maxBytes / 4)) } }
+    : full;
+  let room = maxBytes - bytesOf(status) - 1024;
+  const wanted = Math.max(0, Math.min(historyLength ?? MAX_HISTORY_LENGTH, MAX_HISTORY_LENGTH));
+  const asked = wanted === 0 ? [] : fold.history.slice(-wanted);
+  const history = newestWithin(
+    asked.map((m) => historyMessage(taskId, m)),
+    Math.floor(room / 2),
+  );
+  room -= bytesOf(history);
+  const results = withArtifacts ? fold.results.slice(-MAX_ARTIFACTS) : [];
+  const artifacts = newestWithin(
+    results.map((r) => artifactOf(r.turn, r.content)),
+    room,
+  );
+  const omitted = {
+    history:
+      Math.min(historyLength ?? Number.POSITIVE_INFINITY, fold.history.length + fold.dropped.history) -
+      history.length,
+    artifacts: withArtifacts ? fold.results.length + fold.dropped.results - artifacts.length : 0,
+  };
   return {
     id: taskId,
     contextId: taskId,
-    status: statusOf(taskId, fold),
-    artifacts: fold.results.map((r) => artifactOf(r.turn, r.content)),
-    history:
-      historyLength === undefined ? history : history.slice(Math.max(0, history.length - historyLength)),
-    metadata: undefined,
+    status,
+    artifacts,
+    history,
+    metadata: omitted.history > 0 || omitted.artifacts > 0 ? { [OMITTED_KEY]: omitted } : undefined,
   };
 }
 

@@ -4,10 +4,11 @@ import { faultPoint } from "../core/faults";
 import { compactionRequest, contextWindowOf, overThreshold } from "./compaction";
 import type { CompactionPlan } from "./context-view";
 import type { DriverStores } from "./driver-stores";
-import { type ModelClient, ModelError, type ModelReply, type ToolSpec } from "./model";
+import { type ModelClient, ModelError, type ModelReply, type ModelRequest, type ToolSpec } from "./model";
 import { type AttemptClaim, callModel } from "./model-calls";
 import type { TurnSettings } from "./turn-settings";
-import { budgetSpent, type BudgetLedger } from "./budget";
+import { BudgetRefusal, budgetSpent, type BudgetLedger, reservationHoldMs, worstCase } from "./budget";
+import { CHARS_PER_TOKEN } from "./context-view";
 import { priced } from "../core/prices";
 import type { Fence, Turns } from "./turns";
 
@@ -21,6 +22,8 @@ export interface CompactionSite {
   signal: AbortSignal;
   /** Claims each summarizing call from a durable budget (the step's compactions', or the idle request's). */
   claimAttempt(lastError: string | undefined): AttemptClaim;
+  /** The key its summarizing call reserves under from the session's budget (src/agent/budget.ts). */
+  budgetKey: string;
 }
 
 /** A request the model refused as too long, which compaction could not save (a turn's `CONTEXT_OVERFLOW`). */
@@ -111,6 +114,7 @@ export class Compactor {
         fixedChars,
         signal: controller.signal,
         claimAttempt: () => this.claimIdle(policy.attemptsPerStep),
+        budgetKey: `idle.${stores.loop.get().turns}/compaction`,
       });
     } catch (error) {
       console.warn("a requested compaction failed", error instanceof Error ? error.message : error);
@@ -150,6 +154,8 @@ export class Compactor {
         params: settings.params,
         signal: site.signal,
       });
+      // a summarizing call counts against the budget like a step: its worst case is reserved first
+      await this.#reserve(site.budgetKey, request, route);
       try {
         reply = await callModel(client, request, settings.policy, {
           claimAttempt: site.claimAttempt,
@@ -182,6 +188,22 @@ export class Compactor {
       stores.compaction.done();
       return true;
     });
+  }
+
+  /** Reserves a summarizing call's worst case (its text plus its output cap); throws `BudgetRefusal` when it does not fit. */
+  async #reserve(key: string, request: ModelRequest, route: string): Promise<void> {
+    const { budget } = this.#ports;
+    if (!budget) return;
+    const settings = this.#ports.settings();
+    const chars = (request.system?.length ?? 0) + JSON.stringify(request.turn).length;
+    const worst = worstCase(
+      Math.ceil(chars / CHARS_PER_TOKEN),
+      request.params?.maxOutputTokens,
+      route,
+      settings.prices,
+    );
+    const refused = await budget.reserve(key, worst, reservationHoldMs(settings.policy));
+    if (refused) throw new BudgetRefusal(refused);
   }
 
   /**

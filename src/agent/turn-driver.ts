@@ -6,6 +6,7 @@ import { priced } from "../core/prices";
 import { faultPoint } from "../core/faults";
 import type { Plan } from "../core/turn-plan";
 import { overThreshold } from "./compaction";
+import { BudgetRefusal, reservationHoldMs, stepBudgetKey, worstCase } from "./budget";
 import { Compactor, type CompactorPorts, ContextOverflow, isOverflow, overflowFailure } from "./compactor";
 import type { ModelReply, ModelRequest } from "./model";
 import { callKey } from "./call-keys";
@@ -63,23 +64,69 @@ export class TurnDriver<Host> {
   async step(): Promise<boolean> {
     const { stores, turns } = this.#ports;
     if (turns.external()) return stores.transact(() => recordInbox(stores));
-    // a budget shared with a tree: what the others spent is learnt before a model call may be made
-    if (this.#ports.budget && turns.owesStep()) await this.#ports.budget.sync();
+    const { budget } = this.#ports;
+    // a budget reservation held for a call that is over (a crash cut its settle short) is
+    // settled before anything else runs: a reservation never outlives its call
+    if (budget?.owesSettle(this.#stepKey())) {
+      await budget.settle();
+      return true;
+    }
     const started = stores.transact(() => this.#begin());
-    if (started === undefined) return this.#compactIdle();
+    if (started === undefined) {
+      const compacted = await this.#compactIdle();
+      await budget?.settle();
+      return compacted;
+    }
     if (started.plan.kind === "tools") {
       await this.#runTools(started.plan.calls, started.fence);
       return true;
     }
     await this.#modelStep(started.fence);
-    // and what this one spent is reported at once (before its tools run), so the others learn it
-    await this.#ports.budget?.sync();
+    // what the step spent is reported and its reservation released at once (before its tools
+    // run), so the tree's other sessions may use what it did not
+    await budget?.settle();
     return true;
   }
 
-  /** Due now while a step is owed, or a caller's compaction while no turn is open (the drive loop's alarm). */
+  /**
+   * Due now while a step is owed, a caller's compaction while no turn is open, or a budget
+   * reservation to settle (the drive loop's alarm).
+   */
   nextDue(): number | undefined {
-    return this.#ports.turns.owesStep() || this.#compactor.idleOwed() ? Date.now() : undefined;
+    const { turns, budget } = this.#ports;
+    return turns.owesStep() || this.#compactor.idleOwed() || budget?.owesSettle(this.#stepKey())
+      ? Date.now()
+      : undefined;
+  }
+
+  /** The budget key of the model step the open turn would make next (undefined while none is open). */
+  #stepKey(): string | undefined {
+    const loop = this.#ports.stores.loop.get();
+    return loop.openTurn === null ? undefined : stepBudgetKey(loop.openTurn, loop.step);
+  }
+
+  /**
+   * Reserves a model call's worst case (`inputTokens` plus the session's output limit) from the
+   * session's budget; throws `BudgetRefusal` when it does not fit. An owner out of reach is
+   * thrown as `OwnerUnreachable`: the step fails as a crash would, and runs again.
+   */
+  async #reserve(key: string, inputTokens: number): Promise<void> {
+    const { budget } = this.#ports;
+    if (!budget) return;
+    const settings = this.#ports.settings();
+    const worst = worstCase(
+      inputTokens,
+      settings.params?.maxOutputTokens,
+      settings.modelRoute,
+      settings.prices,
+    );
+    let refused: string | undefined;
+    try {
+      refused = await budget.reserve(key, worst, reservationHoldMs(settings.policy));
+    } catch (error) {
+      throw new OwnerUnreachable(error);
+    }
+    if (refused) throw new BudgetRefusal(refused);
   }
 
   /** A caller's compaction while no turn is open: done at once, without starting a turn. */
@@ -179,6 +226,7 @@ export class TurnDriver<Host> {
     let reply: ModelReply | undefined;
     let failure: string | undefined;
     let overflowed = false;
+    let refused = false;
     // every model call of the step is claimed from its attempt budget, the first in the
     // transaction that opened the step; its compactions' calls from a budget of their own
     let preclaimed = fence.attempt !== undefined;
@@ -209,6 +257,7 @@ export class TurnDriver<Host> {
         fixedChars,
         signal: controller.signal,
         claimAttempt: claimCompaction,
+        budgetKey: `${stepBudgetKey(fence.turn, fence.step)}/compaction`,
       });
       const request = (): ModelRequest => {
         const view = stores.log.view();
@@ -230,13 +279,20 @@ export class TurnDriver<Host> {
             : {}),
         };
       };
-      const call = () =>
-        callModel(client, request(), policy, {
+      const call = async () => {
+        // the step's worst case is reserved from the budget before its first call (a re-run
+        // after a crash reuses the reservation; one after a compaction reserves anew)
+        await this.#reserve(
+          stepBudgetKey(fence.turn, fence.step),
+          stores.log.view().estimate(window, fixedChars),
+        );
+        return callModel(client, request(), policy, {
           // The claimed attempt needs no explicit flush: a Durable Object's output gate holds the
           // model's request until every earlier write is durable, so a call that left is counted.
           beforeCall: () => faultPoint(sessionId, "before-model"),
           claimAttempt,
         });
+      };
       const requested = stores.compaction.pending() !== undefined;
       // the reply's tokens share the window with the request (OpenAI counts max_tokens against it)
       const estimate =
@@ -267,8 +323,10 @@ export class TurnDriver<Host> {
       }
       await faultPoint(sessionId, "after-model");
     } catch (error) {
+      if (error instanceof OwnerUnreachable) throw error.cause;
       failure = error instanceof Error ? error.message : String(error);
       overflowed = error instanceof ContextOverflow;
+      refused = error instanceof BudgetRefusal;
     } finally {
       release();
     }
@@ -280,6 +338,7 @@ export class TurnDriver<Host> {
         turns.end(loop, "error", {
           error: (failure ?? "model call failed").slice(0, 4096),
           ...(overflowed ? { code: "CONTEXT_OVERFLOW" as const } : {}),
+          ...(refused ? { code: "BUDGET_EXCEEDED" as const } : {}),
         });
         return [];
       }
@@ -401,5 +460,12 @@ export class TurnDriver<Host> {
       );
     }
     turns.end(stores.loop.get(), "completed");
+  }
+}
+
+/** The budget's owner could not be reached to reserve a call: the step fails as a crash would. */
+class OwnerUnreachable extends Error {
+  constructor(cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
   }
 }

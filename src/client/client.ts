@@ -5,6 +5,7 @@ import type { OtlpTrace } from "./trace";
 import { type CallOptions, type FetchLike, Transport } from "./transport";
 import type {
   ApprovalDecision,
+  ApprovalScope,
   ChildEntry,
   MessageDelivery,
   Schedule,
@@ -244,10 +245,15 @@ export class SubagentsClient {
 
   /**
    * `GET /v1/sessions/:id/trace`: the spans of the session and of every local session below it,
-   * as OTLP/HTTP JSON (`spansOfTrace` lists them, `attributeOf` reads an attribute).
+   * as OTLP/HTTP JSON (`spansOfTrace` lists them, `attributeOf` reads an attribute), a page of at
+   * most 4 MiB; `next`, when there is more, is the `cursor` of the following page.
    */
-  trace(sessionId: string, options?: CallOptions): Promise<OtlpTrace> {
-    return this.#http.request("GET", `/v1/sessions/${id(sessionId)}/trace`, options);
+  trace(sessionId: string, options: CallOptions & { cursor?: string } = {}): Promise<OtlpTrace> {
+    const { cursor, ...call } = options;
+    return this.#http.request("GET", `/v1/sessions/${id(sessionId)}/trace`, {
+      ...call,
+      ...(cursor === undefined ? {} : { query: { cursor } }),
+    });
   }
 
   /** `POST /v1/sessions/:id/interrupt`: aborts the open turn. */
@@ -276,18 +282,24 @@ export class SubagentsClient {
    * `POST /v1/sessions/:id/approvals/:approvalId`: approve or deny a call that waits (the same
    * decision again answers the same; the other is `ALREADY_DECIDED`). The path is the token's own
    * session unless `options.sessionId` names the one that asked or an ancestor of it (an admin's
-   * client must name one).
+   * client must name one). `options.scope` (default `once`): how far an approve reaches; one the
+   * approval does not offer (its `scopes`) is `SCOPE_NOT_OFFERED` and decides nothing.
    */
   async decide(
     approvalId: string,
     decision: ApprovalDecision,
     reason?: string,
-    options?: CallOptions & { sessionId?: string },
+    options?: CallOptions & { sessionId?: string; scope?: ApprovalScope },
   ): Promise<{ approvalId: string; decision: ApprovalDecision }> {
-    const session = options?.sessionId ?? this.#ownSession("decide");
+    const { sessionId, scope, ...call } = options ?? {};
+    const session = sessionId ?? this.#ownSession("decide");
     return this.#http.request("POST", `/v1/sessions/${id(session)}/approvals/${id(approvalId)}`, {
-      ...options,
-      body: reason === undefined ? { decision } : { decision, reason },
+      ...call,
+      body: {
+        decision,
+        ...(reason === undefined ? {} : { reason }),
+        ...(scope === undefined ? {} : { scope }),
+      },
     });
   }
 

@@ -59,6 +59,8 @@ export interface OtlpResourceSpans {
 /** The body of `GET /v1/sessions/:id/trace`. */
 export interface OtlpTrace {
   resourceSpans: OtlpResourceSpans[];
+  /** More spans follow (a trace past 4 MiB comes in pages): pass it as `cursor` for the next page. */
+  next?: string;
 }
 
 /** Every span of a trace body, in the order the body lists them. */

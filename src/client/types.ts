@@ -25,7 +25,7 @@ export interface TraceContext {
  * Who a message comes from (attribution only, never authority); `trace`: the span that caused it,
  * whose trace the turn it starts joins.
  */
-export type MessageSource = MessageOrigin & { trace?: TraceContext };
+export type MessageSource = MessageOrigin & { trace?: TraceContext; mcpFace?: true };
 
 type MessageOrigin =
   | { kind: "user" }
@@ -147,9 +147,20 @@ export interface EventData {
     tool: string;
     args: unknown;
     requestedAt: number;
+    /** The scopes an approve can take, where it is not `once` alone (an ACP agent's permission request). */
+    scopes?: ApprovalScope[];
   };
-  /** How an approval ended: `by` is "admin" or the session whose path the decision came through. */
-  "approval/decided": { approvalId: string; decision: "approve" | "deny"; reason?: string; by: string };
+  /**
+   * How an approval ended: `by` is "admin" or the session whose path the decision came through;
+   * `scope` "always": an approve that picked an ACP agent's allow-always option.
+   */
+  "approval/decided": {
+    approvalId: string;
+    decision: "approve" | "deny";
+    reason?: string;
+    by: string;
+    scope?: "always";
+  };
   /**
    * A message will arrive later (README "Schedules"): once at `next` (`messageId`: a message sent
    * with `notBefore`), or at every time of `cron` in `timezone`.
@@ -163,7 +174,10 @@ export interface EventData {
     /** Who made it: a caller of the API (or RPC), or the session's own model (`schedule_message`). */
     by: "caller" | "model";
   };
-  /** A recurring schedule was deleted (`reason`: by whom, or the session's deletion). */
+  /**
+   * A recurring schedule or a held message was deleted (`reason`: by whom, the session's deletion,
+   * or the end of a one-shot child's run).
+   */
   "schedule/deleted": { scheduleId: string; reason: string };
   "outbox/dead-letter": { outboxId: string; target: string; kind: string; attempts: number; error: string };
 }
@@ -230,15 +244,28 @@ export interface ApprovalOptions {
 export type ApprovalDecision = "approve" | "deny";
 
 /**
+ * How far an approve reaches: `once` (this call) or `always` (an ACP agent's allow-always option:
+ * the agent may do the like again without asking).
+ */
+export type ApprovalScope = "once" | "always";
+
+/**
  * How a message joins a session's work: `next-turn` (default: a later turn), `next-step` (the
  * running turn's model reads it before its next step), `interrupt` (the running turn ends and
  * this message is the next turn).
  */
 export type MessageDelivery = "next-turn" | "next-step" | "interrupt";
 
-/** A recurring schedule of `GET /v1/sessions/:id/schedules`. */
-export interface Schedule {
+/**
+ * An entry of `GET /v1/sessions/:id/schedules`: a recurring schedule (`kind: "cron"`) or a message
+ * held for its time (`kind: "message"`: sent with `notBefore`, or the model's `schedule_message`
+ * with a delay). `DELETE …/schedules/:scheduleId` removes either.
+ */
+export type Schedule = CronSchedule | HeldMessage;
+
+export interface CronSchedule {
   scheduleId: string;
+  kind: "cron";
   /** Five fields: minute hour day-of-month month day-of-week. */
   cron: string;
   /** An IANA time zone name. */
@@ -247,6 +274,18 @@ export interface Schedule {
   next: number;
   /** As it was given. */
   content: Content;
+}
+
+export interface HeldMessage {
+  scheduleId: string;
+  kind: "message";
+  /** Epoch ms it is delivered at. */
+  next: number;
+  /** As it was given. */
+  content: Content;
+  /** The id its sender was given at acceptance (the message's id once delivered). */
+  messageId: string;
+  delivery: MessageDelivery;
 }
 
 /** A pending approval of `GET /v1/sessions/:id/approvals` (the session's own and its descendants'). */
@@ -258,6 +297,11 @@ export interface PendingApproval {
   args: unknown;
   toolCallId: string;
   requestedAt: number;
+  /**
+   * The scopes an approve can take, where it is not `once` alone: an ACP agent's permission
+   * request offers its allow options (`["always"]`: only `decide(…, {scope: "always"})` approves it).
+   */
+  scopes?: ApprovalScope[];
 }
 
 export interface CreateSessionRequest extends Placement, ModelParams, ApprovalOptions {
@@ -388,6 +432,10 @@ interface StartCommon extends Placement, ModelParams, ApprovalOptions {
   deadlineSeconds?: number;
   provider: string;
   prompt: Content;
+  /**
+   * Reserves the child under this parent (a UUID): the child's id is derived from the parent's id
+   * and this one (the answer names it), and the same request again gets the same child.
+   */
   childId?: string;
   model?: string;
   maxDepth?: number;
@@ -411,6 +459,7 @@ export interface StartedRun {
 }
 
 export interface StartedChild {
+  /** The child's session id (for a reserved `childId`, the id derived from it under the parent). */
   childId: string;
   messageId: string;
 }

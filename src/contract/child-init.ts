@@ -32,4 +32,6 @@ export interface ChildInit {
   /** Placement of the child (its jurisdiction is the parent's, if the parent has one). */
   jurisdiction?: Jurisdiction;
   locationHint?: LocationHint;
+  /** Started by a call made through a session's MCP face, or below one (SessionHeader `belowMcpFace`). */
+  belowMcpFace?: true;
 }

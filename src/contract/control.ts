@@ -75,12 +75,30 @@ export const CreateScheduleBody = lazySchema(() =>
 );
 export type CreateSchedule = z.infer<typeof CreateScheduleBody>;
 
-/** One schedule as `GET /v1/sessions/:id/schedules` lists it. */
-export interface Schedule {
+/**
+ * One entry of `GET /v1/sessions/:id/schedules`: a recurring schedule (`cron`), or a message held
+ * for its time (`message`: sent with `notBefore`, or the model's `schedule_message` with a delay),
+ * delivered once at `next` as `messageId` unless it is deleted first.
+ */
+export type Schedule = CronSchedule | HeldMessage;
+
+export interface CronSchedule {
   scheduleId: string;
+  kind: "cron";
   cron: string;
   timezone: string;
   /** Epoch ms of the next firing. */
   next: number;
   content: Content;
+}
+
+export interface HeldMessage {
+  scheduleId: string;
+  kind: "message";
+  /** Epoch ms it is delivered at. */
+  next: number;
+  content: Content;
+  /** The id its sender was given at acceptance (the message's id once delivered). */
+  messageId: string;
+  delivery: MessageDelivery;
 }

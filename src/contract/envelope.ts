@@ -30,6 +30,11 @@ interface EnvelopeBase {
    * receiver may then apply this envelope past that gap instead of waiting for it forever.
    */
   after?: number;
+  /**
+   * The sender is below an MCP face (SessionHeader `belowMcpFace`): what it says up (a report, a
+   * settled notice, a run's result) puts its receiver below the face too (README "Approvals").
+   */
+  belowMcpFace?: true;
 }
 
 /** Child -> parent: the one result of a one-shot run. */

@@ -11,8 +11,10 @@ import type { TraceContext } from "./trace";
 /**
  * Who a message comes from: attribution only, never authority. `trace`: the span that caused it
  * (a caller's `traceparent`, the tool call that sent it), whose trace the turn it starts joins.
+ * `mcpFace`: made by a call through an MCP face, or sent by a session below one; the session that
+ * takes it in is below the face from then on (README "Approvals").
  */
-export type MessageSource = MessageOrigin & { trace?: TraceContext };
+export type MessageSource = MessageOrigin & { trace?: TraceContext; mcpFace?: true };
 
 type MessageOrigin =
   | { kind: "user" }
@@ -25,6 +27,12 @@ type MessageOrigin =
 export type InboxLane = "next-turn" | "next-step";
 
 export type ApprovalDecision = "approve" | "deny";
+
+/**
+ * How far an approve reaches: `once` (this call) or `always` (an ACP agent's allow-always
+ * option: the agent may do the like again without asking).
+ */
+export type ApprovalScope = "once" | "always";
 
 /** What made a session compact its model view: the threshold, a refused request, or a caller. */
 export type CompactionTrigger = "threshold" | "overflow" | "request";
@@ -146,9 +154,30 @@ export interface EventData {
     tool: string;
     args: JsonValue;
     requestedAt: number;
+    /**
+     * Raised by a call made through a session's MCP face, or in a session such a call started
+     * (at any depth): no MCP client's `decide_approval` decides it.
+     */
+    mcpFace?: true;
+    /**
+     * The scopes an approve can take, where it is not `once` alone: an ACP agent's permission
+     * request offers its allow options (`[]`: none, only deny answers it).
+     */
+    scopes?: ApprovalScope[];
   };
-  /** How an approval ended: `by` is "admin" or the session whose path the decision came through. */
-  "approval/decided": { approvalId: string; decision: ApprovalDecision; reason?: string; by: string };
+  /**
+   * How an approval ended: `by` is "admin" or the session whose path the decision came through;
+   * `via` "mcp-elicitation": the person at the MCP client that made the call answered its
+   * elicitation form. `scope` "always": an approve that picked an ACP agent's allow-always option.
+   */
+  "approval/decided": {
+    approvalId: string;
+    decision: ApprovalDecision;
+    reason?: string;
+    by: string;
+    via?: "mcp-elicitation";
+    scope?: "always";
+  };
   /**
    * A message will arrive later (README "Schedules"): once at `next` (`messageId`: a message sent
    * with `notBefore`), or at every time of `cron` in `timezone`.

@@ -103,6 +103,13 @@ export const ApprovalList = lazySchema(() =>
         args: z.unknown(),
         toolCallId: z.string(),
         requestedAt: z.number().int(),
+        scopes: z
+          .array(z.enum(["once", "always"]))
+          .optional()
+          .meta({
+            description:
+              'the scopes an approve can take (`"scope"` of the decision), where it is not `once` alone: an ACP agent\'s permission request offers its allow options',
+          }),
       }),
     ),
   }),
@@ -118,13 +125,24 @@ export const ScheduleCreated = lazySchema(() =>
 export const ScheduleList = lazySchema(() =>
   z.object({
     schedules: z.array(
-      z.object({
-        scheduleId: z.string(),
-        cron: z.string(),
-        timezone: z.string(),
-        next: z.number().int(),
-        content: z.union([z.string(), z.array(Text)]).meta({ description: "as it was given" }),
-      }),
+      z.discriminatedUnion("kind", [
+        z.object({
+          scheduleId: z.string(),
+          kind: z.literal("cron"),
+          cron: z.string(),
+          timezone: z.string(),
+          next: z.number().int().meta({ description: "epoch ms of the next firing" }),
+          content: z.union([z.string(), z.array(Text)]).meta({ description: "as it was given" }),
+        }),
+        z.object({
+          scheduleId: z.string(),
+          kind: z.literal("message"),
+          next: z.number().int().meta({ description: "epoch ms it is delivered at" }),
+          content: z.union([z.string(), z.array(Text)]).meta({ description: "as it was given" }),
+          messageId: z.string().meta({ description: "the id its sender was given at acceptance" }),
+          delivery: z.enum(["next-turn", "next-step", "interrupt"]),
+        }),
+      ]),
     ),
   }),
 );
@@ -242,6 +260,12 @@ export const Trace = lazySchema(() =>
           ),
         }),
       ),
+      /** More spans follow: the `cursor` of the next page (absent on the last page). */
+      next: z.string().optional(),
     })
-    .meta({ id: "Trace", description: "OTLP/HTTP JSON: the spans of the session and its local descendants" }),
+    .meta({
+      id: "Trace",
+      description:
+        "OTLP/HTTP JSON: a page (at most 4 MiB) of the spans of the session and its local descendants; `next` when more follow",
+    }),
 );

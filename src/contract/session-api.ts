@@ -2,7 +2,7 @@ import type { ChildInit } from "./child-init";
 import type { WireContent } from "./content";
 import type { Envelope } from "./envelope";
 import type { Outcome } from "./errors";
-import type { ApprovalDecision, SessionEvent } from "./events";
+import type { ApprovalDecision, ApprovalScope, SessionEvent } from "./events";
 import type { JsonValue } from "./json";
 import type { RunView, StartRequest, StartedRun } from "./run";
 import type { AgentOptions, Caller, SessionView } from "./session";
@@ -11,7 +11,7 @@ import type { ChildEntry, DescendantListing } from "./listing";
 import type { Jurisdiction, LocationHint } from "./placement";
 import type { ContinuableInit, ContinuableStart, FollowupInput, InterruptAuthority } from "./continuable";
 import type { CreateSchedule, MessageDelivery, Schedule } from "./control";
-import type { OtlpTraces, Span, TraceContext } from "./trace";
+import type { TraceContext, TraceCursor, TracePage, TreeSpanPage } from "./trace";
 import type { Spend } from "./events";
 
 /** A method's answer now or later: an object answers some calls synchronously. */
@@ -27,10 +27,14 @@ export interface SessionApi {
   /** The providers this session may use: its tenant and its `providers` option. */
   providerScope(caller: Caller): Answer<Outcome<ProviderScope>>;
   send(caller: Caller, input: SendInput): Answer<Outcome<{ messageId: string }>>;
-  /** A page after `query.after`; with `waitMs` (at most 60 s) an empty page waits for the next event. */
+  /**
+   * A page after `query.after`; with `waitMs` (at most 60 s) an empty page waits for the next event.
+   * `maxBytes` makes the page's byte bound smaller than `GET …/events`' 4 MiB (a reader that folds
+   * the log and keeps little of it: the A2A face).
+   */
   events(
     caller: Caller,
-    query: { after: number; limit: number },
+    query: { after: number; limit: number; maxBytes?: number },
     waitMs?: number,
   ): Answer<Outcome<EventPage>>;
   interrupt(caller: Caller): Answer<Outcome<{ accepted: true }>>;
@@ -38,7 +42,7 @@ export interface SessionApi {
    * The spans of the session and its local descendants, as OTLP/HTTP JSON (`GET /v1/sessions/:id/trace`;
    * not named `trace`: a Worker's `trace` handler is the platform's).
    */
-  otlpTrace(caller: Caller): Answer<Outcome<OtlpTraces>>;
+  otlpTrace(caller: Caller, cursor?: TraceCursor): Answer<Outcome<TracePage>>;
   /** Deletes the session and its whole tree (`DELETE /v1/sessions/:id`). */
   deleteTree(caller: Caller): Answer<Outcome<{ accepted: true }>>;
   /** Compacts the session's model view before its next model step (at once when no turn is open). */
@@ -49,7 +53,7 @@ export interface SessionApi {
   decideApproval(
     caller: Caller,
     approvalId: string,
-    decision: { decision: ApprovalDecision; reason?: string },
+    decision: { decision: ApprovalDecision; reason?: string; scope?: ApprovalScope },
   ): Answer<Outcome<{ approvalId: string; decision: ApprovalDecision }>>;
   /** The session's recurring schedules, oldest first. */
   schedules(caller: Caller): Answer<Outcome<{ schedules: Schedule[] }>>;
@@ -93,6 +97,8 @@ export interface PendingApproval {
   args: JsonValue;
   toolCallId: string;
   requestedAt: number;
+  /** The scopes an approve can take, where it is not `once` alone (an ACP agent's permission request). */
+  scopes?: ApprovalScope[];
 }
 
 /** One message this session sent or is sending to another session (dead letters included). */
@@ -119,7 +125,7 @@ export interface SessionRpc extends SessionApi {
   /** A decision for an approval this session asked for, routed from an ancestor's path. */
   decideAsked(
     approvalId: string,
-    decision: { decision: ApprovalDecision; reason?: string },
+    decision: { decision: ApprovalDecision; reason?: string; scope?: ApprovalScope },
     by: string,
   ): Answer<Outcome<{ approvalId: string; decision: ApprovalDecision }>>;
   drainFrom(parentId: string): Answer<Outcome<{ drained: string[] }>>;
@@ -138,17 +144,38 @@ export interface SessionRpc extends SessionApi {
    * its object holds nothing (then asked no more).
    */
   deleteFrom(parentId: string): Answer<{ gone: boolean }>;
-  /** The spans of this session and every local session below it. */
-  traceSpans(): Answer<Span[]>;
   /**
-   * A session of the tree whose budget this session owns has spent `spend` so far (README "Prices
-   * and budgets"): the tree's total, or undefined where this session owns no budget.
+   * A page of the spans of this session and every local session below it: at most `budget`
+   * bytes of OTLP JSON (at least one event's spans when `first`), from `cursor` on.
    */
-  drawBudget(memberId: string, spend: Spend): Answer<Spend | undefined>;
+  traceSpanPage(cursor: TraceCursor | undefined, budget: number, first: boolean): Answer<TreeSpanPage>;
+  /**
+   * A session of the tree whose budget this session owns has spent `draw.spend` so far, and
+   * reserves for its next model call or settles the one it held (README "Prices and budgets"):
+   * the tree's total and, for a reservation that does not fit, why; undefined where this session
+   * owns no budget.
+   */
+  drawBudget(memberId: string, draw: BudgetDraw): Answer<BudgetAnswer | undefined>;
   /** The newest activity (epoch ms) of this session and every local session below it (RETENTION_DAYS). */
   treeActivity(): Answer<number>;
   /** A child of this session was deleted on its own: its runs end `aborted` and it leaves the listings. */
   childDeleted(childId: string): Answer<void>;
+}
+
+/** A session's report to its tree's budget (`drawBudget`). */
+export interface BudgetDraw {
+  /** What it has spent so far (a figure that only grows). */
+  spend: Spend;
+  /** A reservation for its next model call: its key, worst case, and how long it may be held. */
+  reserve?: { key: string; worst: Spend; holdMs: number };
+  /** The key of the reservation its finished call held. */
+  settle?: string;
+}
+
+/** The budget owner's answer: the tree's total, and why a reservation was refused. */
+export interface BudgetAnswer {
+  used: Spend;
+  refused?: string;
 }
 
 /** An object's surface as its callers see it through a stub: every answer arrives later. */

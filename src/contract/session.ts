@@ -31,6 +31,13 @@ export interface SessionHeader {
   callback?: { url: string; secret: string };
   /** SHA-256 of the creation's idempotency key and body: the same create again is this session. */
   createKey?: string;
+  /**
+   * Below an MCP face: started by a call made through a session's MCP face or by a session below
+   * one (inherited), or, since, it took in a message such a call made or such a session sent
+   * (durable-objects/store/approvals.ts `markBelowMcpFace`). Every approval it raises is one no MCP
+   * client decides (README "Approvals").
+   */
+  belowMcpFace?: true;
 }
 
 export interface AgentOptions {

@@ -59,3 +59,23 @@ export interface OtlpTraces {
     scopeSpans: { scope: { name: string; version: string }; spans: OtlpSpan[] }[];
   }[];
 }
+
+/** A page of a tree's trace: OTLP JSON, and `next` (a cursor) when more spans follow. */
+export type TracePage = OtlpTraces & { next?: string };
+
+/**
+ * A place in the walk of a tree's spans (src/trace/trace-cursor.ts): in a session's own log
+ * (fold again from `from`, send what completed after the event `after`), or at a local child.
+ */
+export type TraceCursor =
+  | { kind: "own"; from: number; after: number }
+  | { kind: "child"; index: number; inner: TraceCursor | undefined };
+
+/** A page of the spans of a session's tree, as one session answers its parent. */
+export interface TreeSpanPage {
+  spans: OtlpSpan[];
+  /** The bytes of the spans' JSON, a comma each. */
+  bytes: number;
+  /** Where the next page starts; undefined: the tree's spans end on this page. */
+  next?: TraceCursor;
+}

@@ -46,6 +46,11 @@ export const DecideApprovalBody = lazySchema(() =>
   z.strictObject({
     decision: z.enum(["approve", "deny"]),
     reason: z.string().max(2000).optional(),
+    /**
+     * How far an approve reaches (default `once`); it must be one the approval offers (its
+     * `scopes`, else `once`). A deny answers whatever the approval offers.
+     */
+    scope: z.enum(["once", "always"]).optional(),
   }),
 );
 
@@ -183,6 +188,13 @@ export const DirectoryQuery = lazySchema(() =>
   z.strictObject({
     limit: IntParam(1, 200).default(50),
     cursor: z.string().min(3).max(100).optional(),
+  }),
+);
+
+/** `GET …/trace`: `cursor` is a page's `next` (src/trace/trace-cursor.ts reads it). */
+export const TraceQuery = lazySchema(() =>
+  z.strictObject({
+    cursor: z.string().min(1).max(400).optional(),
   }),
 );
 

@@ -9,6 +9,19 @@ import { APPROVAL_PATTERN } from "../contract/wire";
 /** Pending approvals one session may hold; a call past it gets an error result and nothing waits. */
 export const MAX_PENDING_APPROVALS = 32;
 
+/**
+ * The call keys of tool calls made through a session's MCP face (`mcp:<callId>`), and of the
+ * approvals such a call holds (`mcp:<callId>/<approvalId>`). An MCP client is no person: an approval
+ * raised by such a call, or below one (in a child such a call started, at any depth), is never
+ * decided by an MCP client's `decide_approval` (README "Approvals").
+ */
+export const MCP_FACE_CALL_PREFIX = "mcp:";
+
+/** Whether `callKey` is a tool call made through a session's MCP face. */
+export function isMcpFaceCall(callKey: string | undefined): boolean {
+  return callKey?.startsWith(MCP_FACE_CALL_PREFIX) === true;
+}
+
 /** Whether a call of `tool` needs approval under `patterns`. */
 export function needsApproval(patterns: readonly string[], tool: string): boolean {
   return patterns.some((p) => (p.endsWith("*") ? tool.startsWith(p.slice(0, -1)) : p === tool));

@@ -1,3 +1,5 @@
+import type { Spend } from "./usage";
+
 /**
  * Named fault points. Production code calls `faultPoint(scope, name)` at the places a crash is
  * interesting; it does nothing unless a test installed a plan for that scope (a session id). A
@@ -10,7 +12,12 @@
  * (a child's creation), `mid-drain` (between the children of a drain), `in-transaction` (as a
  * storage transaction is about to commit: a throw there is a storage failure, rolled back),
  * `in-registry` (as the provider registry object takes a call; its scope is `REGISTRY_FAULT_SCOPE`),
- * `mid-delete` (a deleted session left its parent or the directory, its rows not yet erased).
+ * `mid-delete` (a deleted session left its parent or the directory, its rows not yet erased),
+ * and around a tree's budget (durable-objects/session/tree-budget.ts): `before-reserve` /
+ * `after-reserve` around a model call's reservation (`after-reserve` once its answer is kept),
+ * `after-settle` (the owner released it; a session below the owner has not yet forgotten it),
+ * and `after-draw` at the budget's owner, a reservation or settle committed and its answer not yet
+ * sent (a synchronous point, like `in-transaction`), telling its plan what the owner holds now.
  */
 
 export type FaultPointName =
@@ -29,12 +36,25 @@ export type FaultPointName =
   | "mid-drain"
   | "in-transaction"
   | "in-registry"
-  | "mid-delete";
+  | "mid-delete"
+  | "before-reserve"
+  | "after-reserve"
+  | "after-settle"
+  | "after-draw";
+
+/**
+ * What `after-draw` tells its plan: the session that drew and the reservation the owner holds for
+ * it now (none: refused or settled). For a test to observe; the runtime never reads it back.
+ */
+export interface FaultDetail {
+  member: string;
+  held?: { key: string; spend: Spend; expiresAt: number };
+}
 
 /** The scope of the registry object's fault point (it is one object per deployment). */
 export const REGISTRY_FAULT_SCOPE = "registry";
 
-export type FaultPlan = (point: FaultPointName) => void | Promise<void>;
+export type FaultPlan = (point: FaultPointName, detail?: FaultDetail) => void | Promise<void>;
 
 const plans = new Map<string, FaultPlan>();
 
@@ -50,7 +70,7 @@ export function faultsArmed(): boolean {
   return plans.size > 0;
 }
 
-export function faultPoint(scope: string, point: FaultPointName): void | Promise<void> {
+export function faultPoint(scope: string, point: FaultPointName, detail?: FaultDetail): void | Promise<void> {
   const plan = plans.get(scope);
-  return plan ? plan(point) : undefined;
+  return plan ? plan(point, detail) : undefined;
 }

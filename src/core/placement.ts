@@ -1,6 +1,7 @@
 import { compact } from "./compact";
 import { JURISDICTIONS, type Jurisdiction, type LocationHint, type Placement } from "../contract/placement";
-import { fail, type Outcome, ok } from "../contract/errors";
+import { type Failure, fail, type Outcome, ok } from "../contract/errors";
+import { sha256HexSync } from "./sha256";
 
 /**
  * Where a session's Durable Object lives. A location hint only steers where an object is first
@@ -56,20 +57,44 @@ export function placedIdFromDigest(hex: string, jurisdiction?: Jurisdiction): st
 }
 
 /**
- * A caller-reserved child id in its jurisdiction. A plain id is moved into the jurisdiction
- * (deterministically, so a retried start with the same id finds the same child); an id that
- * already names the jurisdiction is kept; an id that names another one is refused.
+ * The id of the child a caller reserved as `childId` under the session `parentId`: a UUID version
+ * 8 derived from both (SHA-256), in the child's jurisdiction. The same parent and `childId` always
+ * give the same id, so a retried start finds its child; and a reserved id names a child only under
+ * its own parent, so no caller can steer a child onto an id that any other session, tenant or
+ * keyed create uses (or learn whether one exists by trying). A `childId` that names another
+ * jurisdiction is refused. (The part before the first newline can never be a tenant name, so these
+ * digests never meet a keyed create's.)
+ */
+export function reservedIdUnder(
+  parentId: string,
+  childId: string,
+  jurisdiction: Jurisdiction | undefined,
+): Outcome<string> {
+  const foreign = foreignJurisdiction(childId, jurisdiction);
+  if (foreign) return foreign;
+  return ok(
+    placedIdFromDigest(sha256HexSync(`reserved:${parentId}\n${childId.toLowerCase()}`), jurisdiction),
+  );
+}
+
+/**
+ * Where a reserved `childId` was placed before reserved ids were derived under their parent: the
+ * id itself, moved into the jurisdiction (an id that already names it kept). A parent's records
+ * from then may still hold such ids; they are never placed anew.
  */
 export function placeId(id: string, jurisdiction: Jurisdiction | undefined): Outcome<string> {
+  const foreign = foreignJurisdiction(id, jurisdiction);
+  if (foreign) return foreign;
+  return ok(jurisdictionOfId(id) === jurisdiction ? id : encode(id.toLowerCase(), jurisdiction!));
+}
+
+function foreignJurisdiction(id: string, jurisdiction: Jurisdiction | undefined): Failure | undefined {
   const named = jurisdictionOfId(id);
-  if (named === jurisdiction) return ok(id);
-  if (named !== undefined) {
-    return fail(
-      "INVALID_REQUEST",
-      `childId names jurisdiction ${named}, but the child is placed ${jurisdiction === undefined ? "in no jurisdiction" : `in ${jurisdiction}`}`,
-    );
-  }
-  return ok(encode(id.toLowerCase(), jurisdiction!));
+  if (named === undefined || named === jurisdiction) return undefined;
+  return fail(
+    "INVALID_REQUEST",
+    `childId names jurisdiction ${named}, but the child is placed ${jurisdiction === undefined ? "in no jurisdiction" : `in ${jurisdiction}`}`,
+  );
 }
 
 /** A child's jurisdiction: its parent's; a request may name only that one, or one for a free parent. */

@@ -108,7 +108,9 @@ function sessionsFor(
     },
     send: (id, content, key) =>
       sessionStub(env, id).send(caller, { content, idempotencyKey: key, ...compact({ trace }) }),
-    events: (id, after, waitMs) => sessionStub(env, id).events(caller, { after, limit: 500 }, waitMs),
+    // small pages: a task's read folds the log and keeps little of it (session-tasks.ts)
+    events: (id, after, waitMs) =>
+      sessionStub(env, id).events(caller, { after, limit: 500, maxBytes: A2A_READ_PAGE_BYTES }, waitMs),
     interrupt: (id) => sessionStub(env, id).interrupt(caller),
     decide: (id, approvalId, decision) => sessionStub(env, id).decideApproval(caller, approvalId, decision),
     async list(limit, cursor) {
@@ -120,6 +122,9 @@ function sessionsFor(
     },
   };
 }
+
+/** The most event data one page of a task's read carries past its first event. */
+const A2A_READ_PAGE_BYTES = 256 * 1024;
 
 const encoder = new TextEncoder();
 /** As the session's own event stream: a comment line at least every 30 s. */

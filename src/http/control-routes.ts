@@ -5,7 +5,9 @@ import { failure } from "../contract/respond";
 import { compact } from "../core/compact";
 import { sessionStub } from "../platform/stubs";
 import { authed, reply } from "./authed";
-import { readBody } from "./body";
+import { queryOf, readBody, validate } from "./body";
+import { TraceQuery } from "../contract/wire";
+import { parseTraceCursor } from "../trace/trace-cursor";
 import { sessionIdParam } from "./path-params";
 
 /** A schedule id as the runtime makes them (`sch_` and a UUID, or 16 hex digits for a model's). */
@@ -29,13 +31,20 @@ export function addControlRoutes(router: RouterType<IRequest, [Env, ExecutionCon
     }),
   );
 
-  // the spans of the session and its local descendants, as OTLP/HTTP JSON (README "Traces")
+  // the spans of the session and its local descendants, as OTLP/HTTP JSON in pages of at most
+  // 4 MiB: `next` names the following page (README "Traces")
   router.get(
     "/v1/sessions/:id/trace",
     authed(async (request, env, caller) => {
       const id = sessionIdParam(request);
       if (typeof id !== "string") return failure(id);
-      return reply(await sessionStub(env, id).otlpTrace(caller));
+      const query = validate(queryOf(request), TraceQuery);
+      if (!query.ok) return failure(query);
+      const { cursor } = query.value;
+      const at = cursor === undefined ? undefined : parseTraceCursor(cursor);
+      if (cursor !== undefined && at === undefined)
+        return failure(fail("INVALID_REQUEST", "cursor: not a cursor from a previous page"));
+      return reply(await sessionStub(env, id).otlpTrace(caller, at));
     }),
   );
 

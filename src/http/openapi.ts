@@ -11,6 +11,7 @@ import {
   EventsQuery,
   SendMessageBody,
   StreamQuery,
+  TraceQuery,
 } from "../contract/wire";
 import { RegisterProviderBody } from "../providers/catalog";
 import { RunQuery } from "./delegation-routes";
@@ -152,7 +153,7 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     method: "post",
     path: "/v1/sessions/{id}/approvals/{approvalId}",
     summary:
-      "Decide an approval of the session's subtree: approve runs the call once, deny answers it `denied` (409 ALREADY_DECIDED for the other decision)",
+      "Decide an approval of the session's subtree: approve runs the call once (`scope` `always`: picks an ACP agent's allow-always option, where the approval's `scopes` offer it), deny answers it `denied` (409 ALREADY_DECIDED for the other decision, 409 SCOPE_NOT_OFFERED for an approve of a scope the approval does not offer: nothing decided)",
     auth: "session",
     body: DecideApprovalBody,
     ok: [200, "the decision", R.ApprovalDecided],
@@ -161,8 +162,9 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
     method: "get",
     path: "/v1/sessions/{id}/trace",
     summary:
-      "The spans of the session and its local descendants (invoke_agent per turn, chat per model step, execute_tool per tool call) as OTLP/HTTP JSON",
+      "The spans of the session and its local descendants (invoke_agent per turn, chat per model step, execute_tool per tool call) as OTLP/HTTP JSON, a page of at most 4 MiB: `next`, when more spans follow, is the `cursor` of the next page (400 INVALID_REQUEST for a cursor no page gave)",
     auth: "session",
+    query: TraceQuery,
     ok: [200, "the trace", R.Trace],
   },
   {
@@ -185,14 +187,16 @@ export const ROUTE_DOCS: readonly RouteDoc[] = [
   {
     method: "get",
     path: "/v1/sessions/{id}/schedules",
-    summary: "The session's recurring schedules, oldest first",
+    summary:
+      'The session\'s recurring schedules (`"kind": "cron"`) and messages held for their time (`"kind": "message"`: `notBefore`, `schedule_message` with a delay), oldest first; a token of its tree above it may read them too',
     auth: "session",
     ok: [200, "the schedules", R.ScheduleList],
   },
   {
     method: "delete",
     path: "/v1/sessions/{id}/schedules/{scheduleId}",
-    summary: "Delete a schedule",
+    summary:
+      "Delete a recurring schedule, or a held message before its time (it never enters the inbox); the session's own token, an admin, or a token of its tree above it",
     auth: "session",
     ok: [204, "deleted"],
   },

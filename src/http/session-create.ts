@@ -6,6 +6,7 @@ import { fail, type Outcome } from "../contract/errors";
 import { DEFAULT_TENANT, type SessionView } from "../contract/session";
 import type { CreateSessionBody } from "../contract/wire";
 import { compact } from "../core/compact";
+import { contextWindowRefusal } from "../core/context-window";
 import { sha256Hex } from "../core/hash";
 import { newPlacedId, placedIdFromDigest, placementOf } from "../core/placement";
 import { newSessionToken } from "./auth";
@@ -28,6 +29,8 @@ export async function createTopLevelSession(
   const model = body.model ?? defaultModelOf(env);
   const problem = deployment.models(env).problem(model);
   if (problem) return fail("INVALID_REQUEST", `model: ${problem}`);
+  const window = contextWindowRefusal(body.contextWindow, env.MAX_CONTEXT_WINDOW);
+  if (window) return window;
   // a budget in dollars needs its model's price: else nothing would ever count against it
   if (body.budget?.usd !== undefined && !priceOf(pricesOf(env), model))
     return fail("INVALID_REQUEST", `budget.usd: model ${model} has no price (MODEL_PRICES)`);

@@ -27,7 +27,8 @@ import { scrub } from "./remote-protocol";
  * ACP_SESSION_CWD: where the agent works is its side's to decide) -> `session/prompt`,
  * accumulating `agent_message_chunk` texts as the output; the agent's permission requests go to
  * `onPermission` (an approval of the session that owns the run; without one they are answered
- * `cancelled`) and its other requests are refused. A connection that resumes a
+ * `cancelled`, and `cancel` answers those still pending `cancelled` at once, as ACP requires of a
+ * client that cancels a prompt) and its other requests are refused. A connection that resumes a
  * run (its object restarted) sends `session/load` for the run's session instead of
  * `session/new`, when the agent's `initialize` offers it (the history it replays is not output),
  * then `session/cancel` (an agent that outlived the old connection stops the old prompt) and
@@ -90,6 +91,8 @@ export class AcpConnection {
   /** Settles every request in flight when the run ends (the SDK's promises may never settle then). */
   readonly #ended = new AbortController();
   readonly #timers = new Set<ReturnType<typeof setTimeout>>();
+  /** The agent's permission requests not answered yet: `cancel` answers each `cancelled`. */
+  readonly #asking = new Set<() => void>();
 
   readonly #onSession: ((sessionId: string, canLoad: boolean) => void) | undefined;
   readonly #resume: string | undefined;
@@ -131,6 +134,7 @@ export class AcpConnection {
   cancel(): void {
     if (this.#finished || this.#cancelled) return;
     this.#cancelled = true;
+    for (const answerCancelled of this.#asking) answerCancelled();
     if (this.#socket === null || this.#sessionId === null) {
       this.#finish(failedResult(CANCELLED, this.#output, this.#target.secrets, "aborted"));
       return;
@@ -195,10 +199,7 @@ export class AcpConnection {
           this.#output += update.content.text ?? "";
       })
       .onRequest(acp.methods.client.session.requestPermission, async ({ params }) => {
-        const optionId =
-          this.#onPermission && !this.#finished && !this.#cancelled
-            ? await this.#onPermission(permissionRequestOf(params))
-            : undefined;
+        const optionId = await this.#permission(permissionRequestOf(params));
         return optionId === undefined || this.#cancelled
           ? { outcome: { outcome: "cancelled" as const } }
           : { outcome: { outcome: "selected" as const, optionId } };
@@ -228,6 +229,25 @@ export class AcpConnection {
       if (answer === undefined) return;
       this.#finish(promptResult(answer, this.#output, this.#target.secrets));
     });
+  }
+
+  /**
+   * The option to answer a permission request with, from `onPermission`; undefined (`cancelled`)
+   * without one, once the run is cancelled or finished, or when `cancel` comes first.
+   */
+  async #permission(request: PermissionRequest): Promise<string | undefined> {
+    const ask = this.#onPermission;
+    if (ask === undefined || this.#finished || this.#cancelled) return undefined;
+    let answerCancelled!: () => void;
+    const cancelled = new Promise<undefined>((resolve) => {
+      answerCancelled = () => resolve(undefined);
+    });
+    this.#asking.add(answerCancelled);
+    try {
+      return await Promise.race([ask(request), cancelled]);
+    } finally {
+      this.#asking.delete(answerCancelled);
+    }
   }
 
   /** `session/new`; the session id, told to `onSession` before anything is prompted. */

@@ -1,6 +1,7 @@
 import * as z from "zod";
 import { lazySchema } from "../contract/lazy";
 import type { ContentBlock } from "../contract/content";
+import type { ApprovalDecision, ApprovalScope } from "../contract/events";
 import { checkOutboundUrl } from "../contract/outbound-url";
 import type { SubagentResult, SubagentStopReason } from "../contract/run";
 import { capDiagnostic } from "../core/run-result";
@@ -9,7 +10,8 @@ import { scrub } from "./remote-protocol";
 /**
  * @module What this runtime asks of an ACP agent (protocol version 1), pure: the params of
  * `initialize`, `session/new`, `session/load` and `session/prompt`, the provider URL's rules, and mapping the
- * prompt's `stopReason` to a run result (semantics.md §12.4). The JSON-RPC framing and dispatch
+ * prompt's `stopReason` to a run result (semantics.md §12.4), and which of an agent's permission
+ * options a person's decision picks (README "Approvals"). The JSON-RPC framing and dispatch
  * are the official ACP SDK's (acp-client.ts). No I/O here.
  */
 
@@ -142,15 +144,31 @@ export function permissionRequestOf(params: unknown): PermissionRequest {
   return { toolCall, options };
 }
 
+/** The kinds of option that allow, by the scope of the approve that picks them. */
+const ALLOW: Record<ApprovalScope, string> = { once: "allow_once", always: "allow_always" };
+const REJECT: Record<ApprovalScope, string> = { once: "reject_once", always: "reject_always" };
+
 /**
- * The agent's own option for a decision: approve takes its allow-once option (else allow-always),
- * deny its reject-once (else reject-always); undefined when it offers none (answered `cancelled`).
+ * The scopes an approve of the request can take: `once` where the agent offers an allow-once
+ * option, `always` where it offers allow-always (`[]`: it offers no allow option).
+ */
+export function approvalScopesOf(options: PermissionRequest["options"]): ApprovalScope[] {
+  return (["once", "always"] as const).filter((scope) => options.some((o) => o.kind === ALLOW[scope]));
+}
+
+/**
+ * The agent's own option for a decision. Approve takes the allow option of exactly its scope,
+ * never a broader one (a decision asks for `always` to pick allow-always). Deny takes the reject
+ * option of its scope, else the other: a denial lets nothing run, however broad. Undefined when
+ * the agent offers no such option (the request is then answered `cancelled`).
  */
 export function permissionOptionFor(
   options: PermissionRequest["options"],
-  decision: "approve" | "deny",
+  decision: ApprovalDecision,
+  scope: ApprovalScope,
 ): string | undefined {
-  const kinds = decision === "approve" ? ["allow_once", "allow_always"] : ["reject_once", "reject_always"];
+  const kinds =
+    decision === "approve" ? [ALLOW[scope]] : [REJECT[scope], REJECT[scope === "once" ? "always" : "once"]];
   for (const kind of kinds) {
     const option = options.find((o) => o.kind === kind);
     if (option) return option.optionId;

@@ -149,14 +149,18 @@ export class SubagentsEntrypoint {
     return unwrap(await sessionStub(this.env, arg(sessionId, SessionIdArg)).approvals(ADMIN));
   }
 
-  /** Decides an approval of the session's subtree (`by` "admin"). */
+  /**
+   * Decides an approval of the session's subtree (`by` "admin"); `scope` as the HTTP body's
+   * (default `once`; one the approval does not offer is `SCOPE_NOT_OFFERED`).
+   */
   async decide(
     sessionId: string,
     approvalId: string,
     decision: unknown,
     reason?: unknown,
+    scope?: unknown,
   ): Promise<{ approvalId: string; decision: "approve" | "deny" }> {
-    const body = compact(arg(reason === undefined ? { decision } : { decision, reason }, DecideApprovalBody));
+    const body = compact(arg(compact({ decision, reason, scope }), DecideApprovalBody));
     return unwrap(
       await sessionStub(this.env, arg(sessionId, SessionIdArg)).decideApproval(
         ADMIN,

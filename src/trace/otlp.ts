@@ -23,17 +23,22 @@ export const DEFAULT_SERVICE_NAME = "subagents-edge";
 export const SCOPE = { name: "subagents-edge", version: "0.1.0" };
 
 export function otlpTraces(spans: readonly Span[], serviceName: string): OtlpTraces {
+  return otlpTracesOf(spans.map(otlpSpan), serviceName);
+}
+
+/** Spans already encoded (`otlpSpan`) under the resource and the scope. */
+export function otlpTracesOf(spans: OtlpSpan[], serviceName: string): OtlpTraces {
   return {
     resourceSpans: [
       {
         resource: { attributes: [attribute("service.name", serviceName)] },
-        scopeSpans: [{ scope: SCOPE, spans: spans.map(otlpSpan) }],
+        scopeSpans: [{ scope: SCOPE, spans }],
       },
     ],
   };
 }
 
-function otlpSpan(span: Span): OtlpSpan {
+export function otlpSpan(span: Span): OtlpSpan {
   return {
     traceId: span.traceId,
     spanId: span.spanId,

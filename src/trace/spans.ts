@@ -143,6 +143,15 @@ function answered(tool: Span, at: number, isError: boolean): void {
   tool.attributes["error.type"] = "tool_error";
 }
 
+/**
+ * The top-level fields of an event's data a fold never reads: `structured` never, a message's
+ * text and a call's arguments only when it records content. A reader may leave them out of the
+ * events it folds (never parsing a long message just to skip it); the spans are the same.
+ */
+export function unreadFields(content: boolean | undefined): readonly string[] {
+  return content ? ["structured"] : ["content", "args", "structured"];
+}
+
 interface OpenTurn {
   span: Span;
   step: number;
@@ -157,42 +166,93 @@ interface OpenTurn {
   answer?: string;
 }
 
-export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): Span[] {
-  const { sessionId } = facts;
-  const agent = facts.label ?? sessionId;
-  const common = {
-    [ATTR_GEN_AI_AGENT_ID]: sessionId,
-    [ATTR_GEN_AI_CONVERSATION_ID]: sessionId,
-  };
-  const out: Span[] = [];
-  let open: OpenTurn | undefined;
-  const mcpCalls = new Map<string, Span>();
-  let last = 0;
-  for (const event of events) {
-    if (event.seq < (facts.fromSeq ?? 0)) continue;
-    last = event.at;
+/**
+ * A session's spans, folded one event at a time: each span is handed to `emit` once, when it is
+ * complete (a step's `chat` at its answer, a tool call at its result, a turn at its end with the
+ * calls its end left unanswered, and what is still open when `end` is called). Between two
+ * events the fold holds only what is open: the running turn, its unanswered calls and the MCP
+ * face's unanswered calls, never the spans it already emitted, so a log of any length folds in
+ * the memory of one turn. Where nothing is open (`quiet`), a fold started afresh at the next
+ * event goes on exactly as this one would.
+ */
+export class SpanFold {
+  readonly #facts: SessionFacts;
+  readonly #emit: (span: Span) => void;
+  readonly #begin: (span: Span) => void;
+  readonly #agent: string;
+  readonly #common: Record<string, string>;
+  #open: OpenTurn | undefined;
+  readonly #mcpCalls = new Map<string, Span>();
+  #last = 0;
+
+  /** `begin`: each span as it begins, not complete yet (the whole-log projection keeps this order). */
+  constructor(facts: SessionFacts, emit: (span: Span) => void, begin: (span: Span) => void = () => {}) {
+    this.#facts = facts;
+    this.#emit = emit;
+    this.#begin = begin;
+    this.#agent = facts.label ?? facts.sessionId;
+    this.#common = {
+      [ATTR_GEN_AI_AGENT_ID]: facts.sessionId,
+      [ATTR_GEN_AI_CONVERSATION_ID]: facts.sessionId,
+    };
+  }
+
+  /** Nothing is open: no turn, no unanswered call of the MCP face. */
+  quiet(): boolean {
+    return this.#open === undefined && this.#mcpCalls.size === 0;
+  }
+
+  /** The log ends here: a turn still running emits its spans so far, ending at the last event. */
+  end(): void {
+    const open = this.#open;
+    if (open) {
+      open.span.end = this.#last;
+      open.span.attributes["subagents.in_progress"] = true;
+      for (const tool of open.calls.values()) {
+        tool.end = this.#last;
+        this.#emit(tool);
+      }
+      this.#emit(open.span);
+      this.#open = undefined;
+    }
+    for (const span of this.#mcpCalls.values()) this.#emit(span);
+    this.#mcpCalls.clear();
+  }
+
+  add(event: SessionEvent): void {
+    const facts = this.#facts;
+    const { sessionId } = facts;
+    const common = this.#common;
+    if (event.seq < (facts.fromSeq ?? 0)) return;
+    this.#last = event.at;
+    const open = this.#open;
     switch (event.type) {
       case "turn/start": {
+        // a turn whose end never came (a crash): its spans as they stood
+        if (open) {
+          for (const tool of open.calls.values()) this.#emit(tool);
+          this.#emit(open.span);
+        }
         const turn = (event.data as { turn: number }).turn;
         // a trace of its own, unless its first message continues another (below)
         const span: Span = {
           traceId: newTraceId(sessionId, turn),
           spanId: turnSpanId(sessionId, turn),
-          name: `invoke_agent ${agent}`,
+          name: `invoke_agent ${this.#agent}`,
           kind: "internal",
           start: event.at,
           end: event.at,
           attributes: {
             ...common,
             [ATTR_GEN_AI_OPERATION_NAME]: "invoke_agent",
-            [ATTR_GEN_AI_AGENT_NAME]: agent,
+            [ATTR_GEN_AI_AGENT_NAME]: this.#agent,
             [ATTR_GEN_AI_REQUEST_MODEL]: providerModel(facts.model),
             "subagents.turn": turn,
             "subagents.depth": facts.depth,
           },
         };
-        out.push(span);
-        open = { span, step: 0, mark: event.at, calls: new Map(), traced: false, said: [] };
+        this.#begin(span);
+        this.#open = { span, step: 0, mark: event.at, calls: new Map(), traced: false, said: [] };
         break;
       }
       case "assistant/message": {
@@ -227,8 +287,9 @@ export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): S
               : {}),
           },
         };
-        out.push(chat);
-        open.answer = textOf(data.content);
+        this.#begin(chat);
+        this.#emit(chat);
+        if (facts.content) open.answer = textOf(data.content);
         for (const call of data.toolCalls ?? []) {
           const tool: Span = {
             traceId: open.span.traceId,
@@ -248,7 +309,7 @@ export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): S
                 : {}),
             },
           };
-          out.push(tool);
+          this.#begin(tool);
           open.calls.set(call.id, tool);
         }
         open.mark = event.at;
@@ -262,12 +323,13 @@ export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): S
         if (facts.content) tool.attributes[ATTR_GEN_AI_TOOL_CALL_RESULT] = cut(textOf(data.content));
         open.calls.delete(data.toolCallId);
         open.mark = event.at;
+        this.#emit(tool);
         break;
       }
       case "context/compacted": {
         const data = event.data as SessionEvent<"context/compacted">["data"];
         if (!open) break;
-        out.push({
+        const compaction: Span = {
           traceId: open.span.traceId,
           spanId: fingerprint(`${open.span.spanId}/compaction/${event.seq}`),
           parentSpanId: open.span.spanId,
@@ -283,12 +345,17 @@ export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): S
             "subagents.purpose": "compaction",
             "subagents.trigger": data.trigger,
           },
-        });
+        };
+        this.#begin(compaction);
+        this.#emit(compaction);
         open.mark = event.at;
         break;
       }
       case "mcp/call": {
         const data = event.data as SessionEvent<"mcp/call">["data"];
+        // the same call id again (a crash before its result): its first span as it stood
+        const earlier = this.#mcpCalls.get(data.callId);
+        if (earlier) this.#emit(earlier);
         const span: Span = {
           ...mcpCallSpan(sessionId, data.callId, data.trace),
           name: `execute_tool ${data.name}`,
@@ -306,16 +373,18 @@ export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): S
               : {}),
           },
         };
-        out.push(span);
-        mcpCalls.set(data.callId, span);
+        this.#begin(span);
+        this.#mcpCalls.set(data.callId, span);
         break;
       }
       case "mcp/result": {
         const data = event.data as SessionEvent<"mcp/result">["data"];
-        const span = mcpCalls.get(data.callId);
+        const span = this.#mcpCalls.get(data.callId);
         if (!span) break;
         answered(span, event.at, data.isError);
         if (facts.content) span.attributes[ATTR_GEN_AI_TOOL_CALL_RESULT] = cut(textOf(data.content));
+        this.#mcpCalls.delete(data.callId);
+        this.#emit(span);
         break;
       }
       case "turn/end": {
@@ -341,8 +410,12 @@ export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): S
           span.attributes["error.type"] = data.code ?? "turn_error";
         }
         // calls its end left unanswered end with it
-        for (const tool of open.calls.values()) tool.end = event.at;
-        open = undefined;
+        for (const tool of open.calls.values()) {
+          tool.end = event.at;
+          this.#emit(tool);
+        }
+        this.#emit(span);
+        this.#open = undefined;
         break;
       }
       case "user/message": {
@@ -364,11 +437,20 @@ export function spansOf(events: readonly SessionEvent[], facts: SessionFacts): S
         if (open && event.type === "agent/inbox/claimed") open.mark = event.at;
     }
   }
-  // a turn still running: its spans so far, ending at the log's last event
-  if (open) {
-    open.span.end = last;
-    open.span.attributes["subagents.in_progress"] = true;
-    for (const tool of open.calls.values()) tool.end = last;
-  }
+}
+
+/**
+ * Every span of `events` (a whole log, or its part from `facts.fromSeq`), in the order they
+ * begin: a turn before its steps, a step before its tool calls.
+ */
+export function spansOf(events: Iterable<SessionEvent>, facts: SessionFacts): Span[] {
+  const out: Span[] = [];
+  const fold = new SpanFold(
+    facts,
+    () => {},
+    (span) => out.push(span),
+  );
+  for (const event of events) fold.add(event);
+  fold.end();
   return out;
 }

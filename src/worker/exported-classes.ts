@@ -53,7 +53,7 @@ const SESSION_METHODS = [
   "entry",
   "childEntries",
   "deleteFrom",
-  "traceSpans",
+  "traceSpanPage",
   "drawBudget",
   "treeActivity",
   "childDeleted",

@@ -172,6 +172,17 @@ function ms(nanos) {
   return Number(BigInt(nanos) / 1000n) / 1000;
 }
 
+/**
+ * The page's DOM contract: an element with `data-session-id` shows that session, with its status
+ * (`data-status`); an element that only names a session (an approval's asking session, a span's
+ * agent, the delete box) says so another way. Answers the elements that break it.
+ */
+async function sessionsWithoutStatus(page) {
+  return page
+    .locator("[data-session-id]")
+    .evaluateAll((els) => els.filter((el) => !el.dataset.status).map((el) => el.outerHTML.slice(0, 160)));
+}
+
 /** The trace's rows as the page shows them, in page order, with their label's indent and their bar's box in its lane. */
 async function traceRows(page, id) {
   return page.locator(`#trace[data-trace-for="${id}"] .span-row`).evaluateAll((rows) =>
@@ -732,8 +743,16 @@ describe("the dashboard in a real browser", { timeout: 300_000 }, () => {
       (await allEvents(server, askerId)).filter((e) => e.type === "tool/result" && e.data.name === "echo");
 
     await page.click(`#session-list [data-session-id="${rootId}"] button`);
+    // with the approval listed and asked in the transcript, and the delete box shown, every element
+    // that carries a session id is one that shows that session, with its status
+    await page.waitForSelector("#approvals .approval-item");
+    await page.waitForSelector(
+      `[data-transcript-for="${rootId}"] [data-event-type="approval/requested"][data-pending="true"]`,
+    );
+    await page.waitForSelector(".delete-session");
+    assert.deepEqual(await sessionsWithoutStatus(page), []);
     // the root's panel names the child that asked, the tool and its arguments
-    const row = page.locator(`#approvals [data-session-id="${askerId}"]`);
+    const row = page.locator(`#approvals .approval-item[data-asking-session="${askerId}"]`);
     await row.waitFor();
     const [first] = await pendingAtRoot();
     assert.equal(first.sessionId, askerId);
@@ -749,7 +768,8 @@ describe("the dashboard in a real browser", { timeout: 300_000 }, () => {
     const asked = (id) =>
       `[data-transcript-for="${rootId}"] [data-event-type="approval/requested"][data-approval-id="${id}"]`;
     await page.waitForSelector(`${asked(first.approvalId)}[data-pending="true"] [data-action="deny"]`);
-    assert.equal(await page.getAttribute(asked(first.approvalId), "data-session-id"), askerId);
+    assert.equal(await page.getAttribute(asked(first.approvalId), "data-asking-session"), askerId);
+    assert.equal(await page.getAttribute(".delete-session", "data-target-session"), rootId);
     await page.screenshot({ path: join(REPO_ROOT, "test-results", "dashboard-approvals.png") });
     // and on a phone screen, still without sideways scrolling
     await page.setViewportSize({ width: 390, height: 844 });
@@ -933,8 +953,12 @@ describe("the dashboard in a real browser", { timeout: 300_000 }, () => {
     assert.match(await entry.textContent(), /Message scheduled[\s\S]*delivered /);
     assert.ok((await entry.textContent()).includes(await localTime(page, at.ms)));
     assert.equal(await form.locator('input[name="notBefore"]').inputValue(), "", "the form is reset");
-    // a one-off message is not a recurring schedule
-    assert.deepEqual((await api(server, "GET", `/v1/sessions/${id}/schedules`)).body.schedules, []);
+    // listed beside the session's schedules as a held message, not a recurring one
+    const listed = (await api(server, "GET", `/v1/sessions/${id}/schedules`)).body.schedules;
+    assert.deepEqual(
+      listed.map(({ kind, next, content, messageId }) => ({ kind, next, content, messageId })),
+      [{ kind: "message", next: at.ms, content: "later, please", messageId: created.data.messageId }],
+    );
   });
 
   it("steers a running turn from the composer (next-step): the same turn reads the message and answers it", async () => {
@@ -1144,6 +1168,9 @@ describe("the dashboard in a real browser", { timeout: 300_000 }, () => {
     );
     const rows = await traceRows(page, id);
     assertWaterfall(rows, spans);
+    // a span names its agent, and is not a session of the page
+    assert.deepEqual(await sessionsWithoutStatus(page), []);
+    assert.ok((await page.locator(`#trace .span-row[data-agent-session="${id}"]`).count()) > 0);
     const byId = new Map(rows.map((r) => [r.spanId, r]));
     for (const child of ["researcher", "checker"]) {
       const row = rows.find((r) => r.name === `invoke_agent ${child}`);

@@ -9,17 +9,24 @@
 // process in the server's process group) may grow by far less than one log per subscriber. Then
 // a subscriber that does read gets every event once, in order, over each transport.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { after, before, describe, it } from "node:test";
 import { WebSocket } from "ws";
 import { allEvents, api, createSession } from "./lib/api.mjs";
 import { groupMembers, removeDir, startDevServer, tempDir } from "./lib/dev-server.mjs";
+import { mb, settledRss } from "./lib/workerd-memory.mjs";
 
 /** Each message is echoed by the scripted model: about 2 × 240 KiB of log per turn. */
 const MESSAGE_CHARS = 240 * 1024;
 const TURNS = 25;
 const IDLE_PER_TRANSPORT = 8;
+/**
+ * The session's context window: wide enough that the echoed messages reach the log whole (the
+ * model's view would otherwise cut a message over a quarter of the window, and the echo with it)
+ * and that the 12 MB log is never compacted while it grows, so the log is the messages alone.
+ * Past the default MAX_CONTEXT_WINDOW (1,000,000), so this test's server allows it.
+ */
+const CONTEXT_WINDOW = 10_000_000;
 /**
  * The bound on workerd's growth: well under one log per idle subscriber (16 × 12 MB), and above
  * what streaming costs here. On loopback the kernel's socket buffers (wrangler's proxy is one
@@ -31,36 +38,6 @@ const IDLE_PER_TRANSPORT = 8;
 const MAX_GROWTH_BYTES = 128 * 1024 * 1024;
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** Resident memory of every workerd process in the server's process group, in bytes. */
-function workerdRss(pgid) {
-  let total = 0;
-  for (const pid of groupMembers(pgid)) {
-    try {
-      if (readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== "workerd") continue;
-      const kb = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-      if (kb) total += Number(kb[1]) * 1024;
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return total;
-}
-
-/**
- * workerd's memory once it stopped moving: three samples half a second apart within 4 MB of each
- * other (what a subscriber's open buffers stays buffered; passing garbage may have been freed).
- */
-async function settledRss(pgid) {
-  const samples = [workerdRss(pgid)];
-  for (let round = 0; round < 60; round++) {
-    await sleep(500);
-    samples.push(workerdRss(pgid));
-    const last = samples.slice(-3);
-    if (last.length === 3 && Math.max(...last) - Math.min(...last) < 4 * 1024 * 1024) return last[2];
-  }
-  return samples.at(-1);
-}
 
 /**
  * A client that sends `head`, reads the response head (to know it was accepted) and then never
@@ -165,7 +142,8 @@ describe("idle subscribers on a large log (README, Security and limits: Streams)
 
   before(async () => {
     dir = tempDir();
-    server = await startDevServer({ persistTo: dir });
+    // a context window past the default limit (see the test), which this deployment allows
+    server = await startDevServer({ persistTo: dir, vars: { MAX_CONTEXT_WINDOW: String(CONTEXT_WINDOW) } });
   });
 
   after(async () => {
@@ -181,9 +159,7 @@ describe("idle subscribers on a large log (README, Security and limits: Streams)
   it("keeps workerd's memory far below one log per idle subscriber, and a reader still gets every event in order", {
     timeout: 540_000,
   }, async () => {
-    // a window wide enough that the echoed messages reach the log whole (the model's view would
-    // otherwise cut a message over a quarter of the window, and the echo with it)
-    const { id } = await createSession(server, { contextWindow: 10_000_000 });
+    const { id } = await createSession(server, { contextWindow: CONTEXT_WINDOW });
     for (let turn = 0; turn < TURNS; turn++) {
       const res = await api(server, "POST", `/v1/sessions/${id}/messages`, {
         body: { content: `${turn} ${"m".repeat(MESSAGE_CHARS)}` },
@@ -201,7 +177,6 @@ describe("idle subscribers on a large log (README, Security and limits: Streams)
     }
     const baseline = await settledRss(server.pgid);
 
-    const mb = (n) => `${(n / 1024 / 1024).toFixed(1)} MB`;
     for (let i = 0; i < IDLE_PER_TRANSPORT; i++) {
       const sse = await idleSse(server, id);
       assert.equal(sse.status, 200);

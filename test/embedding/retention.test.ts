@@ -34,6 +34,8 @@ describe("RETENTION_DAYS deletes trees with no activity for that many days (READ
         provider: "spawn",
         mode: "continuable",
         label: "sleeper",
+        // a child is offered schedule_message only where its filter names it
+        toolFilter: { allow: ["schedule_message"] },
         prompt: script({
           call: [{ tool: "schedule_message", args: { message: "wake", delay_seconds: 29 * 86_400 } }],
         }),

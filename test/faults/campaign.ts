@@ -3,7 +3,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, inject, test } from "vitest";
 import { check } from "./checker";
 import { collectControl, createControlRoots, finishControl } from "./control-run";
-import { allObjects, restoreClock, Runner, type Op } from "./harness";
+import { allObjects, bindReserved, restoreClock, Runner, type Op } from "./harness";
 import { execute, flush, settleApprovals } from "./steps";
 import { REGISTRY_FAULT_SCOPE } from "../../src/core/faults";
 import { EXTRA_POINTS, generate, POINTS, REGISTRY_REF, type Scenario } from "./scenario";
@@ -58,8 +58,6 @@ async function runSeed(seed: number): Promise<{ report: SeedReport; detail: stri
   const objects = async (): Promise<DurableObjectId[]> =>
     (await allObjects()).filter((o) => !before.has(o.toString()));
   const runner = new Runner(seed, scenario.rules);
-  const httpIds = new Set([...scenario.children, ...(scenario.control?.children ?? [])].map((c) => c.id));
-  for (const child of scenario.children) runner.bind(child.ref, child.id);
 
   try {
     for (const root of scenario.roots) {
@@ -74,7 +72,12 @@ async function runSeed(seed: number): Promise<{ report: SeedReport; detail: stri
       });
       if (op.outcome === "ok") runner.bind(root.ref, String(op.result?.id));
     }
+    // children with reserved ids: their rules are installed before they exist
+    for (const child of scenario.children) bindReserved(runner, child, child.root);
     await createControlRoots(runner, scenario);
+    const httpIds = new Set(
+      [...scenario.children, ...(scenario.control?.children ?? [])].flatMap((c) => (c.id ? [c.id] : [])),
+    );
     runner.bind(REGISTRY_REF, REGISTRY_FAULT_SCOPE);
     runner.startReaper();
     const t1 = performance.now();

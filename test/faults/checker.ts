@@ -97,9 +97,12 @@ export function check(input: CheckInput): CheckResult {
         ref: c.ref,
         root: c.parent,
         mode: c.mode,
+        childId: c.childId,
         id: c.id,
       })),
-    ].map((c) => [c.id, c]),
+    ]
+      .filter((c) => c.id !== "") // a child whose parent was never created has no id
+      .map((c) => [c.id, c]),
   );
   const opsOn = (ref: string, ...kinds: string[]): Op[] =>
     history.filter((o) => o.target === ref && kinds.includes(o.kind));

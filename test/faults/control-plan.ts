@@ -30,6 +30,9 @@ export interface ControlChild {
   /** `c0` or `d0`. */
   parent: string;
   mode: "one-shot" | "continuable";
+  /** The `childId` its start reserves. */
+  childId: string;
+  /** Its session id, once its parent exists (harness.ts `bindReserved`); empty before. */
   id: string;
   /** `deadlineSeconds` of its start (children of the steering root only). */
   deadlineSeconds?: number;
@@ -108,7 +111,8 @@ export function planControl(seed: number, steps: Step[], rules: FaultRule[]): Co
       ref: `k${plan.children.length}`,
       parent,
       mode,
-      id: rng.uuid(),
+      childId: rng.uuid(),
+      id: "",
       ...(deadlineSeconds === undefined ? {} : { deadlineSeconds }),
     };
     plan.children.push(child);

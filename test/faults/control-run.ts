@@ -1,7 +1,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { type ControlAction, type ControlChild, DOOMED_ROOT } from "./control-plan";
-import { ADMIN, advanceClock, bounded, type Runner, stubOf } from "./harness";
+import { ADMIN, advanceClock, bindReserved, bounded, type Runner, stubOf } from "./harness";
 import { workerFetch } from "./objects";
 import type { Scenario, Step } from "./scenario";
 
@@ -23,7 +23,7 @@ export async function createControlRoots(runner: Runner, scenario: Scenario): Pr
     if (op.outcome === "ok") runner.bind(ref, String(op.result?.id));
   }
   // children with reserved ids: their rules are installed before they exist
-  for (const child of scenario.control?.children ?? []) runner.bind(child.ref, child.id);
+  for (const child of scenario.control?.children ?? []) bindReserved(runner, child, child.parent);
 }
 
 /** A window of `minutes` minutes of the clock from the next minute, within one hour: its cron and times. */
@@ -142,7 +142,7 @@ export async function executeControl(
         provider: "spawn",
         prompt: action.prompt,
         mode: child.mode,
-        childId: child.id,
+        childId: child.childId,
         label: `control ${action.tag}`,
         ...(child.deadlineSeconds === undefined ? {} : { deadlineSeconds: child.deadlineSeconds }),
       };

@@ -581,7 +581,7 @@ describe("the control ledger: deadlines", () => {
 describe("the control ledger: a deleted tree", () => {
   const plan: ControlPlan = {
     roots: ["d0"],
-    children: [{ ref: "k0", parent: "d0", mode: "continuable", id: "k0-id" }],
+    children: [{ ref: "k0", parent: "d0", mode: "continuable", childId: "k0-reserved", id: "k0-id" }],
   };
   const deleted = op("delete", "d0", "ok", { status: 202, start: 2_000, end: 2_010 });
   const probe = (statuses: number[]) =>

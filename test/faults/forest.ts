@@ -1,6 +1,6 @@
 import { expect } from "vitest";
 import type { CheckInput } from "./checker";
-import { allObjects, type Op, Runner, sleep } from "./harness";
+import { allObjects, bindReserved, type Op, Runner, sleep } from "./harness";
 import type { ModelChild, Scenario } from "./scenario";
 import { type Snapshot, snapshot } from "./snapshot";
 
@@ -30,8 +30,8 @@ export async function cleanForest(): Promise<CheckInput> {
       { ref: "r1", backgroundMode: "one-shot" },
     ],
     children: [
-      { ref: "h0", root: "r0", mode: "one-shot", id: crypto.randomUUID() },
-      { ref: "h1", root: "r0", mode: "continuable", id: crypto.randomUUID() },
+      { ref: "h0", root: "r0", mode: "one-shot", childId: crypto.randomUUID(), id: "" },
+      { ref: "h1", root: "r0", mode: "continuable", childId: crypto.randomUUID(), id: "" },
     ],
     steps: [],
     rules: [],
@@ -46,7 +46,7 @@ export async function cleanForest(): Promise<CheckInput> {
     roots.push(String(created.result?.id));
     runner.bind(root.ref, roots.at(-1)!);
   }
-  for (const c of scenario.children) runner.bind(c.ref, c.id);
+  for (const c of scenario.children) bindReserved(runner, c, c.root);
   const send = (root: number, content: string, key: string, answers: string[], children: ModelChild[] = []) =>
     runner.call(
       "send",
@@ -62,7 +62,7 @@ export async function cleanForest(): Promise<CheckInput> {
     "h0",
     "POST",
     `/v1/sessions/${roots[0]}/subagents`,
-    { provider: "spawn", prompt: "task s0-2", mode: "one-shot", childId: scenario.children[0]!.id },
+    { provider: "spawn", prompt: "task s0-2", mode: "one-shot", childId: scenario.children[0]!.childId },
     { answers: ["echo: task s0-2"] },
   );
   await runner.call(
@@ -78,7 +78,7 @@ export async function cleanForest(): Promise<CheckInput> {
       ),
       mode: "continuable",
       label: "http s0-3",
-      childId: scenario.children[1]!.id,
+      childId: scenario.children[1]!.childId,
     },
     { answers: ["final s0-3"], children: [] },
   );

@@ -3,6 +3,8 @@ import { env } from "cloudflare:workers";
 import { type FaultPointName, installFaults } from "../../src/core/faults";
 import { drainObjects } from "./drain";
 import { ADMIN, bounded, injected, sleep, sqlOf, stubOf, workerFetch } from "./objects";
+import { reservedId } from "../support/ids";
+import { CHILD_REFS } from "./prompts";
 import { ABORT_REASON, type FaultKind, type FaultRule } from "./scenario";
 
 export {
@@ -364,4 +366,26 @@ export class Runner {
   async settle(): Promise<void> {
     await Promise.all(this.#pending.map((p) => bounded(p, 1_000)));
   }
+}
+
+/**
+ * Binds a child a step starts over HTTP with a reserved `childId`, once its parent (`parentRef`)
+ * exists: the child's id is derived from the parent's id and that `childId` (a reserved id lives
+ * in its parent's namespace), so its rules are installed before it exists. A child whose parent
+ * was never created is never started and stays unbound.
+ */
+export function bindReserved(
+  runner: Runner,
+  child: { ref: string; childId: string; id: string },
+  parentRef: string,
+): void {
+  const parent = runner.ids.get(parentRef);
+  if (parent === undefined) return;
+  child.id = reservedId(parent, child.childId);
+  runner.bind(child.ref, child.id);
+}
+
+/** `content` with each `childRef` (prompts.ts) replaced by that child's bound id. */
+export function withChildIds(runner: Runner, content: string): string {
+  return content.replace(CHILD_REFS, (ref, name: string) => runner.ids.get(name) ?? ref);
 }

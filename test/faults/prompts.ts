@@ -69,6 +69,19 @@ function modelChild(
   return { description, background, ...(answer === undefined ? {} : { answer }), children };
 }
 
+/**
+ * A scripted message's reference to a child a step starts over HTTP (`send_message`'s
+ * `subagent_id`, `interrupt_agent`'s `agent_id`): the child's id exists only once its root does,
+ * so the script names it by ref and the runner fills the id in when it sends the message
+ * (harness.ts `withChildIds`).
+ */
+export function childRef(ref: string): string {
+  return `@child:${ref}`;
+}
+
+/** Every `childRef` in a text; the first group is the ref. */
+export const CHILD_REFS = /@child:([a-z0-9]+)/g;
+
 export function rootMessage(
   rng: Rng,
   root: RootSpec,
@@ -90,7 +103,11 @@ export function rootMessage(
       const target = rng.pick(mine);
       return {
         content: script(
-          { call: [{ tool: "send_message", args: { subagent_id: target.id, message: `relay ${tag}` } }] },
+          {
+            call: [
+              { tool: "send_message", args: { subagent_id: childRef(target.ref), message: `relay ${tag}` } },
+            ],
+          },
           { say: `relayed ${tag}` },
         ),
         answers: [`relayed ${tag}`, `echo: relay ${tag}`],
@@ -101,7 +118,7 @@ export function rootMessage(
       const target = rng.pick(mine);
       return {
         content: script(
-          { call: [{ tool: "interrupt_agent", args: { agent_id: target.id } }] },
+          { call: [{ tool: "interrupt_agent", args: { agent_id: childRef(target.ref) } }] },
           { say: `stopped ${tag}` },
         ),
         answers: [`stopped ${tag}`],

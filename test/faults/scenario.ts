@@ -114,7 +114,12 @@ export interface ChildSpec {
   ref: string;
   root: string;
   mode: "one-shot" | "continuable";
-  /** Reserved up front (a caller-chosen child id), so faults can be installed before the child exists. */
+  /** The `childId` its start reserves (caller-chosen), so its id is known before the child exists. */
+  childId: string;
+  /**
+   * Its session id: derived from its root's id and `childId` once the root exists (harness.ts
+   * `bindReserved`, which installs its faults then); empty while the root does not exist.
+   */
   id: string;
 }
 
@@ -212,7 +217,7 @@ export function generate(seed: number): Scenario {
   const children: ChildSpec[] = [];
   const sends: { root: string; tag: string }[] = [];
   const newChild = (root: string, mode: ChildSpec["mode"]): ChildSpec => {
-    const child = { ref: `h${children.length}`, root, mode, id: rng.uuid() };
+    const child = { ref: `h${children.length}`, root, mode, childId: rng.uuid(), id: "" };
     children.push(child);
     return child;
   };

@@ -1,5 +1,5 @@
 import { executeControl } from "./control-run";
-import { ADMIN, bounded, type Runner, sleep, sqlOf } from "./harness";
+import { ADMIN, bounded, type Runner, sleep, sqlOf, withChildIds } from "./harness";
 import { workerFetch } from "./objects";
 import { type ChildSpec, SCHEDULE_END, type Scenario, type Step } from "./scenario";
 
@@ -17,15 +17,16 @@ export async function execute(runner: Runner, scenario: Scenario, step: Step): P
     case "send": {
       const root = idOf(step.root);
       if (!root) return;
+      const content = withChildIds(runner, step.content);
       const input = {
         key: step.key,
-        content: step.content,
+        content,
         tag: step.tag,
         answers: step.answers,
         children: step.children,
         ...(step.gated === undefined ? {} : { gated: step.gated }),
       };
-      const body = { content: step.content, idempotencyKey: step.key };
+      const body = { content, idempotencyKey: step.key };
       const op = await runner.call("send", step.root, "POST", `/v1/sessions/${root}/messages`, body, input);
       // a client retries an ambiguous send with the same key
       if (op.outcome === "ambiguous")
@@ -37,7 +38,8 @@ export async function execute(runner: Runner, scenario: Scenario, step: Step): P
       const root = idOf(step.root);
       const original = findSend(scenario.steps, step.of);
       if (!root || !original) return;
-      const content = step.op === "resend" ? original.content : `${original.content} (changed)`;
+      const sent = withChildIds(runner, original.content);
+      const content = step.op === "resend" ? sent : `${sent} (changed)`;
       await runner.call(
         step.op,
         step.root,
@@ -63,7 +65,7 @@ export async function execute(runner: Runner, scenario: Scenario, step: Step): P
           provider: "spawn",
           prompt: step.prompt,
           mode: spec.mode,
-          childId: spec.id,
+          childId: spec.childId,
           label: `http ${step.tag}`,
         },
         { tag: step.tag, answers: step.answers, ...("children" in step ? { children: step.children } : {}) },

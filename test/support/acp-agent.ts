@@ -1,4 +1,14 @@
-import { agent, type AnyMessage, methods, RequestError, type Stream } from "@agentclientprotocol/sdk";
+import {
+  agent,
+  type AnyMessage,
+  methods,
+  type PermissionOption,
+  type PermissionOptionKind,
+  type RequestPermissionOutcome,
+  type RequestPermissionRequest,
+  RequestError,
+  type Stream,
+} from "@agentclientprotocol/sdk";
 
 /**
  * An ACP agent for tests inside workerd, on the official ACP SDK's agent side: `fetch` to an
@@ -13,18 +23,25 @@ import { agent, type AnyMessage, methods, RequestError, type Stream } from "@age
  *   "write <p> <t>" -> asks permission (session/request_permission, a tool call of kind edit
  *                    with options allow-once "yes" and reject-once "no") before it "writes" <t>
  *                    to <p>: answers "wrote <p>" when allowed, "not allowed: <outcome>" otherwise
+ *   "permit <kinds> <p>" -> asks permission to write <p> with one option per kind of the
+ *                    comma-separated <kinds> (allow_once, allow_always, reject_once, reject_always),
+ *                    each option's id its kind: answers "chose <optionId>", or on the `cancelled`
+ *                    outcome ends with stopReason cancelled (what ACP asks after session/cancel)
  *   anything else -> chunks "echo: " and the text, stopReason end_turn
  * On `agent.acp.test` the session is always `sess-1` and `session/load` is not offered. On
  * `load.acp.test` each session has its own id and is kept (like an agent that saves sessions to
  * disk): `initialize` offers `loadSession`, and `session/load` replays the session's history as
  * `session/update` notifications before it answers. Host `down.acp.test` answers the upgrade with
- * HTTP 503. Every message the agent receives is recorded with the upgrade's Authorization header.
+ * HTTP 503. Every message the agent receives is recorded with the upgrade's Authorization header,
+ * and every answer to its permission requests with the request's tool call id.
  */
 
 export interface AcpAgentLog {
   host: string;
   auth: string | null;
   received: { method: string | undefined; params: unknown }[];
+  /** The client's answers to this connection's permission requests, as they arrived. */
+  permissions: { toolCallId: string; outcome: RequestPermissionOutcome }[];
 }
 
 export interface AcpNet {
@@ -50,7 +67,12 @@ export function installAcpAgent(): AcpNet {
     const request = new Request(input, init);
     if (url.hostname === "down.acp.test") return new Response("overloaded", { status: 503 });
     if (request.headers.get("upgrade") !== "websocket") return new Response("upgrade only", { status: 426 });
-    const log: AcpAgentLog = { host: url.hostname, auth: request.headers.get("authorization"), received: [] };
+    const log: AcpAgentLog = {
+      host: url.hostname,
+      auth: request.headers.get("authorization"),
+      received: [],
+      permissions: [],
+    };
     net.connections.push(log);
     const pair = new WebSocketPair();
     const [client, server] = [pair[0], pair[1]];
@@ -141,22 +163,38 @@ function serve(socket: WebSocket, log: AcpAgentLog, keepsSessions: boolean): voi
       return new Promise<never>(() => {});
     }
     if (text === "break") throw new RequestError(-32603, `internal: ${log.auth}`);
-    const write = /^write (\S+) (.*)$/s.exec(text);
-    if (write) {
+    const ask = async (
+      path: string,
+      rawInput: unknown,
+      options: PermissionOption[],
+    ): Promise<RequestPermissionOutcome> => {
+      const toolCallId = `write-${path}`;
       const answer = await client.request(methods.client.session.requestPermission, {
         sessionId,
-        toolCall: {
-          toolCallId: `write-${write[1]}`,
-          title: `Write ${write[1]}`,
-          kind: "edit",
-          rawInput: { path: write[1], text: write[2] },
-        },
-        options: [
-          { optionId: "yes", name: "Allow once", kind: "allow_once" },
-          { optionId: "no", name: "Reject", kind: "reject_once" },
-        ],
-      });
-      const outcome = answer.outcome;
+        toolCall: { toolCallId, title: `Write ${path}`, kind: "edit", rawInput },
+        options,
+      } satisfies RequestPermissionRequest);
+      log.permissions.push({ toolCallId, outcome: answer.outcome });
+      return answer.outcome;
+    };
+    const permit = /^permit (\S+) (\S+)$/.exec(text);
+    if (permit) {
+      const kinds = permit[1]!.split(",") as PermissionOptionKind[];
+      const outcome = await ask(
+        permit[2]!,
+        { path: permit[2] },
+        kinds.map((kind) => ({ optionId: kind, name: kind.replace("_", " "), kind })),
+      );
+      if (outcome.outcome === "cancelled") return { stopReason: "cancelled" };
+      await chunk(`chose ${outcome.optionId}`);
+      return { stopReason: "end_turn" };
+    }
+    const write = /^write (\S+) (.*)$/s.exec(text);
+    if (write) {
+      const outcome = await ask(write[1]!, { path: write[1], text: write[2] }, [
+        { optionId: "yes", name: "Allow once", kind: "allow_once" },
+        { optionId: "no", name: "Reject", kind: "reject_once" },
+      ]);
       await chunk(
         outcome.outcome === "selected" && outcome.optionId === "yes"
           ? `wrote ${write[1]}`

@@ -4,6 +4,7 @@ import { type FaultPointName, installFaults } from "../../src/core/faults";
 import { api, createSession } from "./api";
 import { allEvents, hasSettled, ofType, sleep, textOf } from "./logs";
 import { alarmOf, evict, outboxDrained, outboxOf, quiesce, runIdFor, sqlRows, stub } from "./objects";
+import { reservedId } from "./ids";
 
 /**
  * Fault injection for the workerd tests: fault plans at the runtime's named fault points
@@ -180,7 +181,10 @@ export function hold(scope: string, point: FaultPointName): Hold {
 
 export interface Started {
   parentId: string;
+  /** The child's id (derived from the parent's id and `reserved`). */
   childId: string;
+  /** The `childId` the start reserved: a retry of the start names it again. */
+  reserved: string;
   /** The HTTP status of `POST /v1/sessions/:id/subagents`. */
   status: number;
   body: any;
@@ -209,17 +213,19 @@ export interface StartOptions {
 export async function startWithFaults(label: string, options: StartOptions = {}): Promise<Started> {
   const parent = await createSession();
   const parentId = parent.id;
-  const childId = crypto.randomUUID();
+  const reserved = crypto.randomUUID();
+  const childId = reservedId(parentId, reserved);
   const childFaults = faults(childId, options.child?.({ parentId, childId }));
   const parentFaults = faults(parentId, options.parent);
   const prompt = options.script?.prompt ?? `fault test: ${label}`;
   const res = await api("POST", `/v1/sessions/${parentId}/subagents`, {
-    body: { provider: "spawn", prompt, mode: "one-shot", childId },
+    body: { provider: "spawn", prompt, mode: "one-shot", childId: reserved },
   });
   const output = options.script?.output ?? `echo: ${prompt}`;
   return {
     parentId,
     childId,
+    reserved,
     status: res.status,
     body: res.body,
     prompt,

@@ -76,9 +76,9 @@ export class ApprovalsPanel {
     return before !== pending.map((a) => a.approvalId).join();
   }
 
-  /** Names the asking sessions once the tree knows their labels. */
+  /** Names the asking sessions once the tree knows their labels (the links, not their rows). */
   relabel(): void {
-    for (const link of this.#list.querySelectorAll<HTMLElement>("[data-asking-session]")) {
+    for (const link of this.#list.querySelectorAll<HTMLElement>(".session-link[data-asking-session]")) {
       const wanted = this.#sessionName(link.dataset.askingSession ?? "");
       if (link.textContent !== wanted) link.textContent = wanted;
     }
@@ -156,7 +156,7 @@ export class ApprovalsPanel {
       {
         class: "approval-item",
         "data-approval-id": a.approvalId,
-        "data-session-id": asking,
+        "data-asking-session": asking,
         "data-tool": a.tool,
       },
       h(

@@ -20,7 +20,7 @@ export interface DeleteDeps {
 /** The control for the session `current()` answers (read at each click: the tree may have named it since). */
 export function deleteControl(current: () => TreeNode, deps: DeleteDeps): HTMLElement {
   const first = current();
-  const box = h("div", { class: "delete-session", "data-session-id": first.id });
+  const box = h("div", { class: "delete-session", "data-target-session": first.id });
 
   const folded = () =>
     replace(

@@ -301,7 +301,8 @@ function compacted(event: SessionEvent, d: Data<"context/compacted">): HTMLEleme
 /**
  * A tool call waiting for a decision, in the asking session's log and every ancestor's. The
  * `.approval-slot` holds Approve / Deny while the approval is pending in the tree's list (the
- * transcript fills and empties it); `data-session-id` is the session that asked.
+ * transcript fills and empties it); `data-asking-session` is the session that asked (only an
+ * element that shows a session, with its status, carries `data-session-id`).
  */
 function approvalRequested(
   event: SessionEvent,
@@ -319,7 +320,7 @@ function approvalRequested(
     ],
     {
       "data-approval-id": d.approvalId,
-      "data-session-id": d.sessionId,
+      "data-asking-session": d.sessionId,
       "data-tool": d.tool,
       "data-tool-call-id": d.toolCallId,
     },

@@ -1,4 +1,4 @@
-import type { Schedule, SubagentsClient } from "../../src/client";
+import type { CronSchedule, SubagentsClient } from "../../src/client";
 import { field, h, replace } from "./dom";
 import { dateTime, shortId, text, until } from "./format";
 import { attempt, clearError, note } from "./notice";
@@ -28,7 +28,7 @@ export class SchedulesPanel {
   readonly #summary: HTMLElement;
   readonly #list: HTMLElement;
   #sessionId: string | undefined;
-  #schedules: Schedule[] | undefined;
+  #schedules: CronSchedule[] | undefined;
   /** Numbers the reads: only the newest one's answer is shown. */
   #generation = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
@@ -72,9 +72,10 @@ export class SchedulesPanel {
     const sessionId = this.#sessionId;
     if (!sessionId) return;
     const generation = ++this.#generation;
-    let schedules: Schedule[];
+    let schedules: CronSchedule[];
     try {
-      schedules = await client.schedules(sessionId);
+      // the recurring ones (the list holds messages held for their time too)
+      schedules = (await client.schedules(sessionId)).filter((s) => s.kind === "cron");
     } catch (error) {
       if (generation === this.#generation && !this.#deps.gone(sessionId)) throw error;
       return;
@@ -122,7 +123,7 @@ export class SchedulesPanel {
     );
   }
 
-  #row(s: Schedule, now: number): HTMLElement {
+  #row(s: CronSchedule, now: number): HTMLElement {
     const message = typeof s.content === "string" ? s.content : text(s.content);
     return h(
       "li",

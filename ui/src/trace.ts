@@ -3,6 +3,8 @@ import { h, replace } from "./dom";
 import { shortId } from "./format";
 import { attempt } from "./notice";
 
+/** The most pages of a trace (4 MiB each) the waterfall reads. */
+const MAX_TRACE_PAGES = 4;
 /**
  * The selected session's trace as a waterfall (`GET /v1/sessions/:id/trace`: its spans and those
  * of every session below it): one row per span in tree order (a span under its parent, siblings by
@@ -126,9 +128,15 @@ export class TracePanel {
     const sessionId = this.#sessionId;
     if (!sessionId) return;
     const generation = ++this.#generation;
-    let spans: OtlpSpan[];
+    const spans: OtlpSpan[] = [];
     try {
-      spans = spansOfTrace(await client.trace(sessionId));
+      // a trace past 4 MiB comes in pages: the waterfall draws the first MAX_TRACE_PAGES of them
+      let page = await client.trace(sessionId);
+      spans.push(...spansOfTrace(page));
+      for (let read = 1; page.next !== undefined && read < MAX_TRACE_PAGES; read++) {
+        page = await client.trace(sessionId, { cursor: page.next });
+        spans.push(...spansOfTrace(page));
+      }
     } catch (error) {
       if (generation === this.#generation && !this.#deps.gone(sessionId)) throw error;
       return;
@@ -345,7 +353,7 @@ function row(r: TraceRow, t0: number, range: number): HTMLElement {
       "data-depth": r.depth,
       "data-start-ms": r.start - t0,
       "data-duration-ms": ms,
-      "data-session-id": typeof agentId === "string" ? agentId : undefined,
+      "data-agent-session": typeof agentId === "string" ? agentId : undefined,
       "data-input-tokens": r.inputTokens,
       "data-output-tokens": r.outputTokens,
       "data-cost-usd": r.costUsd,

@@ -319,6 +319,7 @@ export class ContinuableChild implements SessionPart {
       text: reportText(header.id, text),
       delivery,
       ...compact({ trace }),
+      ...(header.belowMcpFace ? { belowMcpFace: true as const } : {}),
     };
     try {
       const answer = await this.#ctx.session(header.parentSession!).deliver(envelope);
@@ -366,6 +367,7 @@ export class ContinuableChild implements SessionPart {
       summary: noticeSummary(header.id, outcome.stopReason, why),
       drained,
       ...compact({ usage, subtreeUsage: stores.usage.unreported() }),
+      ...(header.belowMcpFace ? { belowMcpFace: true as const } : {}),
     });
     stores.usage.markReported();
     stores.activation.end();

@@ -100,7 +100,7 @@ export class ContinuableParent implements SessionPart {
     );
     if (!placed.ok) return placed;
     const runId = prior?.runId ?? newRunId();
-    const init = this.#initOf(spec, record.name, runId, placed.value, info.kind === "fork", trace);
+    const init = this.#initOf(spec, record.name, runId, placed.value, info.kind === "fork", trace, callKey);
     const start: Reserved = { init, provider: record.name, label: spec.label, callKey, key };
     // the first attempt is still creating the child: its outcome is this retry's too
     const creating = this.#starts.get(runId);
@@ -144,10 +144,11 @@ export class ContinuableParent implements SessionPart {
     placed: PlacedChild,
     fork: boolean,
     trace: TraceContext | undefined,
+    callKey: string | undefined,
   ): ContinuableInit {
     const seed = fork ? forkSeed(this.#ctx) : [];
     return {
-      ...childInit(this.#ctx.header()!, placed, { runId, provider, label: spec.label }),
+      ...childInit(this.#ctx.header()!, placed, { runId, provider, label: spec.label, callKey }),
       label: spec.label,
       mode: "continuable",
       descriptor: {
@@ -333,6 +334,7 @@ export class ContinuableParent implements SessionPart {
       form: "relay",
       senderSessionId: envelope.from,
       ...compact({ trace: envelope.trace }),
+      ...(envelope.belowMcpFace ? { mcpFace: true as const } : {}),
     };
     this.#admit(envelope.messageId, lane, envelope.delivery !== "quiet", source, envelope.text);
   }
@@ -380,6 +382,7 @@ export class ContinuableParent implements SessionPart {
       form: "notice",
       summary: notice.summary,
       senderSessionId: notice.from,
+      ...(notice.belowMcpFace ? { mcpFace: true as const } : {}),
     };
     this.#admit(`msg_${notice.id}`, quiet || busy ? "next-step" : "next-turn", !quiet, source, notice.text);
   }

@@ -10,11 +10,13 @@ import { turnResult } from "../../store/turn-result";
 import { childHeader, writeSeed } from "../child-spec";
 import type { EnvelopeHandlers, SessionPart } from "../../session/part";
 import type { SessionContext } from "../../session/session-context";
+import type { SessionSchedules } from "../../session/schedules";
 
 /**
  * One-shot runs, child side: `init` writes header, seed, descriptor and prompt in one
  * transaction; the turn's end writes the one result to the outbox in the same transaction; a
  * cancel ends the turn as `aborted` (or, before the turn, reports `aborted` without running it).
+ * The transaction that writes the result also ends the child's schedules: none outlives its run.
  */
 export class OneShotChild implements SessionPart {
   readonly name = "one-shot child";
@@ -22,9 +24,11 @@ export class OneShotChild implements SessionPart {
     "cancel-run": (envelope, header) => this.#cancel(envelope, header),
   };
   readonly #ctx: SessionContext;
+  readonly #schedules: SessionSchedules;
 
-  constructor(ctx: SessionContext) {
+  constructor(ctx: SessionContext, schedules: SessionSchedules) {
     this.#ctx = ctx;
+    this.#schedules = schedules;
   }
 
   /** Creates this session as a one-shot child. Idempotent for the same parent and run. */
@@ -98,8 +102,12 @@ export class OneShotChild implements SessionPart {
     return false;
   }
 
-  /** Writes the one result of this run to the outbox (a second call changes nothing). */
+  /**
+   * Writes the one result of this run to the outbox (a second call changes nothing), and ends the
+   * child's schedules (those a later turn made, too: every turn's end comes here).
+   */
   #report(header: SessionHeader, result: SubagentResult): void {
+    this.#schedules.endWithRun();
     const runId = header.oneShot!.runId;
     this.#ctx.stores.outbox.enqueue({
       v: 1,
@@ -109,6 +117,7 @@ export class OneShotChild implements SessionPart {
       kind: "run-result",
       runId,
       result,
+      ...(header.belowMcpFace ? { belowMcpFace: true as const } : {}),
     });
   }
 }

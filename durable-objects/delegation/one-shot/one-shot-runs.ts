@@ -7,12 +7,14 @@ import { deadlineDiagnostic, isDeadline } from "../../../src/contract/control";
 import type { RunResultEnvelope } from "../../../src/contract/envelope";
 import { fail, type Outcome, ok } from "../../../src/contract/errors";
 import type { RunCounterpart, RunView, StartRequest, SubagentResult } from "../../../src/contract/run";
+import { isMcpFaceCall } from "../../../src/core/approvals";
 import { renderForeground } from "../../../src/core/run-rendering";
 import { loadPatternEngine } from "../../../src/core/json-schema-subset";
 import { checkStart } from "../../../src/providers/start-checks";
 import { DueTimer } from "../../session/due-timer";
 import type { EnvelopeHandlers, SessionPart } from "../../session/part";
 import type { SessionContext } from "../../session/session-context";
+import { markBelowMcpFace } from "../../store/approvals";
 import type { RunRow } from "../../store/runs";
 import { LocalRuns } from "../../transports/local-runs";
 import type { ChildTransport, RunSettlement } from "../../transports/transport";
@@ -231,10 +233,13 @@ export class OneShotRuns implements SessionPart, RunSettlement {
    * run settles now; one still being published keeps it for the publishing transaction; a settled
    * or unknown run, or a result from another child, changes nothing.
    */
-  #record({ runId, from, result }: RunResultEnvelope): void {
+  #record({ runId, from, result, belowMcpFace }: RunResultEnvelope): void {
     const { runs } = this.#ctx.stores;
     const run = runs.get(runId);
     if (!run || run.childId !== from) return;
+    // a result from below an MCP face that this session's model reads (a face call's own run
+    // answers the face's client) puts this session below the face (README "Approvals")
+    if (belowMcpFace && !isMcpFaceCall(run.callKey ?? undefined)) markBelowMcpFace(this.#ctx.stores.header);
     // a run its deadline ended: the child's own result comes later; what it used still counts
     if (run.state === "settled" && isDeadline(run.result?.diagnostic) && result.usage)
       this.#ctx.stores.usage.addRuns(result.usage, run.local);

@@ -10,6 +10,8 @@ import { api, type ApiResult, type CallOptions, rawBody, TENANT_ADMIN } from "..
 /** A well-formed UUID no session is ever created under: unknown child, run and session id. */
 export const GHOST = "00000000-0000-4000-8000-00000000dead";
 export const REMOTE = "remote-docs";
+/** A well-formed UUID that names jurisdiction `eu` (version 8, next digit 1: core/placement.ts). */
+const EU_ID = "00000000-0000-8100-8000-0000000000e0";
 export interface Session {
   id: string;
   token: string;
@@ -23,6 +25,8 @@ export interface World {
   b: Session;
   /** `a`'s one-shot child. */
   child: string;
+  /** The `childId` `a`'s start reserved for `child` (a reserved id names a child under `a` only). */
+  reserved: string;
   /** `a`'s settled run (of `child`). */
   runId: string;
 }
@@ -380,23 +384,20 @@ const delegation: HttpCase[] = [
       "INVALID_REQUEST",
       sub({ ...CONTINUABLE, childId: "../other" }),
     ],
-    ["the childId of an existing child", "DUPLICATE_CHILD", (w) => sub({ ...ONE_SHOT, childId: w.child })(w)],
     [
-      "the childId of an unrelated existing session (one-shot)",
+      "the childId of an existing child",
       "DUPLICATE_CHILD",
-      (w) => sub({ ...ONE_SHOT, childId: w.b.id })(w),
-      ISOLATED,
+      (w) => sub({ ...ONE_SHOT, childId: w.reserved })(w),
     ],
     [
-      "the childId of an unrelated existing session (continuable)",
+      "the childId of an existing one-shot child, on a continuable start",
       "DUPLICATE_CHILD",
-      (w) => sub({ ...CONTINUABLE, childId: w.b.id })(w),
-      ISOLATED,
+      (w) => sub({ ...CONTINUABLE, childId: w.reserved })(w),
     ],
     [
-      "the parent's own id as childId",
-      "DUPLICATE_CHILD",
-      (w) => sub({ ...ONE_SHOT, childId: w.a.id })(w),
+      "a childId naming a jurisdiction the child is not placed in",
+      "INVALID_REQUEST",
+      sub({ ...ONE_SHOT, childId: EU_ID }),
       ISOLATED,
     ],
     // continuable specifics
@@ -696,7 +697,7 @@ export const RPC_CASES: RpcCase[] = [
     [
       "the childId of an existing child",
       "DUPLICATE_CHILD",
-      (r, w) => r.start(w.a.id, { ...START, childId: w.child }),
+      (r, w) => r.start(w.a.id, { ...START, childId: w.reserved }),
     ],
     ["a parent that does not exist", "NOT_FOUND", (r) => r.start(GHOST, START)],
   ]),

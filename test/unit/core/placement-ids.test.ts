@@ -1,9 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { childJurisdiction, jurisdictionOfId, newPlacedId, placeId } from "../../../src/core/placement";
+import {
+  childJurisdiction,
+  jurisdictionOfId,
+  newPlacedId,
+  placeId,
+  reservedIdUnder,
+} from "../../../src/core/placement";
 
 /**
- * Placement ids (semantics.md §1.6), pure: a jurisdiction is encoded in a session id (UUID v8),
- * a plain reserved id is moved into it deterministically, and a child never leaves its parent's.
+ * Placement ids (semantics.md §1.6), pure: a jurisdiction is encoded in a session id (UUID v8), a
+ * reserved child id is derived under its parent (and a plain one from before, moved into the
+ * jurisdiction deterministically), and a child never leaves its parent's.
  */
 
 describe("placement ids (semantics.md §1.6)", () => {
@@ -27,6 +34,25 @@ describe("placement ids (semantics.md §1.6)", () => {
     expect(placeId(eu, "eu")).toEqual({ ok: true, value: eu });
     expect(placeId(eu, "fedramp")).toMatchObject({ ok: false, code: "INVALID_REQUEST" });
     expect(placeId(eu, undefined)).toMatchObject({ ok: false, code: "INVALID_REQUEST" });
+  });
+
+  it("derives a reserved child id from its parent and the reserved id, in the child's jurisdiction", () => {
+    const parent = crypto.randomUUID();
+    const reserved = crypto.randomUUID();
+    const id = reservedIdUnder(parent, reserved, undefined);
+    expect(id).toEqual(reservedIdUnder(parent, reserved.toUpperCase(), undefined)); // the same child on a retry
+    expect(id.ok && id.value).toMatch(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-80[0-9a-f]{2}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    );
+    expect(id.ok && id.value).not.toBe(reserved);
+    // another parent's reservation of the same id names another child
+    expect(reservedIdUnder(crypto.randomUUID(), reserved, undefined)).not.toEqual(id);
+    const eu = reservedIdUnder(parent, reserved, "eu");
+    expect(eu.ok && jurisdictionOfId(eu.value)).toBe("eu");
+    expect(reservedIdUnder(parent, newPlacedId("eu"), "fedramp")).toMatchObject({
+      ok: false,
+      code: "INVALID_REQUEST",
+    });
   });
 
   it("a child keeps its parent's jurisdiction; a free parent's child may enter one", () => {

@@ -81,19 +81,18 @@ describe("costUsd: every usage figure of a priced model carries what it cost", (
 });
 
 describe("budget.usd: a budget in dollars", () => {
-  it("ends the next turn BUDGET_EXCEEDED once the tree's cost reaches it, and shows what was spent", async () => {
+  it("ends a turn BUDGET_EXCEEDED when its call's priced worst case does not fit, and shows what was spent", async () => {
     const { id } = await createSession({ model: PRICED, budget: { usd: 0.005 } });
-    // the first turn's steps cost $0.001 and $0.009: the second begins under the budget
-    await turn(id, "use the tool");
+    // a step reserves its input estimate plus its output limit, priced: far more than $0.005
+    const first = await turn(id, "use the tool");
+    const end = first.find((e) => e.type === "turn/end")!;
+    expect(end.data).toMatchObject({ reason: "error", code: "BUDGET_EXCEEDED" });
+    expect(end.data.error).toMatch(
+      /^BUDGET_EXCEEDED: the session's budget of \$0\.005 cannot cover this model call: it reserves \$[\d.]+ \(its input estimate plus its output limit\) and \$0\.005 is left/,
+    );
+    expect(first.filter((e) => e.type === "assistant/message")).toEqual([]);
     const view = (await api("GET", `/v1/sessions/${id}`)).body as { budget: unknown };
-    expect(view.budget).toEqual({ usd: 0.005, used: 7, usedUsd: cost(4, 3) });
-    const second = await turn(id, "more please", 2);
-    const end = second.find((e) => e.type === "turn/end" && e.data.turn === 2)!;
-    expect(end.data).toMatchObject({
-      reason: "error",
-      code: "BUDGET_EXCEEDED",
-      error: `BUDGET_EXCEEDED: the session's budget of $0.005 is spent ($${cost(4, 3)} used)`,
-    });
+    expect(view.budget).toEqual({ usd: 0.005, used: 0, usedUsd: 0 });
     // no child may start on it either
     const refused = await api("POST", `/v1/sessions/${id}/subagents`, {
       body: { provider: "spawn", mode: "one-shot", prompt: "x" },

@@ -6,7 +6,7 @@ import { allEvents, waitForEvents, type WireEvent } from "../../support/logs";
 /**
  * Token usage (semantics.md §8): per assistant message, summed per turn, carried in run results
  * and `subagent/end`, rolled up per subtree in the descendants listing; and token budgets, shared
- * down to children, that end a turn with BUDGET_EXCEEDED before another model call. The tests'
+ * down to children, that end a turn with BUDGET_EXCEEDED when a model call's reservation does not fit. The tests'
  * OpenAI-compatible server reports `prompt_tokens` = the number of messages and
  * `completion_tokens` = the words of its answer.
  */
@@ -93,26 +93,21 @@ describe("token usage is summed per turn, per session and per run (semantics.md 
 });
 
 describe("token budgets (semantics.md §8)", () => {
-  it("end the next turn with BUDGET_EXCEEDED once spent, without calling the model, and never mid-append", async () => {
+  it("end a turn with BUDGET_EXCEEDED, without calling the model, when its step's reservation does not fit", async () => {
     const { id } = await createSession({ model: MODEL, budget: { tokens: 5 } });
-    // the first turn goes over the budget (1 + 6 tokens of 5): it completes, its answer intact
-    const first = await turn(id, "spend it all");
-    expect(ofTurn(first, "turn/end", 1)[0]!.data).toMatchObject({ reason: "completed" });
+    const marker = `over budget ${crypto.randomUUID()}`;
+    const first = await turn(id, marker);
+    expect(ofTurn(first, "turn/end", 1)[0]!.data).toMatchObject({ reason: "error", code: "BUDGET_EXCEEDED" });
+    expect(ofTurn(first, "turn/end", 1)[0]!.data.error).toMatch(
+      /^BUDGET_EXCEEDED: the session's token budget of 5 cannot cover this model call: it reserves \d+ tokens/,
+    );
+    expect(ofTurn(first, "assistant/message", 1)).toEqual([]);
+    expect(await fakeRequestsMentioning(marker)).toEqual([]);
     expect(((await api("GET", `/v1/sessions/${id}`)).body as { budget: unknown }).budget).toEqual({
       tokens: 5,
-      used: 7,
+      used: 0,
     });
-    const marker = `over budget ${crypto.randomUUID()}`;
-    const second = await turn(id, marker, 2);
-    expect(ofTurn(second, "turn/end", 2)[0]!.data).toEqual({
-      turn: 2,
-      reason: "error",
-      code: "BUDGET_EXCEEDED",
-      error: "BUDGET_EXCEEDED: the session's token budget of 5 is spent (7 used)",
-    });
-    expect(ofTurn(second, "assistant/message", 2)).toEqual([]);
-    expect(await fakeRequestsMentioning(marker)).toEqual([]);
-    // and no child can start on a spent budget
+    // and no child can start on it
     const refused = await api("POST", `/v1/sessions/${id}/subagents`, {
       body: { provider: "spawn", mode: "one-shot", prompt: "more" },
     });
@@ -121,24 +116,32 @@ describe("token budgets (semantics.md §8)", () => {
   });
 
   it("are shared with a child, not copied: the child spends from the tree's remainder and its spending counts once", async () => {
-    const { id } = await createSession({ model: MODEL, budget: { tokens: 100 } });
+    const { id } = await createSession({ model: MODEL, budget: { tokens: 5000 } });
     await turn(id, "a b c"); // 1 + 6 tokens ("hello from fake: a b c")
     const { id: childId, result } = await oneShot(id, "d e");
     const spent = 7 + result.usage.inputTokens + result.usage.outputTokens;
     const child = (await api("GET", `/v1/sessions/${childId}`)).body as { budget: unknown };
-    expect(child.budget).toEqual({ tokens: 100, used: spent, shared: true });
+    expect(child.budget).toEqual({ tokens: 5000, used: spent, shared: true });
     const parent = (await api("GET", `/v1/sessions/${id}`)).body as { budget: unknown };
-    expect(parent.budget).toEqual({ tokens: 100, used: spent });
+    expect(parent.budget).toEqual({ tokens: 5000, used: spent });
   });
 
-  it("hold for parallel children: four children that never stop on their own draw from one remainder and end BUDGET_EXCEEDED", async () => {
-    const { id } = await createSession({ model: MODEL, budget: { tokens: 300 } });
+  it("hold for parallel children: four children that never stop on their own draw from one remainder, end BUDGET_EXCEEDED and stay within it", async () => {
+    // a model whose usage is its request's real size (about 1,000 tokens a step)
+    const model = "openai:ctx-1000000";
+    const { id } = await createSession({ model, budget: { tokens: 8000 } });
     // four children at once, each a model that calls a tool at every step (its turn would run to
-    // the step budget: 64 steps, about 4,000 tokens each, were the budget copied to each)
+    // the step budget: 64 steps, far more than 8,000 tokens each, were the budget copied to each)
     const started = await Promise.all(
       [1, 2, 3, 4].map(() =>
         api("POST", `/v1/sessions/${id}/subagents`, {
-          body: { provider: "spawn", mode: "one-shot", prompt: "keep using the tool", model: MODEL },
+          body: {
+            provider: "spawn",
+            mode: "one-shot",
+            prompt: "keep using the tool",
+            model,
+            maxOutputTokens: 50,
+          },
         }),
       ),
     );
@@ -157,25 +160,22 @@ describe("token budgets (semantics.md §8)", () => {
       }),
     );
     let total = 0;
-    let overshoot = 0;
     for (const [i, s] of started.entries()) {
       expect(runs[i].stopReason, JSON.stringify(runs[i])).toBe("error");
       expect(runs[i].output?.[0]?.text ?? runs[i].diagnostic ?? "").toContain("BUDGET_EXCEEDED");
-      const steps = (await allEvents((s.body as { id: string }).id))
+      total += (await allEvents((s.body as { id: string }).id))
         .filter((e) => e.type === "assistant/message")
-        .map((e) => e.data.usage.inputTokens + e.data.usage.outputTokens);
-      total += steps.reduce((a: number, b: number) => a + b, 0);
-      // what one more step past the budget may cost this child: its largest
-      overshoot += Math.max(...steps);
+        .reduce((n, e) => n + e.data.usage.inputTokens + e.data.usage.outputTokens, 0);
     }
-    // the tree spent its budget, and past it by at most one step per running child
-    expect(total).toBeGreaterThanOrEqual(300);
-    expect(total).toBeLessThanOrEqual(300 + overshoot);
+    // each step reserved its worst case (its request plus 50) before it was made: the tree stays
+    // within its budget, and used most of it
+    expect(total).toBeLessThanOrEqual(8000);
+    expect(total).toBeGreaterThan(4000);
     const view = (await api("GET", `/v1/sessions/${id}`)).body as { budget: { used: number } };
     expect(view.budget.used).toBe(total);
-    // and the tree starts nothing more
+    // and the tree starts no child whose first step the remainder cannot cover
     const refused = await api("POST", `/v1/sessions/${id}/subagents`, {
-      body: { provider: "spawn", mode: "one-shot", prompt: "one more" },
+      body: { provider: "spawn", mode: "one-shot", prompt: "one more", maxOutputTokens: 8000 },
     });
     expect((refused.body as { error: { code: string } }).error.code).toBe("BUDGET_EXCEEDED");
   });

@@ -291,16 +291,27 @@ describe("the client SDK against the Worker", () => {
       (page) => page.events.some((e) => e.type === "turn/end"),
     );
     expect(steered.events.filter((e) => e.type === "turn/start")).toHaveLength(1);
-    const later = await admin.sendMessage(session.id, "later", { notBefore: Date.now() + 3_600_000 });
+    const notBefore = Date.now() + 3_600_000;
+    const later = await admin.sendMessage(session.id, "later", { notBefore });
     expect(later.messageId).toMatch(/^msg_/);
     const made = await admin.schedule(session.id, {
       cron: "30 7 * * 1",
       content: "weekly",
       timezone: "Asia/Tokyo",
     });
+    const held = {
+      scheduleId: expect.stringMatching(/^sch_/),
+      kind: "message",
+      next: notBefore,
+      content: "later",
+      messageId: later.messageId,
+      delivery: "next-turn",
+    };
     expect(await admin.schedules(session.id)).toEqual([
+      held,
       {
         scheduleId: made.scheduleId,
+        kind: "cron",
         cron: "30 7 * * 1",
         timezone: "Asia/Tokyo",
         next: made.next,
@@ -308,7 +319,7 @@ describe("the client SDK against the Worker", () => {
       },
     ]);
     await admin.unschedule(session.id, made.scheduleId);
-    expect(await admin.schedules(session.id)).toEqual([]);
+    expect(await admin.schedules(session.id)).toEqual([held]);
     await expect(admin.schedule(session.id, { cron: "* *", content: "x" })).rejects.toMatchObject({
       status: 400,
       code: "INVALID_REQUEST",

@@ -9,6 +9,7 @@ import {
   TENANT_ADMIN,
   waitForRun,
 } from "../../support/api";
+import { reservedId } from "../../support/ids";
 import { allEvents, toolResults } from "../../support/logs";
 import { dumpTables, hashOf } from "../../support/objects";
 import { script } from "../../support/scripts";
@@ -114,7 +115,7 @@ describe("outputSchema patterns (security: what a caller can make the runtime co
     expectError(refused, 400, "INVALID_SCHEMA", message);
     expect(refused.body.error.message).toContain("outputSchema.properties.nested.properties.s.pattern");
     expect(await hashOf(await dumpTables(parent.id))).toBe(before);
-    expect(await dumpTables(childId)).toEqual({});
-    await expectNoSession(childId);
+    expect(await dumpTables(reservedId(parent.id, childId))).toEqual({});
+    await expectNoSession(reservedId(parent.id, childId));
   });
 });

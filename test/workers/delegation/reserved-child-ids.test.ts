@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createSession, drain, expectError, startContinuable, startRun, waitForRun } from "../../support/api";
 import { deferred, faults, removeAllFaults } from "../../support/faults";
+import { reservedId } from "../../support/ids";
 import { allEvents, count, sleep } from "../../support/logs";
 import { sqlRows } from "../../support/objects";
 import { LONG_TURN } from "../../support/scripts";
@@ -17,7 +18,9 @@ describe("caller-reserved child ids", () => {
     const parent = await createSession();
     const childId = crypto.randomUUID();
     const gate = deferred();
-    const plan = faults(childId, (point, n) => (point === "in-init" && n === 1 ? gate.promise : undefined));
+    const plan = faults(reservedId(parent.id, childId), (point, n) =>
+      point === "in-init" && n === 1 ? gate.promise : undefined,
+    );
     const body = { prompt: "slow to create", childId };
 
     const first = startRun(parent.id, body);
@@ -61,7 +64,9 @@ describe("caller-reserved child ids", () => {
   it("an id held after an ambiguous one-shot failure cannot be taken by a continuable start", async () => {
     const parent = await createSession();
     const childId = crypto.randomUUID();
-    faults(childId, (point, n) => (point === "in-init" && n <= 3 ? "throw" : undefined));
+    faults(reservedId(parent.id, childId), (point, n) =>
+      point === "in-init" && n <= 3 ? "throw" : undefined,
+    );
     expectError(await startRun(parent.id, { prompt: "held", childId }), 503, "OVERLOADED");
     expectError(await startContinuable(parent.id, { prompt: "taker", childId }), 409, "DUPLICATE_CHILD");
   });
@@ -76,7 +81,9 @@ describe("a held start and a drain", () => {
     expect(child.status).toBe(202);
     const childId: string = child.body.childId;
     const grandchild = crypto.randomUUID();
-    faults(grandchild, (point, n) => (point === "in-init" && n <= 3 ? "throw" : undefined));
+    faults(reservedId(childId, grandchild), (point, n) =>
+      point === "in-init" && n <= 3 ? "throw" : undefined,
+    );
     expectError(await startRun(childId, { prompt: "held", childId: grandchild }), 503, "OVERLOADED");
     expect(await sqlRows(childId, "SELECT held_until IS NOT NULL AS held FROM runs")).toEqual([{ held: 1 }]);
 
@@ -87,6 +94,6 @@ describe("a held start and a drain", () => {
       childId,
       "SELECT kind, target FROM outbox WHERE kind = 'cancel-run'",
     );
-    expect(cancels).toEqual([{ kind: "cancel-run", target: grandchild }]);
+    expect(cancels).toEqual([{ kind: "cancel-run", target: reservedId(childId, grandchild) }]);
   });
 });

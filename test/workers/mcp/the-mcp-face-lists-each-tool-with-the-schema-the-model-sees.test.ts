@@ -9,11 +9,14 @@ import { waitForTurnEnds } from "../../support/logs";
  * A session's MCP face lists each tool with the JSON schema its model is shown: an MCP client
  * (the official SDK's) driving the session sees a remote MCP server's tool arguments
  * (`mcp__<server>__<tool>`), and every other tool's, exactly as the model's request carries them.
- * The approval tools (`pending_approvals`, `decide_approval`) are the MCP caller's, never the
- * model's: listed over MCP, absent from the model's request.
+ * The approval tools are the MCP caller's, never the model's: `pending_approvals` is listed over
+ * MCP (`decide_approval` too where MCP_FACE_DECISIONS is on, not in this project), and neither is in
+ * the model's request.
  */
 
 const CALLER_ONLY = ["pending_approvals", "decide_approval"];
+/** The caller's tools this project's deployment lists (MCP_FACE_DECISIONS is off). */
+const LISTED_CALLER_ONLY = ["pending_approvals"];
 
 const { TEST_MCP_URL, TEST_MCP_TOKEN } = env as unknown as { TEST_MCP_URL: string; TEST_MCP_TOKEN: string };
 
@@ -50,7 +53,7 @@ it("lists a remote MCP tool's arguments, and every tool's schema as the model's 
     required: ["a", "b"],
   });
   for (const name of CALLER_ONLY) {
-    expect(listed.map((t) => t.name)).toContain(name);
+    expect(listed.some((t) => t.name === name)).toBe(LISTED_CALLER_ONLY.includes(name));
     expect(seenByModel.has(name)).toBe(false);
   }
   for (const tool of listed.filter((t) => !CALLER_ONLY.includes(t.name)))

@@ -10,6 +10,7 @@ import {
   startContinuable,
   startRun,
 } from "../../support/api";
+import { reservedId } from "../../support/ids";
 import { count, eventually, startedChildId, type WireEvent, waitForEvents } from "../../support/logs";
 import { evict, quiesce, registryStub, sqlRows, stub, tablesOf } from "../../support/objects";
 import { expectRefused, fillLog, logBytes, MAX_LOG_BYTES, stateOf } from "../../support/quotas";
@@ -82,15 +83,16 @@ describe("a session whose log reaches MAX_LOG_BYTES", () => {
     expect(await logBytes(mid)).toBeGreaterThanOrEqual(MAX_LOG_BYTES);
 
     await quiesce([top.id, mid]);
-    const over = crypto.randomUUID();
+    const overKey = crypto.randomUUID();
+    const over = reservedId(mid, overKey); // where a refused start's child would have been
     const objects = [stub(top.id), stub(mid), stub(leaf), stub(over), registryStub()];
     const before = await stateOf(objects);
     const refused = [
       await api("POST", `/v1/sessions/${mid}/messages`, { body: { content: "more" } }),
       await followup(top.id, mid, "more"), // to it
       await followup(mid, leaf, "more"), // from it
-      await startRun(mid, { prompt: "hi", childId: over }),
-      await startContinuable(mid, { prompt: "hi", childId: over }),
+      await startRun(mid, { prompt: "hi", childId: overKey }),
+      await startContinuable(mid, { prompt: "hi", childId: overKey }),
       await startRun(mid, { provider: "spawn", prompt: "hi" }),
     ];
     for (const res of refused) expectRefused(res, 422, "QUOTA_EXCEEDED", QUOTA);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { rpc, rpcFailure, startContinuable, startRun, waitForRun } from "../../support/api";
+import { reservedId } from "../../support/ids";
 import { runScript, toolResults } from "../../support/logs";
 import { childRows, evict, quiesce, registryStub, stub, tablesOf } from "../../support/objects";
 import { expectRefused, MAX_SESSIONS_PER_TREE, setTreeSlots, stateOf, treeSlots } from "../../support/quotas";
@@ -21,18 +22,21 @@ describe("a start from a tree's root past MAX_SESSIONS_PER_TREE", () => {
     await setTreeSlots(root.id, MAX_SESSIONS_PER_TREE - 2);
     await evict(root.id); // written behind the live instance: a restart reads it
 
-    const last = crypto.randomUUID();
-    const accepted = await startRun(root.id, { prompt: "hi", childId: last });
+    const lastKey = crypto.randomUUID();
+    const last = reservedId(root.id, lastKey);
+    const accepted = await startRun(root.id, { prompt: "hi", childId: lastKey });
     expect(accepted.status, JSON.stringify(accepted.body)).toBe(201);
+    expect(accepted.body.id).toBe(last);
     await waitForRun(root.id, accepted.body.runId);
     await quiesce([root.id, last]);
 
-    const over = crypto.randomUUID();
+    const overKey = crypto.randomUUID();
+    const over = reservedId(root.id, overKey); // where a refused start's child would have been
     const objects = [stub(root.id), stub(last), stub(over), registryStub()];
     const before = await stateOf(objects);
-    expectRefused(await startRun(root.id, { prompt: "hi", childId: over }), 422, "QUOTA_EXCEEDED", FULL);
+    expectRefused(await startRun(root.id, { prompt: "hi", childId: overKey }), 422, "QUOTA_EXCEEDED", FULL);
     expectRefused(
-      await startContinuable(root.id, { prompt: "hi", childId: over }),
+      await startContinuable(root.id, { prompt: "hi", childId: overKey }),
       422,
       "QUOTA_EXCEEDED",
       FULL,

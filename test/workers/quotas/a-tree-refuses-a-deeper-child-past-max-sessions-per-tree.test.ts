@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createSession, startChild, startContinuable, startRun, waitForRun } from "../../support/api";
+import { reservedId } from "../../support/ids";
 import { count, waitForEvents } from "../../support/logs";
 import { evict, quiesce, registryStub, specOf, sqlRows, stub, tablesOf } from "../../support/objects";
 import { expectRefused, MAX_SESSIONS_PER_TREE, setTreeSlots, stateOf, treeSlots } from "../../support/quotas";
@@ -22,9 +23,11 @@ describe("a start below a tree's root past MAX_SESSIONS_PER_TREE", () => {
     await setTreeSlots(root.id, MAX_SESSIONS_PER_TREE - 3);
     await evict(root.id);
 
-    const last = crypto.randomUUID();
-    const accepted = await startRun(mid, { prompt: "hi", childId: last });
+    const lastKey = crypto.randomUUID();
+    const last = reservedId(mid, lastKey);
+    const accepted = await startRun(mid, { prompt: "hi", childId: lastKey });
     expect(accepted.status, JSON.stringify(accepted.body)).toBe(201);
+    expect(accepted.body.id).toBe(last);
     await waitForRun(mid, accepted.body.runId);
     await quiesce([root.id, mid, last]);
     expect(await treeSlots(root.id)).toBe(MAX_SESSIONS_PER_TREE - 2);
@@ -36,13 +39,20 @@ describe("a start below a tree's root past MAX_SESSIONS_PER_TREE", () => {
     expect(await stub(last).init(await specOf(mid, last))).toEqual({ ok: true, value: { id: last } });
     expect(await treeSlots(root.id)).toBe(MAX_SESSIONS_PER_TREE - 2);
 
-    const over = crypto.randomUUID();
-    const objects = [stub(root.id), stub(mid), stub(last), stub(over), registryStub()];
+    const overKey = crypto.randomUUID();
+    // the ids the refused children would have had, below `mid` and below `last`
+    const over = [reservedId(mid, overKey), reservedId(last, overKey)];
+    const objects = [stub(root.id), stub(mid), stub(last), ...over.map(stub), registryStub()];
     const before = await stateOf(objects);
-    expectRefused(await startRun(mid, { prompt: "hi", childId: over }), 422, "QUOTA_EXCEEDED", FULL);
-    expectRefused(await startContinuable(mid, { prompt: "hi", childId: over }), 422, "QUOTA_EXCEEDED", FULL);
-    expectRefused(await startRun(last, { prompt: "hi", childId: over }), 422, "QUOTA_EXCEEDED", FULL);
+    expectRefused(await startRun(mid, { prompt: "hi", childId: overKey }), 422, "QUOTA_EXCEEDED", FULL);
+    expectRefused(
+      await startContinuable(mid, { prompt: "hi", childId: overKey }),
+      422,
+      "QUOTA_EXCEEDED",
+      FULL,
+    );
+    expectRefused(await startRun(last, { prompt: "hi", childId: overKey }), 422, "QUOTA_EXCEEDED", FULL);
     expect(await stateOf(objects)).toBe(before);
-    expect(await tablesOf(over)).toEqual([]);
+    for (const id of over) expect(await tablesOf(id)).toEqual([]);
   }, 60_000);
 });

@@ -125,6 +125,16 @@ const CASES: Case[] = [
     call: () => rpc.drain(parent, ["x"]),
   },
   {
+    name: "decide with a scope that is neither once nor always",
+    code: /^INVALID_REQUEST/,
+    call: () => rpc.decide(parent, GHOST, "approve", undefined, "forever"),
+  },
+  {
+    name: "decide with a scope that is not a string",
+    code: /^INVALID_REQUEST/,
+    call: () => rpc.decide(parent, GHOST, "approve", undefined, true),
+  },
+  {
     name: "listChildren of an id that is no session id",
     code: /^INVALID_REQUEST/,
     call: () => rpc.listChildren("x"),

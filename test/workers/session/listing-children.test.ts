@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { SessionObject } from "../../../durable-objects/session/session-object";
 import { api, createSession, expectError, startChild, startOneShot } from "../../support/api";
 import { hold } from "../../support/faults";
+import { reservedId } from "../../support/ids";
 import {
   appendDescriptor,
   breakChildrenTable,
@@ -33,9 +34,13 @@ import { script } from "../../support/scripts";
  * renamed table, rows naming objects that never existed). Every test uses fresh sessions.
  */
 
-/** A UUID whose first hex digit is `first` (to control id order among equal createdAt). */
-function idStartingWith(first: string): string {
-  return first + crypto.randomUUID().slice(1);
+/**
+ * Two `childId`s to reserve under `parent`, ordered so that the children's ids (derived from
+ * parent and `childId`) sort low then high: to control id order among equal createdAt.
+ */
+function childIdsInIdOrder(parent: string): [low: string, high: string] {
+  const [a, b] = [crypto.randomUUID(), crypto.randomUUID()];
+  return reservedId(parent, a) < reservedId(parent, b) ? [a, b] : [b, a];
 }
 
 /** The `created_at` of each row of a parent's children table. */
@@ -146,8 +151,9 @@ describe("listing a session's children (semantics.md §9.1, §9.2)", () => {
 
   it("rows are ordered by createdAt then id (the parent's table); one-shot rows carry a label only if supplied; a malformed descriptor (or a later malformed one) is a `corrupt` diagnostic while healthy siblings are complete; of two valid descriptors the last is listed", async () => {
     const parent = await createSession();
-    const labelled = await settledOneShot(parent.id, { label: "alpha", childId: idStartingWith("f") });
-    const unlabelled = await settledOneShot(parent.id, { childId: idStartingWith("0") });
+    const [low, high] = childIdsInIdOrder(parent.id);
+    const labelled = await settledOneShot(parent.id, { label: "alpha", childId: high });
+    const unlabelled = await settledOneShot(parent.id, { childId: low });
     const cont = await settledContinuable(parent.id, "gamma");
     const badField = await settledOneShot(parent.id, { label: "bad-field" });
     const badMode = await settledOneShot(parent.id);
@@ -161,8 +167,9 @@ describe("listing a session's children (semantics.md §9.1, §9.2)", () => {
     await appendDescriptor(twice, { version: 2, mode: "continuable", provider: "fork", label: "second" });
     await appendDescriptor(laterBad, descriptor({ toolFilter: {} }));
 
-    // createdAt from the parent's table, deliberately not the creation order; `labelled` (id f...)
-    // and `unlabelled` (id 0...) tie, so the id decides: `unlabelled` first although started later
+    // createdAt from the parent's table, deliberately not the creation order; `labelled` (the
+    // higher id) and `unlabelled` (the lower) tie, so the id decides: `unlabelled` first although
+    // started later
     const base = 1_700_000_000_000;
     await setCreatedAt(parent.id, {
       [laterBad]: base + 1,
@@ -420,13 +427,14 @@ describe("listing a session's children (semantics.md §9.1, §9.2)", () => {
     const parent = await createSession();
     const settledCont = await settledContinuable(parent.id, "resting");
     const settledOne = await settledOneShot(parent.id, { label: "done" });
-    const runnerId = crypto.randomUUID();
-    const oneShotId = crypto.randomUUID();
+    const [runner, oneShot] = [crypto.randomUUID(), crypto.randomUUID()];
+    const runnerId = reservedId(parent.id, runner);
+    const oneShotId = reservedId(parent.id, oneShot);
     const runnerGate = hold(runnerId, "before-model");
     const oneShotGate = hold(oneShotId, "before-model");
     try {
-      await startChild(parent.id, { prompt: script({ say: "finally" }), label: "runner", childId: runnerId });
-      await startOneShot(parent.id, { prompt: "slow", label: "busy", childId: oneShotId });
+      await startChild(parent.id, { prompt: script({ say: "finally" }), label: "runner", childId: runner });
+      await startOneShot(parent.id, { prompt: "slow", label: "busy", childId: oneShot });
       await Promise.all([runnerGate.reached, oneShotGate.reached]);
       await setCreatedAt(parent.id, { [settledCont]: 1, [settledOne]: 2, [runnerId]: 3, [oneShotId]: 4 });
 

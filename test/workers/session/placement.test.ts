@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { jurisdictionOfId, LOCATION_HINTS, newPlacedId, placeId } from "../../../src/core/placement";
+import { jurisdictionOfId, LOCATION_HINTS, newPlacedId } from "../../../src/core/placement";
+import { reservedId } from "../../support/ids";
 import { api, createSession, startRun, waitForRun } from "../../support/api";
 import { waitForEvents } from "../../support/logs";
 
@@ -101,7 +102,7 @@ describe("placement of sessions over HTTP (semantics.md §1.6)", () => {
       body: { provider: "spawn", prompt: "x", mode: "continuable", label: "out", jurisdiction: "fedramp" },
     });
     expect([escapeCont.status, escapeCont.body.error.code]).toEqual([400, "INVALID_REQUEST"]);
-    for (const id of [childId, placeId(childId, "eu").ok ? (placeId(childId, "eu") as any).value : ""]) {
+    for (const id of [childId, reservedId(root.id, childId, "eu"), reservedId(root.id, childId, "fedramp")]) {
       expect((await api("GET", `/v1/sessions/${id}`)).status).toBe(404);
     }
     // a reserved id that names another jurisdiction is refused too
@@ -128,9 +129,9 @@ describe("placement of sessions over HTTP (semantics.md §1.6)", () => {
     });
     expect(started.status).toBe(202);
     const child = started.body.childId;
-    // the reserved id is moved into the jurisdiction (the answer names the real id)
+    // the reserved id names the child under this parent, in the jurisdiction (the answer names it)
     expect(child).not.toBe(reserved);
-    expect(placeId(reserved, "fedramp")).toEqual({ ok: true, value: child });
+    expect(child).toBe(reservedId(root.id, reserved, "fedramp"));
     expect((await api("GET", `/v1/sessions/${child}`)).body).toMatchObject({
       jurisdiction: "fedramp",
       locationHint: "enam",

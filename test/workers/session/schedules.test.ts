@@ -49,6 +49,7 @@ describe("recurring schedules: POST, GET and DELETE /v1/sessions/:id/schedules (
       schedules: [
         {
           scheduleId: made.body.scheduleId,
+          kind: "cron",
           cron: "*/5 * * * *",
           timezone: "UTC",
           next: Date.parse("2030-01-15T12:05:00Z"),

@@ -381,11 +381,17 @@ describe("follow-up and cold resume (semantics.md §6.3, §7.2)", () => {
     });
     expect(dup.status).toBe(409);
     expect(dup.body.error.code).toBe("DUPLICATE_CHILD");
-    const stranger = await api("POST", `/v1/sessions/${other.id}/subagents/${childId}/messages`, {
+    const stranger = await api("POST", `/v1/sessions/${other.id}/subagents/${first.body.childId}/messages`, {
       body: { content: "hey" },
     });
     expect(stranger.status).toBe(403);
     expect(stranger.body.error.code).toBe("UNAUTHORIZED");
+    // a follow-up names the child by the id the start answered, never by the reserved childId
+    const byReserved = await api("POST", `/v1/sessions/${parent.id}/subagents/${childId}/messages`, {
+      body: { content: "hey" },
+    });
+    expect(byReserved.status).toBe(422);
+    expect(byReserved.body.error.code).toBe("NOT_RESUMABLE");
     const oneShot = await api("POST", `/v1/sessions/${parent.id}/subagents`, {
       body: { provider: "spawn", prompt: "y", mode: "one-shot" },
     });

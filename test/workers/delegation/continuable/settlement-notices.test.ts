@@ -12,6 +12,7 @@ import {
   view,
 } from "../../../support/api";
 import { faults } from "../../../support/faults";
+import { occupy, reservedId } from "../../../support/ids";
 import {
   allEvents,
   count,
@@ -292,7 +293,8 @@ describe("settlement notices (semantics.md §6.6)", () => {
   it("a rolled-back start gets no notice later; a notice whose delivery fails is retried and the parent records it once with the child's own stop reason", async () => {
     const owner = await createSession();
     const loser = await createSession();
-    const childId = crypto.randomUUID();
+    const reserved = crypto.randomUUID();
+    const childId = reservedId(owner.id, reserved);
     let failures = 0;
     const plan = faults(childId, (point) => {
       if (point === "before-send" && failures < 2) {
@@ -301,8 +303,16 @@ describe("settlement notices (semantics.md §6.6)", () => {
       }
     });
     try {
-      await startChild(owner.id, { prompt: script({ think: 300 }, { stop: "refusal" }), childId });
-      expectError(await startContinuable(loser.id, { prompt: "mine?", childId }), 409, "DUPLICATE_CHILD");
+      await startChild(owner.id, { prompt: script({ think: 300 }, { stop: "refusal" }), childId: reserved });
+      // another session of owner's already holds the id the loser's start places its child on:
+      // that session's init refuses the start, and the loser rolls it back
+      const taken = reservedId(loser.id, reserved);
+      await occupy(taken, owner.id);
+      expectError(
+        await startContinuable(loser.id, { prompt: "mine?", childId: reserved }),
+        409,
+        "DUPLICATE_CHILD",
+      );
 
       for (let i = 0; i < 200 && endsFor(await allEvents(owner.id), childId).length === 0; i++) {
         await runDurableObjectAlarm(stub(childId));
@@ -323,6 +333,7 @@ describe("settlement notices (semantics.md §6.6)", () => {
       const loserLog = await allEvents(loser.id);
       expect(insertedOf(loserLog, "subagent-settled")).toEqual([]);
       expect(endsFor(loserLog, childId)).toEqual([]);
+      expect(endsFor(loserLog, taken)).toEqual([]);
       expect(await childRows(loser.id)).toEqual([]);
     } finally {
       plan.remove();

@@ -22,14 +22,16 @@ import {
   waitForEvents,
   type WireEvent,
 } from "../../../support/logs";
+import { occupy, reservedId } from "../../../support/ids";
 import { childRows, sqlRows } from "../../../support/objects";
 import { script } from "../../../support/scripts";
 
 /**
  * Starting a continuable child (semantics.md §6.2): the parent answers `202 {childId, messageId}`
  * at the child's inbox acceptance, the child's log holds one continuable descriptor before its
- * first turn, a refused or failed start leaves nothing behind, and a caller-reserved child id is
- * used verbatim and keyed by its request (§10.5). Every test uses fresh sessions.
+ * first turn, a refused or failed start leaves nothing behind, and a caller-reserved child id names
+ * a child in its parent's namespace and is keyed by its request (§10.5). Every test uses fresh
+ * sessions.
  */
 
 /** The one descriptor event of a child log, and checks it precedes the first turn. */
@@ -85,10 +87,15 @@ describe("starting a continuable child (semantics.md §6.2)", () => {
 
   it("a continuable start answers 202 {childId, messageId} at inbox acceptance: the id is the child's agent/inbox/inserted id, the prompt is not yet logged and no model call was made", async () => {
     const parent = await createSession();
-    const childId = crypto.randomUUID();
+    const reserved = crypto.randomUUID();
+    const childId = reservedId(parent.id, reserved);
     const gate = hold(childId, "before-drive");
     try {
-      const res = await startContinuable(parent.id, { prompt: "hello there", label: "greeter", childId });
+      const res = await startContinuable(parent.id, {
+        prompt: "hello there",
+        label: "greeter",
+        childId: reserved,
+      });
       expect(res.status).toBe(202);
       expect(res.body).toEqual({ childId, messageId: expect.stringMatching(/^msg_/) });
       const { messageId } = res.body;
@@ -139,7 +146,7 @@ describe("starting a continuable child (semantics.md §6.2)", () => {
       const res = await startContinuable(parent.id, { provider: name, prompt: "x", childId });
       expectError(res, 422, "UNSUPPORTED_CAPABILITY", /does not support continuable children/);
       expect(res.body).not.toHaveProperty("childId");
-      expect((await api("GET", `/v1/sessions/${childId}`)).status).toBe(404);
+      expect((await api("GET", `/v1/sessions/${reservedId(parent.id, childId)}`)).status).toBe(404);
       expect(await childRows(parent.id)).toEqual([]);
       expect(await sqlRows(parent.id, "SELECT run_id FROM runs")).toEqual([]);
       expect(await sqlRows(parent.id, "SELECT run_id FROM epochs")).toEqual([]);
@@ -148,6 +155,7 @@ describe("starting a continuable child (semantics.md §6.2)", () => {
       // the same parent can still start a continuable child on a provider that supports it
       const ok = await startContinuable(parent.id, { prompt: "y", childId });
       expect(ok.status).toBe(202);
+      expect(ok.body.childId).toBe(reservedId(parent.id, childId));
     } finally {
       await api("DELETE", `/v1/providers/${name}`);
     }
@@ -161,10 +169,10 @@ describe("starting a continuable child (semantics.md §6.2)", () => {
     const more = await followup(ghost, childId, "more");
     expectError(more, 404, "NOT_FOUND");
     expect((await api("GET", `/v1/sessions/${ghost}`)).status).toBe(404);
-    expect((await api("GET", `/v1/sessions/${childId}`)).status).toBe(404);
+    expect((await api("GET", `/v1/sessions/${reservedId(ghost, childId)}`)).status).toBe(404);
   });
 
-  it("a caller-reserved childId is used verbatim; reserving it again while it is live or after it settled answers 409 DUPLICATE_CHILD, from the same parent, another parent, or over an existing top-level session", async () => {
+  it("a caller-reserved childId names a child in its parent's namespace: that parent reserving it again while the child is live or after it settled answers 409 DUPLICATE_CHILD; another parent reserving it gets its own child; reserving an existing top-level session's id makes a distinct child and leaves that session untouched", async () => {
     const parent = await createSession();
     const other = await createSession();
     const childId = crypto.randomUUID();
@@ -172,43 +180,65 @@ describe("starting a continuable child (semantics.md §6.2)", () => {
       prompt: script({ think: 1500 }, { say: "kept" }),
       childId,
     });
-    expect(first.childId).toBe(childId);
-    expect(await view(childId)).toMatchObject({
-      id: childId,
+    // the child's id is derived from the parent and the childId, never the childId itself
+    expect(first.childId).not.toBe(childId);
+    const placed = reservedId(parent.id, childId);
+    expect(first.childId).toBe(placed);
+    expect(await view(placed)).toMatchObject({
+      id: placed,
       parentSession: parent.id,
       origin: "subagent",
       mode: "continuable",
     });
+    expect((await api("GET", `/v1/sessions/${childId}`)).status).toBe(404);
 
+    // the same parent: the id is taken, whatever the request
     expectError(await startContinuable(parent.id, { prompt: "again", childId }), 409, "DUPLICATE_CHILD");
-    expectError(await startContinuable(other.id, { prompt: "mine", childId }), 409, "DUPLICATE_CHILD");
-    expectError(
-      await startContinuable(parent.id, { prompt: "over a root", childId: other.id }),
-      409,
-      "DUPLICATE_CHILD",
-    );
+    // another parent: its own child under the same childId
+    const theirs = await startContinuable(other.id, { prompt: "mine", childId });
+    expect(theirs.status).toBe(202);
+    expect(theirs.body.childId).toBe(reservedId(other.id, childId));
+    expect(theirs.body.childId).not.toBe(placed);
+    expect(await view(theirs.body.childId)).toMatchObject({ parentSession: other.id });
+    // an existing top-level session's id: a distinct child of this parent; that session is untouched
+    const otherBefore = await allEvents(other.id);
+    const overRoot = await startContinuable(parent.id, { prompt: "over a root", childId: other.id });
+    expect(overRoot.status).toBe(202);
+    expect(overRoot.body.childId).toBe(reservedId(parent.id, other.id));
+    expect(overRoot.body.childId).not.toBe(other.id);
+    expect(await view(overRoot.body.childId)).toMatchObject({ parentSession: parent.id });
     expect(await view(other.id)).toMatchObject({ parentSession: null, origin: null });
-    expect(await childRows(other.id)).toEqual([]);
+    expect(ofType(await allEvents(other.id), "subagent/start")).toEqual(
+      ofType(otherBefore, "subagent/start"),
+    );
 
-    await settledTimes(parent.id, childId);
+    await settledTimes(parent.id, placed);
     expectError(await startContinuable(parent.id, { prompt: "late", childId }), 409, "DUPLICATE_CHILD");
-    expectError(await startContinuable(other.id, { prompt: "late", childId }), 409, "DUPLICATE_CHILD");
     expectError(
-      await api("POST", `/v1/sessions/${other.id}/subagents`, {
+      await api("POST", `/v1/sessions/${parent.id}/subagents`, {
         body: { provider: "spawn", mode: "one-shot", prompt: "late", childId },
       }),
       409,
       "DUPLICATE_CHILD",
     );
 
-    const log = await allEvents(childId);
+    const log = await allEvents(placed);
     expect(count(log, "subagent/descriptor")).toBe(1);
     expect(userTexts(log)).toEqual([script({ think: 1500 }, { say: "kept" })]);
-    expect(await view(childId)).toMatchObject({ parentSession: parent.id });
-    expect(ofType(await allEvents(other.id), "subagent/start")).toEqual([]);
-    expect(await childRows(parent.id)).toEqual([
-      { child_id: childId, mode: "continuable", state: "released", provider: "spawn" },
-    ]);
+    expect(await view(placed)).toMatchObject({ parentSession: parent.id });
+    expect(await childRows(parent.id)).toEqual(
+      expect.arrayContaining([
+        { child_id: placed, mode: "continuable", state: "released", provider: "spawn" },
+        {
+          child_id: overRoot.body.childId,
+          mode: "continuable",
+          state: expect.any(String),
+          provider: "spawn",
+        },
+      ]),
+    );
+    expect(await childRows(parent.id)).toHaveLength(2);
+    expect((await childRows(other.id)).map((r) => r.child_id)).toEqual([theirs.body.childId]);
   });
 
   it("the child log holds exactly one continuable descriptor before its first turn: label, agentModel (the request's, else the parent's), persona and toolFilter only when requested, nothing else", async () => {
@@ -250,12 +280,12 @@ describe("starting a continuable child (semantics.md §6.2)", () => {
     const owner = await createSession();
     const parent = await createSession();
     const childId = crypto.randomUUID();
-    await startChild(owner.id, { prompt: script({ think: 1000 }, { say: "owner's" }), childId });
+    // a session of another parent already on the id this parent's start would place its child on
+    const taken = reservedId(parent.id, childId);
+    await occupy(taken, owner.id, script({ think: 1000 }, { say: "owner's" }));
 
     const refused = await startContinuable(parent.id, { prompt: "intruder", childId });
     expectError(refused, 409, "DUPLICATE_CHILD");
-    const self = await startContinuable(parent.id, { prompt: "myself", childId: parent.id });
-    expectError(self, 409, "DUPLICATE_CHILD");
 
     expect(await childRows(parent.id)).toEqual([]);
     expect(await sqlRows(parent.id, "SELECT run_id FROM epochs")).toEqual([]);
@@ -264,10 +294,10 @@ describe("starting a continuable child (semantics.md §6.2)", () => {
     expect(await allEvents(parent.id)).toEqual([]);
     expect(await view(parent.id)).toMatchObject({ parentSession: null, origin: null, status: "idle" });
 
-    const childLog = await waitForEvents(childId, (l) => count(l, "turn/end") === 1);
+    const childLog = await waitForEvents(taken, (l) => count(l, "turn/end") === 1);
     expect(count(childLog, "agent/inbox/inserted")).toBe(1);
     expect(userTexts(childLog)).toEqual([script({ think: 1000 }, { say: "owner's" })]);
-    expect(await view(childId)).toMatchObject({ parentSession: owner.id });
+    expect(await view(taken)).toMatchObject({ parentSession: owner.id });
   });
 });
 
@@ -282,8 +312,9 @@ describe("a retried continuable start with a caller-reserved child id (semantics
   it("after a 503 (every init attempt failed before it committed), the same request creates the child once", async () => {
     const parent = await createSession();
     const childId = crypto.randomUUID();
+    const placed = reservedId(parent.id, childId);
     // the start's own retries (three attempts) all fail
-    const plan = faults(childId, (point, n) => (point === "in-init" && n <= 3 ? "throw" : undefined));
+    const plan = faults(placed, (point, n) => (point === "in-init" && n <= 3 ? "throw" : undefined));
     const body = { prompt: "retried start", childId, label: "retry" };
 
     const first = await startContinuable(parent.id, body);
@@ -298,11 +329,11 @@ describe("a retried continuable start with a caller-reserved child id (semantics
 
     const retried = await startContinuable(parent.id, { label: "retry", childId, prompt: "retried start" });
     expect(retried.status).toBe(202);
-    expect(retried.body.childId).toBe(childId);
+    expect(retried.body.childId).toBe(placed);
     expect(plan.count("in-init")).toBe(4);
     const log = await waitForEvents(parent.id, (es) => count(es, "subagent/end") === 1);
     expect(count(log, "subagent/start")).toBe(1);
-    const childLog = await waitForEvents(childId, (es) => count(es, "turn/end") === 1);
+    const childLog = await waitForEvents(placed, (es) => count(es, "turn/end") === 1);
     expect(count(childLog, "turn/start")).toBe(1);
   });
 
@@ -317,6 +348,7 @@ describe("a retried continuable start with a caller-reserved child id (semantics
     const again = await startContinuable(parent.id, body);
     expect(again.status).toBe(202);
     expect(again.body).toEqual(first.body);
+    expect(first.body.childId).toBe(reservedId(parent.id, childId));
     const differs = await startContinuable(parent.id, { ...body, label: "other" });
     expect(differs.status).toBe(409);
     expect(differs.body.error.code).toBe("DUPLICATE_CHILD");
@@ -326,7 +358,7 @@ describe("a retried continuable start with a caller-reserved child id (semantics
     const [row] = await sqlRows<{ state: string }>(
       parent.id,
       "SELECT state FROM children WHERE child_id = ?",
-      childId,
+      first.body.childId,
     );
     expect(row?.state).toBe("released"); // the retry did not take ownership again
   });

@@ -10,6 +10,7 @@ import {
   waitForRun,
 } from "../../../support/api";
 import { hold } from "../../../support/faults";
+import { reservedId } from "../../../support/ids";
 import {
   allEvents,
   assistantTexts,
@@ -32,9 +33,14 @@ describe("dispose and cancel (semantics.md §5.4)", () => {
   it("a dispose issued right after start cancels the child before it calls its model: the result is aborted with no output and the child never answers", async () => {
     // (a) the child's driver is held before its first turn: the dispose lands first
     const parent = await createSession();
-    const childId = crypto.randomUUID();
+    const reserved = crypto.randomUUID();
+    const childId = reservedId(parent.id, reserved);
     const gate = hold(childId, "before-drive");
-    const run = await startOneShot(parent.id, { provider: "spawn", prompt: "never answered", childId });
+    const run = await startOneShot(parent.id, {
+      provider: "spawn",
+      prompt: "never answered",
+      childId: reserved,
+    });
     await gate.reached;
     const disposed = await api("DELETE", `/v1/sessions/${parent.id}/runs/${run.runId}`);
     expect(disposed.status).toBe(202);
@@ -81,9 +87,14 @@ describe("dispose and cancel (semantics.md §5.4)", () => {
   // A regression test: a dispose accepted while the start was still pending used to be lost.
   it("a dispose that interleaves with a still-pending start (accepted with 202 before the start answered) still wins: the run ends aborted and the child never answers", async () => {
     const parent = await createSession();
-    const childId = crypto.randomUUID();
+    const chosen = crypto.randomUUID();
+    const childId = reservedId(parent.id, chosen);
     const gate = hold(childId, "in-init");
-    const answer = startRun(parent.id, { provider: "spawn", prompt: "should never be answered", childId });
+    const answer = startRun(parent.id, {
+      provider: "spawn",
+      prompt: "should never be answered",
+      childId: chosen,
+    });
     await gate.reached;
     const [reserved] = await sqlRows<{ run_id: string; state: string }>(
       parent.id,

@@ -34,6 +34,7 @@ import {
   sqlRows,
   stub,
 } from "../../../support/objects";
+import { reservedId } from "../../../support/ids";
 
 /**
  * Eviction of the parent or the child at every step of the one-shot protocol, and the recoveries
@@ -81,7 +82,8 @@ async function reserveLikeStart(label: string, options: Pick<StartOptions, "chil
   const templateSpec = await specOf(template.parentId, template.childId);
   const parent = await createSession();
   const parentId = parent.id;
-  const childId = crypto.randomUUID();
+  const reserved = crypto.randomUUID();
+  const childId = reservedId(parentId, reserved);
   const runId = crypto.randomUUID();
   const [header] = await sqlRows<{ body: string }>(parentId, "SELECT body FROM header");
   const prompt = `fault test: ${label}`;
@@ -121,6 +123,7 @@ async function reserveLikeStart(label: string, options: Pick<StartOptions, "chil
   return {
     parentId,
     childId,
+    reserved,
     status: 0,
     body: undefined,
     prompt,
@@ -175,7 +178,7 @@ describe("eviction at every step of the one-shot protocol (semantics.md ยง5.2, ย
 
         await evict(side === "parent" ? s.parentId : s.childId);
         const retried = await api("POST", `/v1/sessions/${s.parentId}/subagents`, {
-          body: { provider: "spawn", prompt: s.prompt, mode: "one-shot", childId: s.childId },
+          body: { provider: "spawn", prompt: s.prompt, mode: "one-shot", childId: s.reserved },
         });
         expect(retried.status).toBe(201);
         expect(retried.body).toEqual({ runId: await s.runId(), id: s.childId, local: true });
@@ -292,13 +295,13 @@ describe("eviction at every step of the one-shot protocol (semantics.md ยง5.2, ย
       expect(s.status).toBe(503);
       await quiesce([s.parentId, s.childId]);
       const other = await api("POST", `/v1/sessions/${s.parentId}/subagents`, {
-        body: { provider: "spawn", prompt: "another prompt", mode: "one-shot", childId: s.childId },
+        body: { provider: "spawn", prompt: "another prompt", mode: "one-shot", childId: s.reserved },
       });
       expect(other.status).toBe(409);
       expect(other.body.error.code).toBe("DUPLICATE_CHILD");
 
       const retried = await api("POST", `/v1/sessions/${s.parentId}/subagents`, {
-        body: { provider: "spawn", prompt: s.prompt, mode: "one-shot", childId: s.childId },
+        body: { provider: "spawn", prompt: s.prompt, mode: "one-shot", childId: s.reserved },
       });
       expect(retried.status).toBe(201);
       expect(retried.body.id).toBe(s.childId);
@@ -307,7 +310,7 @@ describe("eviction at every step of the one-shot protocol (semantics.md ยง5.2, ย
 
       // a retry of a start that succeeded answers the same run again, with its result
       const again = await api("POST", `/v1/sessions/${s.parentId}/subagents`, {
-        body: { mode: "one-shot", childId: s.childId, prompt: s.prompt, provider: "spawn" },
+        body: { mode: "one-shot", childId: s.reserved, prompt: s.prompt, provider: "spawn" },
       });
       expect(again.status).toBe(201);
       expect(again.body).toEqual(retried.body);

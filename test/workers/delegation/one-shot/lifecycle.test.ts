@@ -13,6 +13,7 @@ import {
   waitForRun,
 } from "../../../support/api";
 import { hold } from "../../../support/faults";
+import { reservedId } from "../../../support/ids";
 import { allEvents, lifecycleEvents, sleep, waitForEvents } from "../../../support/logs";
 import { sqlRows } from "../../../support/objects";
 import { script } from "../../../support/scripts";
@@ -197,11 +198,12 @@ describe("a one-shot run from start to result (semantics.md §5.2, §5.3)", () =
 
   it("subagent/start is recorded only once the child exists and before the start answers; subagent/end follows the result; both carry one runId on the parent's log only", async () => {
     const parent = await createSession();
-    const childId = crypto.randomUUID();
+    const reserved = crypto.randomUUID();
+    const childId = reservedId(parent.id, reserved);
     const gate = hold(childId, "in-init");
     const answer = startRun(parent.id, {
       provider: "spawn",
-      childId,
+      childId: reserved,
       prompt: script({ think: 300 }, { say: "finished" }),
     });
     await gate.reached;
@@ -267,22 +269,24 @@ describe("a one-shot run from start to result (semantics.md §5.2, §5.3)", () =
     expect(new Set(ends)).toEqual(new Set(starts));
 
     const other = await createSession();
-    const childId = crypto.randomUUID();
+    const reserved = crypto.randomUUID();
+    const childId = reservedId(other.id, reserved);
     const raced = await Promise.all([
-      startRun(other.id, { provider: "spawn", prompt: "one", childId }),
-      startRun(other.id, { provider: "spawn", prompt: "two", childId }),
+      startRun(other.id, { provider: "spawn", prompt: "one", childId: reserved }),
+      startRun(other.id, { provider: "spawn", prompt: "two", childId: reserved }),
     ]);
     expect(raced.map((r) => r.status).sort()).toEqual([201, 409]);
     const loser = raced.find((r) => r.status === 409)!;
     expect(loser.body.error.code).toBe("DUPLICATE_CHILD");
     const winner = raced.find((r) => r.status === 201)!;
+    expect(winner.body.id).toBe(childId);
     expect(await sqlRows(other.id, "SELECT run_id, child_id FROM runs")).toEqual([
       { run_id: winner.body.runId, child_id: childId },
     ]);
     expect((await waitForRun(other.id, winner.body.runId)).result.stopReason).toBe("completed");
     // a later start reusing the id is refused too, and the child keeps its one run
     expectError(
-      await startRun(other.id, { provider: "spawn", prompt: "three", childId }),
+      await startRun(other.id, { provider: "spawn", prompt: "three", childId: reserved }),
       409,
       "DUPLICATE_CHILD",
     );

@@ -9,6 +9,7 @@ import {
   waitForRun,
 } from "../../../support/api";
 import { fakeRequestsMentioning, toolNames } from "../../../support/fake-openai";
+import { reservedId } from "../../../support/ids";
 import { allEvents, ofType, waitForTurnEnds } from "../../../support/logs";
 import { sqlRows } from "../../../support/objects";
 import { script } from "../../../support/scripts";
@@ -80,7 +81,7 @@ describe("a child's persona and tool filter (semantics.md §1.1, §2.3)", () => 
     });
     expectError(refused, 400, "INVALID_REQUEST");
     expect(refused.body.error.message).toContain("no_such_tool");
-    await expectNoSession(orphan);
+    await expectNoSession(reservedId(scripted.id, orphan));
     expect((await sqlRows(scripted.id, "SELECT child_id FROM children")).map((r) => r.child_id)).toEqual([
       denied.id,
     ]);

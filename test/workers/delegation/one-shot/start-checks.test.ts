@@ -17,6 +17,7 @@ import {
   waitForRun,
 } from "../../../support/api";
 import { faults } from "../../../support/faults";
+import { occupy, reservedId } from "../../../support/ids";
 import {
   allEvents,
   assistantTexts,
@@ -26,7 +27,7 @@ import {
   waitForChild,
   waitForEvents,
 } from "../../../support/logs";
-import { sqlRows, stub } from "../../../support/objects";
+import { quiesce, sqlRows, stub } from "../../../support/objects";
 import { script } from "../../../support/scripts";
 
 /**
@@ -105,7 +106,7 @@ describe("one-shot start checks, in order (semantics.md §5.1)", () => {
       expect((await waitForRun(racer.id, startAnswer.body.runId)).result.stopReason).toBe("completed");
     } else {
       expectError(startAnswer, 404, "NO_PROVIDER");
-      await expectNoSession(childId);
+      await expectNoSession(reservedId(racer.id, childId));
       await expectNoDelegation(racer.id);
     }
   });
@@ -136,7 +137,7 @@ describe("one-shot start checks, in order (semantics.md §5.1)", () => {
       const res = await startRun(parent.id, { provider: remote, prompt: "x", childId, ...options });
       expectError(res, 422, "UNSUPPORTED_CAPABILITY");
       expect(res.body.error.message).toContain(option);
-      await expectNoSession(childId);
+      await expectNoSession(reservedId(parent.id, childId));
     }
     await expectNoDelegation(parent.id);
     // with no options a remote start is published (the transport is tested in remote-*.test.ts)
@@ -169,7 +170,7 @@ describe("one-shot start checks, in order (semantics.md §5.1)", () => {
       );
       expectError(res, 400, "INVALID_MAX_DEPTH");
       expect(res.body.error.message).toBe("subagent maxDepth must be a non-negative safe integer");
-      await expectNoSession(childId);
+      await expectNoSession(reservedId(parent.id, childId));
     }
     // values JSON cannot carry reach the RPC entrypoint intact: NaN, ±Infinity, -0, 2^53, a BigInt
     for (const maxDepth of [
@@ -186,7 +187,7 @@ describe("one-shot start checks, in order (semantics.md §5.1)", () => {
         rpc.start(parent.id, { provider: "spawn", prompt: "x", childId, maxDepth }),
       );
       expect(message).toBe("INVALID_MAX_DEPTH: subagent maxDepth must be a non-negative safe integer");
-      await expectNoSession(childId);
+      await expectNoSession(reservedId(parent.id, childId));
     }
     await expectNoDelegation(parent.id);
 
@@ -228,7 +229,7 @@ describe("one-shot start checks, in order (semantics.md §5.1)", () => {
       );
       expectError(res, 400, "INVALID_SCHEMA");
       expect(res.body.error.message).toMatch(/^unsupported JSON schema/);
-      await expectNoSession(childId);
+      await expectNoSession(reservedId(parent.id, childId));
     }
     // non-JSON annotation values that only the RPC entrypoint can carry
     const nonJson: Record<string, unknown>[] = [
@@ -243,7 +244,7 @@ describe("one-shot start checks, in order (semantics.md §5.1)", () => {
         rpc.start(parent.id, { provider: "spawn", prompt: "x", childId, outputSchema }),
       );
       expect(message).toMatch(/^INVALID_SCHEMA: unsupported JSON schema/);
-      await expectNoSession(childId);
+      await expectNoSession(reservedId(parent.id, childId));
     }
     // maxDepth's form is checked before the schema
     expectError(
@@ -275,21 +276,24 @@ describe("one-shot start checks, in order (semantics.md §5.1)", () => {
 describe("a refused start leaves nothing behind (semantics.md §5.1, §10.4)", () => {
   it("a start the child refuses produces no subagent/start and no subagent/end and leaves no run behind", async () => {
     const parent = await createSession();
-    const stranger = await createSession(); // an existing session: its object refuses a second init
-    const strangerBefore = await allEvents(stranger.id);
-    const strangerView = (await api("GET", `/v1/sessions/${stranger.id}`)).body;
+    const owner = await createSession();
+    const childId = crypto.randomUUID();
+    // a session of another parent already on the id this start places its child on: its object
+    // refuses a second init
+    const stranger = reservedId(parent.id, childId);
+    await occupy(stranger, owner.id);
+    await waitForEvents(stranger, (es) => es.some((e) => e.type === "turn/end"));
+    await quiesce([stranger]);
+    const strangerBefore = await allEvents(stranger);
+    const strangerView = (await api("GET", `/v1/sessions/${stranger}`)).body;
 
-    const refused = await startRun(parent.id, {
-      provider: "spawn",
-      prompt: "take over",
-      childId: stranger.id,
-    });
+    const refused = await startRun(parent.id, { provider: "spawn", prompt: "take over", childId });
     expectError(refused, 409, "DUPLICATE_CHILD");
     await sleep(100);
     await expectNoDelegation(parent.id);
     // the refusing session is unchanged
-    expect(await allEvents(stranger.id)).toEqual(strangerBefore);
-    expect((await api("GET", `/v1/sessions/${stranger.id}`)).body).toEqual(strangerView);
+    expect(await allEvents(stranger)).toEqual(strangerBefore);
+    expect((await api("GET", `/v1/sessions/${stranger}`)).body).toEqual(strangerView);
 
     // refusals for depth and capability leave nothing either
     const remote = uniqueName("refuse");
@@ -322,7 +326,7 @@ describe("a refused start leaves nothing behind (semantics.md §5.1, §10.4)", (
     const parent = await createSession();
     const childId = crypto.randomUUID();
     let crashing = true;
-    const plan = faults(childId, (point) => {
+    const plan = faults(reservedId(parent.id, childId), (point) => {
       if (point === "in-init" && crashing) throw new Error("child object crashed during init");
     });
     try {
@@ -337,7 +341,7 @@ describe("a refused start leaves nothing behind (semantics.md §5.1, §10.4)", (
         await waitForEvents(parent.id, (es) => es.some((e) => e.type === "turn/end"));
         await sleep(500);
         expect(lifecycleEvents(await allEvents(parent.id))).toEqual([]);
-        await expectNoSession(childId);
+        await expectNoSession(reservedId(parent.id, childId));
         // only the attempt held for a retry of the same request (it is never published by itself)
         expect(await sqlRows(parent.id, "SELECT state, held_until IS NOT NULL AS held FROM runs")).toEqual([
           { state: "starting", held: 1 },
@@ -360,7 +364,7 @@ describe("delegation depth (semantics.md §8)", () => {
     const refused = await startRun(parent.id, { provider: "spawn", prompt: "x", maxDepth: 0, childId });
     expectError(refused, 422, "DEPTH_EXCEEDED");
     expect(refused.body.error.message).toBe("subagent depth 1 exceeds maxDepth 0");
-    await expectNoSession(childId);
+    await expectNoSession(reservedId(parent.id, childId));
     expect(await sqlRows(parent.id, "SELECT run_id FROM runs")).toEqual([]);
     expect(await sqlRows(parent.id, "SELECT child_id FROM children")).toEqual([]);
     expect(ofType(await allEvents(parent.id), "subagent/start")).toEqual([]);
@@ -387,7 +391,7 @@ describe("delegation depth (semantics.md §8)", () => {
     const capped = await startRun(at, { provider: "spawn", prompt: "x", maxDepth: 100, childId: beyondCap });
     expectError(capped, 422, "DEPTH_EXCEEDED");
     expect(capped.body.error.message).toBe("subagent depth 6 exceeds maxDepth 5");
-    await expectNoSession(beyondCap);
+    await expectNoSession(reservedId(at, beyondCap));
   });
 
   it("depth comes from the durable header: a depth-2 child evicted mid-turn delegates at depth 3 from a fresh instance, and the tool's default cap of 3 then refuses depth 4", async () => {

@@ -3,6 +3,7 @@ import { env } from "cloudflare:workers";
 import { beforeAll, describe, expect, it } from "vitest";
 import { sha256Hex } from "../../../../src/core/hash";
 import { placedIdFromDigest } from "../../../../src/core/placement";
+import { reservedId } from "../../../support/ids";
 import {
   ADMIN,
   api,
@@ -92,8 +93,10 @@ interface World {
 interface Target {
   w: World;
   s: Session;
-  /** The child id a start reserves (a refused start must leave its object empty). */
+  /** The child id a start reserves. */
   spare: string;
+  /** The id of the child a start reserving `spare` under `s` gets (a refused start leaves its object empty). */
+  child: string;
 }
 
 type Send = (t: Target) => Promise<ApiResult>;
@@ -267,6 +270,15 @@ const invalid = (path: string, code = "too_big"): Refusal => ({
   issue: [path, code],
 });
 
+/** A `contextWindow` the schema takes but the deployment's MAX_CONTEXT_WINDOW refuses, naming both. */
+const contextWindowPast: Refusal = {
+  status: 400,
+  code: "INVALID_REQUEST",
+  issue: null,
+  message:
+    /^contextWindow: 1000001 is above this deployment's limit of 1000000 tokens \(MAX_CONTEXT_WINDOW\)$/,
+};
+
 function expectRefusal(res: ApiResult, expected: Refusal): void {
   expect(
     { status: res.status, code: field(res.body, "error", "code") },
@@ -298,7 +310,7 @@ async function stateOf(objects: readonly DurableObjectStub[]): Promise<string> {
 
 async function objectsOf(bound: Bound, t: Target): Promise<DurableObjectStub[]> {
   const extra = (await bound.involved?.(t)) ?? [];
-  return [...[t.s.id, t.spare, ...extra].map(stub), registryStub()];
+  return [...[t.s.id, t.child, ...extra].map(stub), registryStub()];
 }
 
 const statusOf = (accepted: number | Refusal): string =>
@@ -390,6 +402,17 @@ const BOUNDS: Bound[] = [
     honoured: async (res) => expect((await headerOf(res.body.id)).options.maxOutputTokens).toBe(1),
     past: create({ maxOutputTokens: 0 }),
     refused: invalid("maxOutputTokens", "too_small"),
+  },
+  {
+    // the schema takes up to 100,000,000; the deployment's MAX_CONTEXT_WINDOW (1,000,000) refuses more
+    route: CREATE,
+    limit: "contextWindow <= MAX_CONTEXT_WINDOW (1,000,000)",
+    at: create({ contextWindow: 1_000_000 }),
+    accepted: 201,
+    honoured: async (res) => expect((await headerOf(res.body.id)).options.contextWindow).toBe(1_000_000),
+    past: createWith((t) => ({ contextWindow: 1_000_001, idempotencyKey: keyOf(t, 40) })),
+    refused: contextWindowPast,
+    involved: async (t) => [await keyedId(keyOf(t, 40))],
   },
   {
     route: CREATE,
@@ -650,8 +673,8 @@ const BOUNDS: Bound[] = [
     at: oneShot({ label: chars(200) }),
     accepted: 201,
     honoured: async (res, t) => {
-      expect(res.body.id).toBe(t.spare);
-      expect((await specOf(t.s.id, t.spare)).label).toBe(chars(200));
+      expect(res.body.id).toBe(t.child);
+      expect((await specOf(t.s.id, t.child)).label).toBe(chars(200));
     },
     past: oneShot({ label: chars(201) }),
     refused: invalid("label"),
@@ -661,7 +684,7 @@ const BOUNDS: Bound[] = [
     limit: "prompt <= 1000 blocks",
     at: oneShot({ prompt: blocks(1000) }),
     accepted: 201,
-    honoured: async (_res, t) => expect((await specOf(t.s.id, t.spare)).prompt).toEqual(blocks(1000)),
+    honoured: async (_res, t) => expect((await specOf(t.s.id, t.child)).prompt).toEqual(blocks(1000)),
     past: oneShot({ prompt: blocks(1001) }),
     refused: invalid("prompt", "invalid_union"),
   },
@@ -670,7 +693,7 @@ const BOUNDS: Bound[] = [
     limit: "persona <= 32,768 characters",
     at: oneShot({ persona: chars(32_768) }),
     accepted: 201,
-    honoured: async (_res, t) => expect((await specOf(t.s.id, t.spare)).options.persona).toBe(chars(32_768)),
+    honoured: async (_res, t) => expect((await specOf(t.s.id, t.child)).options.persona).toBe(chars(32_768)),
     past: oneShot({ persona: chars(32_769) }),
     refused: invalid("persona"),
   },
@@ -680,16 +703,35 @@ const BOUNDS: Bound[] = [
     at: oneShot({ maxOutputTokens: 1_000_000 }),
     accepted: 201,
     honoured: async (_res, t) =>
-      expect((await specOf(t.s.id, t.spare)).options.maxOutputTokens).toBe(1_000_000),
+      expect((await specOf(t.s.id, t.child)).options.maxOutputTokens).toBe(1_000_000),
     past: oneShot({ maxOutputTokens: 1_000_001 }),
     refused: invalid("maxOutputTokens"),
+  },
+  {
+    route: START,
+    limit: "contextWindow <= MAX_CONTEXT_WINDOW (1,000,000)",
+    at: oneShot({ contextWindow: 1_000_000 }),
+    accepted: 201,
+    honoured: async (_res, t) =>
+      expect((await specOf(t.s.id, t.child)).options.contextWindow).toBe(1_000_000),
+    past: oneShot({ contextWindow: 1_000_001 }),
+    refused: contextWindowPast,
+  },
+  {
+    route: START,
+    limit: "a continuable contextWindow <= MAX_CONTEXT_WINDOW (1,000,000)",
+    at: continuable({ contextWindow: 1_000_000 }),
+    accepted: 202,
+    honoured: async (res) => expect((await headerOf(res.body.childId)).options.contextWindow).toBe(1_000_000),
+    past: continuable({ contextWindow: 1_000_001 }),
+    refused: contextWindowPast,
   },
   {
     route: START,
     limit: "temperature <= 2",
     at: oneShot({ temperature: 2 }),
     accepted: 201,
-    honoured: async (_res, t) => expect((await specOf(t.s.id, t.spare)).options.temperature).toBe(2),
+    honoured: async (_res, t) => expect((await specOf(t.s.id, t.child)).options.temperature).toBe(2),
     past: oneShot({ temperature: JUST_OVER_TWO }),
     refused: invalid("temperature"),
   },
@@ -699,7 +741,7 @@ const BOUNDS: Bound[] = [
     at: oneShot({ toolFilter: { allow: mcpToolNames(256) } }),
     accepted: 201,
     honoured: async (_res, t) =>
-      expect((await specOf(t.s.id, t.spare)).options.toolFilter).toEqual({ allow: mcpToolNames(256) }),
+      expect((await specOf(t.s.id, t.child)).options.toolFilter).toEqual({ allow: mcpToolNames(256) }),
     past: oneShot({ toolFilter: { allow: mcpToolNames(257) } }),
     refused: invalid("toolFilter.allow"),
   },
@@ -709,7 +751,7 @@ const BOUNDS: Bound[] = [
     at: oneShot({ mcpServers: servers(8, (env as unknown as { TEST_MCP_URL: string }).TEST_MCP_URL) }),
     accepted: 201,
     honoured: async (_res, t) =>
-      expect((await specOf(t.s.id, t.spare)).options.mcpServers?.map((m) => m.name)).toEqual(
+      expect((await specOf(t.s.id, t.child)).options.mcpServers?.map((m) => m.name)).toEqual(
         servers(8).map((m) => m.name),
       ),
     past: oneShot({ mcpServers: servers(9) }),
@@ -720,7 +762,7 @@ const BOUNDS: Bound[] = [
     limit: "label >= 1 character",
     at: oneShot({ label: "x" }),
     accepted: 201,
-    honoured: async (_res, t) => expect((await specOf(t.s.id, t.spare)).label).toBe("x"),
+    honoured: async (_res, t) => expect((await specOf(t.s.id, t.child)).label).toBe("x"),
     past: oneShot({ label: "" }),
     refused: invalid("label", "too_small"),
   },
@@ -749,8 +791,8 @@ const BOUNDS: Bound[] = [
     at: continuable({ label: chars(200) }),
     accepted: 202,
     honoured: async (res, t) => {
-      expect(res.body.childId).toBe(t.spare);
-      const rows = await sqlRows(t.s.id, "SELECT label FROM children WHERE child_id = ?", t.spare);
+      expect(res.body.childId).toBe(t.child);
+      const rows = await sqlRows(t.s.id, "SELECT label FROM children WHERE child_id = ?", t.child);
       expect(rows).toEqual([{ label: chars(200) }]);
     },
     past: continuable({ label: chars(201) }),
@@ -761,7 +803,7 @@ const BOUNDS: Bound[] = [
     limit: "a continuable label >= 1 character",
     at: continuable({ label: "x" }),
     accepted: 202,
-    honoured: async (res, t) => expect(res.body.childId).toBe(t.spare),
+    honoured: async (res, t) => expect(res.body.childId).toBe(t.child),
     past: continuable({ label: "" }),
     refused: invalid("label", "too_small"),
   },
@@ -1082,7 +1124,9 @@ const BOUNDS: Bound[] = [
 let world: World;
 
 async function target(): Promise<Target> {
-  return { w: world, s: await createSession({ label: "bounds-probe" }), spare: crypto.randomUUID() };
+  const s = await createSession({ label: "bounds-probe" });
+  const spare = crypto.randomUUID();
+  return { w: world, s, spare, child: reservedId(s.id, spare) };
 }
 
 beforeAll(async () => {
@@ -1358,15 +1402,20 @@ describe("the children a session may start over its lifetime (MAX_CHILDREN_PER_S
     const thousandth = crypto.randomUUID();
     const accepted = await start(thousandth);
     expect(accepted.status, JSON.stringify(accepted.body)).toBe(201);
-    expect(accepted.body.id).toBe(thousandth);
+    expect(accepted.body.id).toBe(reservedId(parent.id, thousandth));
     await waitForRun(parent.id, accepted.body.runId);
     await waitForEvents(parent.id, (log) => log.some((e) => e.type === "subagent/end"));
-    await quiesce([parent.id, thousandth]);
+    await quiesce([parent.id, accepted.body.id]);
     const [{ n }] = (await sqlRows(parent.id, "SELECT count(*) AS n FROM children")) as [{ n: number }];
     expect(n).toBe(1000);
 
     const over = crypto.randomUUID();
-    const objects = [stub(parent.id), stub(thousandth), stub(over), registryStub()];
+    const objects = [
+      stub(parent.id),
+      stub(accepted.body.id),
+      stub(reservedId(parent.id, over)),
+      registryStub(),
+    ];
     const before = await stateOf(objects);
     expectRefusal(await start(over), {
       status: 422,

@@ -165,16 +165,17 @@ describe("bad inputs to the delegation, registry and directory routes and the RP
     await sendMessage(b.id, "history");
     await waitForTurnEnds(a.id, 1);
     await waitForTurnEnds(b.id, 1);
-    const child = crypto.randomUUID();
+    const reserved = crypto.randomUUID();
     const started = await api("POST", P.subagents(a.id), {
-      body: { ...ONE_SHOT, prompt: "ping", label: "probe-child", childId: child },
+      body: { ...ONE_SHOT, prompt: "ping", label: "probe-child", childId: reserved },
     });
     if (started.status !== 201) throw new Error(`could not start the child: ${JSON.stringify(started.body)}`);
     const runId = field<string>(started.body, "runId");
+    const child = field<string>(started.body, "id");
     const run = await api("GET", P.run(a.id, runId, "?wait=10000"));
     if (field(run.body, "state") !== "settled") throw new Error("the child never settled");
     await waitForEvents(a.id, (es) => es.some((e) => e.type === "subagent/end"));
-    world = { a, b, child, runId };
+    world = { a, b, child, reserved, runId };
     await settle(world);
   }, 60_000);
 

@@ -64,6 +64,7 @@ function streamOf(bytes: number): ReadableStream<Uint8Array> {
 
 const OVERSIZED = JSON.stringify({ content: "x".repeat(256 * 1024 + 1) });
 const MISSING_SESSION = "00000000-0000-4000-8000-000000000000";
+const approvalPath = (s: Session): string => `/v1/sessions/${s.id}/approvals/${MISSING_SESSION}`;
 
 const BAD_INPUTS: BadInput[] = [
   // ---- bodies of POST /messages ----
@@ -301,6 +302,27 @@ const BAD_INPUTS: BadInput[] = [
     run: (a) => api("DELETE", `/v1/sessions/${a.id}/schedules/sch_not-one`),
   },
   {
+    name: "a well-formed schedule id that names no schedule or held message",
+    status: 404,
+    code: "NOT_FOUND",
+    run: (a) => api("DELETE", `/v1/sessions/${a.id}/schedules/sch_00000000-0000-4000-8000-000000000000`),
+  },
+  {
+    name: "a held message named by its message id instead of its schedule id",
+    status: 404,
+    code: "NOT_FOUND",
+    run: (a) => api("DELETE", `/v1/sessions/${a.id}/schedules/msg_00000000-0000-4000-8000-000000000000`),
+  },
+  {
+    name: "another session's schedule deleted with a session's token",
+    status: 404,
+    code: "NOT_FOUND",
+    run: (a, b) =>
+      api("DELETE", `/v1/sessions/${b.id}/schedules/sch_00000000-0000-4000-8000-000000000000`, {
+        token: a.token,
+      }),
+  },
+  {
     name: "a schedule of another session's path",
     status: 404,
     code: "NOT_FOUND",
@@ -321,6 +343,62 @@ const BAD_INPUTS: BadInput[] = [
     status: 404,
     code: "NOT_FOUND",
     run: (a, b) => api("DELETE", `/v1/sessions/${b.id}`, { token: a.token }),
+  },
+  // ---- decisions of approvals (README "Approvals") ----
+  {
+    name: "an approval's scope as a number",
+    status: 400,
+    code: "INVALID_REQUEST",
+    run: post(approvalPath, { body: { decision: "approve", scope: 1 } }),
+  },
+  {
+    name: "an approval's scope that is neither once nor always",
+    status: 400,
+    code: "INVALID_REQUEST",
+    run: post(approvalPath, { body: { decision: "approve", scope: "forever" } }),
+  },
+  {
+    name: "an approval's scope null",
+    status: 400,
+    code: "INVALID_REQUEST",
+    run: post(approvalPath, { body: { decision: "deny", scope: null } }),
+  },
+  {
+    name: "an approval's scope in upper case",
+    status: 400,
+    code: "INVALID_REQUEST",
+    run: post(approvalPath, { body: { decision: "approve", scope: "ALWAYS" } }),
+  },
+  {
+    name: "a scope always for an approval that does not exist",
+    status: 404,
+    code: "NOT_FOUND",
+    run: post(approvalPath, { body: { decision: "approve", scope: "always" } }),
+  },
+  // ---- trace paging ----
+  {
+    name: "trace cursor no page gave",
+    status: 400,
+    code: "INVALID_REQUEST",
+    run: (a) => api("GET", `/v1/sessions/${a.id}/trace?cursor=s5.2`),
+  },
+  {
+    name: "trace cursor empty",
+    status: 400,
+    code: "INVALID_REQUEST",
+    run: (a) => api("GET", `/v1/sessions/${a.id}/trace?cursor=`),
+  },
+  {
+    name: "trace cursor past 400 characters",
+    status: 400,
+    code: "INVALID_REQUEST",
+    run: (a) => api("GET", `/v1/sessions/${a.id}/trace?cursor=${"c0/".repeat(140)}s0.-1`),
+  },
+  {
+    name: "trace with an unknown parameter",
+    status: 400,
+    code: "INVALID_REQUEST",
+    run: (a) => api("GET", `/v1/sessions/${a.id}/trace?after=3`),
   },
   // ---- event paging ----
   {

@@ -1,6 +1,6 @@
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { describe, expect, it } from "vitest";
-import { ADMIN, api, createSession, workerFetch } from "../../support/api";
+import { ADMIN, api, createSession, workerFetch } from "../../../support/api";
 import {
   allEvents,
   eventually,
@@ -8,12 +8,13 @@ import {
   toolResults,
   waitForEvents,
   type WireEvent,
-} from "../../support/logs";
-import { script, toolCall } from "../../support/scripts";
+} from "../../../support/logs";
+import { script, toolCall } from "../../../support/scripts";
 
 /**
- * Approvals over a session's MCP server (README "Approvals", control.md §1): the official MCP
- * SDK's client lists and decides the pending approvals of the session and its descendants with
+ * Approvals over a session's MCP server (README "Approvals", control.md §1), in a deployment that
+ * says a person holds the client (MCP_FACE_DECISIONS=true): the official MCP SDK's client lists and
+ * decides the pending approvals the session's model and its descendants raised with
  * `pending_approvals` and `decide_approval`, and a foreground `subagent` call whose child waits on
  * an approval says so in its progress notifications.
  */
@@ -170,7 +171,7 @@ describe("approvals over MCP", () => {
     await client.close();
   });
 
-  it("a foreground subagent call whose child waits on an approval says so in its progress, and answers once it is decided", async () => {
+  it("a foreground subagent call whose child waits on an approval says so in its progress, refuses decide_approval for it, and answers once a person decides it", async () => {
     const { id, token } = await createSession({ model: "scripted", requireApproval: ["echo"] });
     const client = await connect(id, token);
     const progress: { progress: number; message?: string | undefined }[] = [];
@@ -191,17 +192,25 @@ describe("approvals over MCP", () => {
     expect(waiting!.message).toContain("echo");
     expect(waiting!.message).toContain(childId);
 
-    // another connection sees the child's approval in the session's list and decides it
+    // another connection sees the child's approval in the session's list, but may not decide it:
+    // the child was started through the face (no MCP client approves its own child's call)
     const other = await connect(id, token);
     const listed = await other.callTool({ name: "pending_approvals", arguments: {} });
     expect(listed.structuredContent).toMatchObject({
       approvals: [{ approvalId, sessionId: childId, tool: "echo", args: { text: "ping" } }],
     });
-    const decided = await other.callTool({
+    const refused = await other.callTool({
       name: "decide_approval",
       arguments: { approval_id: approvalId, decision: "approve" },
     });
-    expect(decided.structuredContent).toEqual({ approvalId, decision: "approve" });
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toMatch(/^UNAUTHORIZED: /);
+    // a person decides it over HTTP
+    const decided = await api("POST", `/v1/sessions/${id}/approvals/${approvalId}`, {
+      token,
+      body: { decision: "approve" },
+    });
+    expect(decided.status).toBe(200);
 
     const result = await call;
     expect(result.isError).toBeFalsy();
