@@ -20,11 +20,13 @@ import type {
   BudgetDraw,
   CreateSession,
   EventPage,
+  EventTextRead,
   OutboxEntry,
   PendingApproval,
   SendInput,
   SessionRpc,
 } from "../../src/contract/session-api";
+import { isEventTextRead, MAX_TEXT_READ_SEQS } from "../../src/contract/session-api";
 import { checkAccess, type Need } from "../../src/core/access";
 import { compact } from "../../src/core/compact";
 import { loadCron } from "../../src/core/cron";
@@ -173,14 +175,21 @@ export class SessionObject implements SessionRpc {
    */
   async events(
     caller: Caller,
-    query: { after: number; limit: number; maxBytes?: number },
+    query: { after: number; limit: number; maxBytes?: number; text?: EventTextRead },
     waitMs = 0,
   ): Promise<Outcome<EventPage>> {
     const session = this.#authorize(caller, "read");
     if (!session.ok) return session;
+    const text = query.text;
+    if (text !== undefined && !isEventTextRead(text))
+      return fail(
+        "INVALID_REQUEST",
+        `text: { leave: true } or { only: [seq, …] } (at most ${MAX_TEXT_READ_SEQS})`,
+      );
     const { stores, subscribers } = session.value.parts;
     await subscribers.waitAfter(query.after, Math.min(Math.max(0, waitMs), MAX_EVENTS_WAIT_MS));
     const maxBytes = Math.min(EVENTS_PAGE_BYTES, query.maxBytes ?? EVENTS_PAGE_BYTES);
+    if (text !== undefined) return ok(stores.log.textPageAfter(query.after, query.limit, maxBytes, text));
     return ok(stores.log.pageAfter(query.after, query.limit, maxBytes));
   }
 

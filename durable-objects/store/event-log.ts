@@ -2,6 +2,7 @@ import type { EventData, EventType, SessionEvent, ToolCall } from "../../src/con
 import { ContextView, VIEW_EVENTS } from "../../src/agent/context-view";
 import { fitEvent } from "../../src/core/event-budget";
 import { utf8Length } from "../../src/core/quotas";
+import type { EventTextRead } from "../../src/contract/session-api";
 
 /** How many of the newest events the log keeps in memory for the reads that follow them. */
 const TAIL_MAX = 512;
@@ -11,6 +12,15 @@ const TAIL_MAX_CHARS = 8 * 1024 * 1024;
 const SCAN_PAGE_BYTES = 256 * 1024;
 /** How many rows one read of `scan` looks at, at most. */
 const SCAN_PAGE_ROWS = 256;
+/** Whether a row's `content` is a message's text (what `EventTextRead` is about), as SQL. */
+const MESSAGE_TEXT =
+  "type IN ('user/message', 'assistant/message') AND json_type(data, '$.content') = 'array'";
+/**
+ * A content block's text length in SQL, at most its UTF-16 length and 0 only for no text: SQLite's
+ * characters (code points, counted up to a NUL) or a third of its UTF-8 bytes, whichever is more.
+ */
+const TEXT_CHARS =
+  "max(length(json_extract(b.value, '$.text')), (octet_length(json_extract(b.value, '$.text')) + 2) / 3)";
 
 export interface StoredEvent {
   seq: number;
@@ -189,6 +199,62 @@ export class EventLog {
     const last = events[events.length - 1];
     const more = last !== undefined && last.seq < this.nextSeq() - 1;
     return { events, next: more ? last.seq : null };
+  }
+
+  /**
+   * `pageAfter` for a reader that folds the log and shows little of its text (`EventTextRead`):
+   * `leave` leaves each message's `content` out inside SQLite, so its text is neither copied out
+   * nor parsed, and tells its length (at most its true length: TEXT_CHARS); `only` reads just the
+   * events of those seqs. Read from SQLite, never the tail (the tail holds rows whole).
+   */
+  textPageAfter(
+    after: number,
+    limit: number,
+    maxBytes: number,
+    text: EventTextRead,
+  ): { events: SessionEvent[]; next: number | null; textChars?: Record<number, number> } {
+    const leave = "leave" in text;
+    const data = leave
+      ? `CASE WHEN ${MESSAGE_TEXT} THEN json_remove(data, '$.content') ELSE data END`
+      : "data";
+    const chars = leave
+      ? `CASE WHEN ${MESSAGE_TEXT} THEN (SELECT coalesce(sum(${TEXT_CHARS}), 0) FROM json_each(data, '$.content') AS b) END`
+      : "NULL";
+    const only = leave ? "" : "AND seq IN (SELECT value FROM json_each(?))";
+    const seqs = leave ? [] : [JSON.stringify(text.only)];
+    const sizes = this.#sql
+      .exec<{ bytes: number }>(
+        `SELECT octet_length(${data}) AS bytes FROM events WHERE seq > ? ${only} ORDER BY seq LIMIT ?`,
+        after,
+        ...seqs,
+        limit,
+      )
+      .toArray();
+    const count = fitting(
+      sizes.map((r) => r.bytes),
+      maxBytes,
+    );
+    const rows =
+      count === 0
+        ? []
+        : this.#sql
+            .exec<{ seq: number; type: string; at: number; data: string; chars: number | null }>(
+              `SELECT seq, type, at, ${data} AS data, ${chars} AS chars FROM events WHERE seq > ? ${only} ORDER BY seq LIMIT ?`,
+              after,
+              ...seqs,
+              count,
+            )
+            .toArray();
+    const events = rows.map(
+      (r) => ({ seq: r.seq, type: r.type, at: r.at, data: JSON.parse(r.data) }) as SessionEvent,
+    );
+    const last = events[events.length - 1];
+    const end = leave ? this.nextSeq() - 1 : Math.max(-1, ...text.only);
+    const next = last !== undefined && last.seq < end ? last.seq : null;
+    if (!leave) return { events, next };
+    const textChars: Record<number, number> = {};
+    for (const r of rows) if (r.chars !== null) textChars[r.seq] = r.chars;
+    return { events, next, textChars };
   }
 
   /**

@@ -23,17 +23,21 @@ import {
 import type { A2ARequestHandler } from "@a2a-js/sdk/server";
 import { type ContentBlock, MAX_CONTENT_BLOCKS } from "../contract/content";
 import type { Outcome } from "../contract/errors";
-import type { EventPage } from "../contract/session-api";
+import type { SessionEvent } from "../contract/events";
+import { type EventPage, type EventTextRead, MAX_TEXT_READ_SEQS } from "../contract/session-api";
 import { sha256Hex } from "../core/hash";
 import {
   emptyFold,
   type FoldWindow,
+  fillText,
   foldTask,
   isTerminal,
   latestQueued,
   messageDone,
   needsInput,
   type TaskFold,
+  textLeftOut,
+  textsLeftOut,
 } from "./task-fold";
 import {
   artifactOf,
@@ -55,8 +59,11 @@ export interface TaskSessions {
   create(key: string): Promise<Outcome<{ id: string }>>;
   /** Sends a user message; the same `key` again is the same message (never a second one). */
   send(id: string, content: ContentBlock[], key: string): Promise<Outcome<{ messageId: string }>>;
-  /** A page of the session's log after `after`; an empty page waits up to `waitMs` for an event. */
-  events(id: string, after: number, waitMs: number): Promise<Outcome<EventPage>>;
+  /**
+   * A page of the session's log after `after`; an empty page waits up to `waitMs` for an event.
+   * `text`: what of the messages' text the page carries (absent: all of it).
+   */
+  events(id: string, after: number, waitMs: number, text?: EventTextRead): Promise<Outcome<EventPage>>;
   interrupt(id: string): Promise<Outcome<unknown>>;
   /** Decides an approval of the session's tree (README "Approvals"). */
   decide(
@@ -97,6 +104,17 @@ function windowFor(historyLength: number | undefined, maxBytes: number, artifact
     results: artifacts ? MAX_ARTIFACTS : 1,
     chars: maxBytes,
   };
+}
+
+/** The page's events, each whose text was left out holding `textLeftOut` in its place. */
+function withTextLeftOut(page: EventPage): SessionEvent[] {
+  const chars = page.textChars ?? {};
+  return page.events.map((event) => {
+    const left = chars[event.seq];
+    return left === undefined
+      ? event
+      : ({ ...event, data: { ...event.data, content: textLeftOut(event.seq, left) } } as SessionEvent);
+  });
 }
 
 /** One long-poll read waits at most this long (the object's own cap is 60 s). */
@@ -271,16 +289,32 @@ export class SessionTaskHandler implements A2ARequestHandler {
 
   /**
    * The task as it is now: the whole log folded (a page at a time, no waiting), keeping what
-   * `window` says (by default what a task's answer can show).
+   * `window` says (by default what a task's answer can show). The log's text stays where it is
+   * but for what the fold keeps: the first read leaves every message's text out (the fold keeps
+   * at least what it would keep of the texts), the second reads the kept ones, every one of them
+   * at or before where the first read ended (the log only grows), and the fold takes them in.
    */
   async #read(id: string, window = windowFor(undefined, MAX_TASK_BYTES)): Promise<TaskFold> {
     let fold = emptyFold(window);
     for (;;) {
-      const page = await this.#sessions.events(id, fold.cursor, 0);
+      const page = await this.#sessions.events(id, fold.cursor, 0, { leave: true });
       if (!page.ok) throw new TaskNotFoundError(`task ${id} not found`);
-      fold = foldTask(fold, page.value.events);
-      if (page.value.next === null) return fold;
+      fold = foldTask(fold, withTextLeftOut(page.value));
+      if (page.value.next === null) break;
     }
+    const wanted = textsLeftOut(fold);
+    const texts = new Map<number, ContentBlock[]>();
+    for (let at = 0; at < wanted.length; at += MAX_TEXT_READ_SEQS) {
+      const only = wanted.slice(at, at + MAX_TEXT_READ_SEQS);
+      for (let after: number | null = -1; after !== null; ) {
+        const page = await this.#sessions.events(id, after, 0, { only });
+        if (!page.ok) throw new TaskNotFoundError(`task ${id} not found`);
+        for (const event of page.value.events)
+          texts.set(event.seq, (event.data as { content: ContentBlock[] }).content);
+        after = page.value.next;
+      }
+    }
+    return wanted.length === 0 ? fold : fillText(fold, texts);
   }
 
   /** Folds new events as they come (long polls) until `until` holds or the deadline passes. */

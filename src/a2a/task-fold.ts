@@ -1,4 +1,4 @@
-import { type ContentBlock, isEmptyContent } from "../contract/content";
+import type { ContentBlock } from "../contract/content";
 import type { SessionEvent, TurnEndReason } from "../contract/events";
 import type { PendingApproval } from "../contract/session-api";
 
@@ -97,8 +97,59 @@ export function emptyFold(window: FoldWindow = WHOLE): TaskFold {
   };
 }
 
+/**
+ * Message contents a read left out of the log (their text was never copied out of it): an empty
+ * content stands for each, with its event's seq and its text's length in characters, at most its
+ * true length. A fold keeps them as it keeps any content (a superset of what it would keep of the
+ * true texts, as they count no more); `fillText` then puts in the texts it kept.
+ */
+const leftOut = new WeakMap<readonly ContentBlock[], { seq: number; chars: number }>();
+
+/** The content standing for the text of event `seq`, left out of a read: `chars` long at most. */
+export function textLeftOut(seq: number, chars: number): ContentBlock[] {
+  const content: ContentBlock[] = [];
+  leftOut.set(content, { seq, chars });
+  return content;
+}
+
 function charsOf(content: readonly ContentBlock[]): number {
-  return content.reduce((n, block) => n + block.text.length, 0);
+  return leftOut.get(content)?.chars ?? content.reduce((n, block) => n + block.text.length, 0);
+}
+
+/** The seqs of the left-out texts the fold keeps (in its history, results and running turn). */
+export function textsLeftOut(fold: TaskFold): number[] {
+  const contents = [...fold.history, ...fold.results, ...(fold.running ? [fold.running] : [])];
+  const seqs = new Set<number>();
+  for (const { content } of contents) {
+    const stub = leftOut.get(content);
+    if (stub) seqs.add(stub.seq);
+  }
+  return [...seqs].sort((a, b) => a - b);
+}
+
+/**
+ * The fold with its left-out texts put in (`texts`, by seq: every one `textsLeftOut` names), and
+ * then kept within its window by their true lengths: the fold of the whole log.
+ */
+export function fillText(fold: TaskFold, texts: ReadonlyMap<number, ContentBlock[]>): TaskFold {
+  const filled = (content: ContentBlock[]): ContentBlock[] => {
+    const stub = leftOut.get(content);
+    if (!stub) return content;
+    const text = texts.get(stub.seq);
+    if (text === undefined) throw new Error(`the text of event ${stub.seq} was not read`);
+    return text;
+  };
+  const next: TaskFold = {
+    ...fold,
+    history: fold.history.map((m) => ({ ...m, content: filled(m.content) })),
+    results: fold.results.map((r) => ({ ...r, content: filled(r.content) })),
+    dropped: { ...fold.dropped },
+  };
+  if (fold.running) next.running = { ...fold.running, content: filled(fold.running.content) };
+  keepHistory(next);
+  const { results, chars } = next.window;
+  next.dropped.results += keepNewest(next.results, Math.max(1, results), chars, (r) => r.content);
+  return next;
 }
 
 /** Lets go of the oldest entries past `max` entries or `chars` of text (the newest always stays). */
@@ -187,7 +238,7 @@ export function foldTask(fold: TaskFold, events: readonly SessionEvent[]): TaskF
       }
       case "assistant/message": {
         const data = event.data as SessionEvent<"assistant/message">["data"];
-        if (next.running && data.content.length > 0 && !isEmptyContent(data.content))
+        if (next.running && charsOf(data.content) > 0)
           next.running = { ...next.running, content: data.content };
         break;
       }
@@ -205,7 +256,7 @@ export function foldTask(fold: TaskFold, events: readonly SessionEvent[]): TaskF
         const data = event.data as SessionEvent<"turn/end">["data"];
         const content = next.running?.turn === data.turn ? next.running.content : [];
         delete next.running;
-        if (content.length > 0) {
+        if (charsOf(content) > 0) {
           next.history.push({ role: "agent", id: `turn-${data.turn}`, content });
           next.results.push({ turn: data.turn, content });
           keepHistory(next);

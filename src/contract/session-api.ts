@@ -30,11 +30,12 @@ export interface SessionApi {
   /**
    * A page after `query.after`; with `waitMs` (at most 60 s) an empty page waits for the next event.
    * `maxBytes` makes the page's byte bound smaller than `GET …/events`' 4 MiB (a reader that folds
-   * the log and keeps little of it: the A2A face).
+   * the log and keeps little of it: the A2A face), and `text` what of the messages' text it carries
+   * (`EventTextRead`; absent: all of it).
    */
   events(
     caller: Caller,
-    query: { after: number; limit: number; maxBytes?: number },
+    query: { after: number; limit: number; maxBytes?: number; text?: EventTextRead },
     waitMs?: number,
   ): Answer<Outcome<EventPage>>;
   interrupt(caller: Caller): Answer<Outcome<{ accepted: true }>>;
@@ -230,4 +231,33 @@ export interface SendInput {
 export interface EventPage {
   events: SessionEvent[];
   next: number | null;
+  /**
+   * With `text: { leave: true }`: the events whose `content` was left out, by seq, and the length
+   * of its text in characters: never more than its UTF-16 length, and 0 only when it has none.
+   */
+  textChars?: Record<number, number>;
+}
+
+/**
+ * What of the messages' text (`user/message` and `assistant/message` `content`) a page of the log
+ * carries, for a reader that folds the log and shows little of it: `leave` leaves every message's
+ * content out (the page's bytes are counted without it; `EventPage.textChars` tells its length);
+ * `only` reads just the events of those seqs (at most MAX_TEXT_READ_SEQS), in full.
+ */
+export type EventTextRead = { leave: true } | { only: number[] };
+
+/** The most seqs one `EventTextRead` `only` names. */
+export const MAX_TEXT_READ_SEQS = 512;
+
+/** Whether `value` is an `EventTextRead` (an RPC argument: checked, not trusted). */
+export function isEventTextRead(value: unknown): value is EventTextRead {
+  if (typeof value !== "object" || value === null) return false;
+  const keys = Object.keys(value);
+  if (keys.length !== 1) return false;
+  if ("leave" in value) return value.leave === true;
+  if (!("only" in value) || !Array.isArray(value.only)) return false;
+  const seqs: unknown[] = value.only;
+  return (
+    seqs.length <= MAX_TEXT_READ_SEQS && seqs.every((s) => Number.isSafeInteger(s) && (s as number) >= 0)
+  );
 }

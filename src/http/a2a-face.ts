@@ -109,8 +109,12 @@ function sessionsFor(
     send: (id, content, key) =>
       sessionStub(env, id).send(caller, { content, idempotencyKey: key, ...compact({ trace }) }),
     // small pages: a task's read folds the log and keeps little of it (session-tasks.ts)
-    events: (id, after, waitMs) =>
-      sessionStub(env, id).events(caller, { after, limit: 500, maxBytes: A2A_READ_PAGE_BYTES }, waitMs),
+    events: (id, after, waitMs, text) =>
+      sessionStub(env, id).events(
+        caller,
+        { after, limit: 500, maxBytes: A2A_READ_PAGE_BYTES, ...compact({ text }) },
+        waitMs,
+      ),
     interrupt: (id) => sessionStub(env, id).interrupt(caller),
     decide: (id, approvalId, decision) => sessionStub(env, id).decideApproval(caller, approvalId, decision),
     async list(limit, cursor) {
