@@ -1,5 +1,10 @@
 import { compact } from "../../src/core/compact";
-import type { McpHttpHandler, McpServer, StandardSchemaWithJSON } from "@modelcontextprotocol/server";
+import type {
+  InputRequiredResult,
+  McpHttpHandler,
+  McpServer,
+  StandardSchemaWithJSON,
+} from "@modelcontextprotocol/server";
 import * as z from "zod";
 import type { SessionHost } from "../../src/agent/host";
 import { executeTool, filterAllows, type Tool, toolSpecs } from "../../src/agent/tools";
@@ -141,7 +146,7 @@ export function faceDecisionsOn(raw: string | undefined): boolean {
 type ServerSdk = typeof import("@modelcontextprotocol/server");
 type ToolResult = { content: { type: "text"; text: string }[]; isError?: boolean };
 /** A call's question to the person at the client: the SDK's `input_required` result. */
-type Question = { question: Record<string, unknown> };
+type Question = { question: InputRequiredResult };
 
 export class McpFace {
   readonly #ctx: SessionContext;
@@ -462,7 +467,7 @@ export class McpFace {
       },
       requestState: state,
     });
-    return { question: question as unknown as Record<string, unknown> };
+    return { question };
   }
 
   /**
