@@ -24,7 +24,7 @@ import { logRefusal } from "../../src/core/quotas";
 import type { OneShotRuns } from "../delegation/one-shot/one-shot-runs";
 import { type ApprovalRow, markBelowMcpFace } from "../store/approvals";
 import type { SessionContext } from "./session-context";
-import { deniedText, type HoldOptions } from "./approvals";
+import { deniedText, type SessionApprovals } from "./approvals";
 import { mcpCallSpan } from "../../src/trace/spans";
 import { parseTraceparent } from "../../src/trace/traceparent";
 import { pendingApproval } from "./session-view";
@@ -115,28 +115,8 @@ const DecideApprovalArgs = lazySchema(() =>
   }),
 );
 
-/** The session's approvals, as a face call uses them (session/approvals.ts). */
-export interface FaceApprovals {
-  needs(call: { id: string; name: string; args: unknown }, tool: Tool<unknown, SessionHost>): boolean;
-  ask(
-    holder: string,
-    request: { toolCallId: string; tool: string; args: JsonValue },
-    options: HoldOptions,
-  ): Promise<{ decision: ApprovalDecision; reason?: string }>;
-  raise(
-    holder: string,
-    request: { toolCallId: string; tool: string; args: JsonValue },
-    options: HoldOptions,
-  ): string | undefined;
-  release(holder: string, reason: string): void;
-  decide(
-    approvalId: string,
-    decision: ApprovalDecision,
-    reason: string | undefined,
-    by: string,
-    via?: "mcp-elicitation",
-  ): unknown;
-}
+/** The session's approvals, as a face call uses them. */
+export type FaceApprovals = Pick<SessionApprovals, "needs" | "ask" | "raise" | "release" | "decide">;
 
 /** MCP_FACE_DECISIONS: "true" says a person holds every client of the face (README "Configuration"). */
 export function faceDecisionsOn(raw: string | undefined): boolean {
