@@ -1,6 +1,4 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
-import { fileURLToPath } from "node:url";
-import type { Plugin } from "vite";
 import { configDefaults, defineConfig } from "vitest/config";
 
 /**
@@ -77,24 +75,13 @@ function traceExportBindings(receiver: { endpoint: string } | undefined): Record
 }
 
 /**
- * src/worker/lazy-parts.ts swapped for its static twin, test/support/eager-parts.ts (which says
- * why): the parts a deployed Worker loads on first use are imported with the test Worker.
+ * What every Workers project of the suite shares (the fault campaign's too). The setup file runs
+ * each `import()` inside the pool's runner object, so the Worker loads its parts on first need
+ * (src/worker/lazy-parts.ts) as it does deployed (test/setup/imports-in-the-runner.ts says why).
  */
-export function eagerParts(): Plugin {
-  const eager = fileURLToPath(new URL("./test/support/eager-parts.ts", import.meta.url));
-  return {
-    name: "eager-parts",
-    enforce: "pre",
-    resolveId(source, importer) {
-      if (source === "./lazy-parts" && importer?.replaceAll("\\", "/").includes("/src/worker/")) return eager;
-      return undefined;
-    },
-  };
-}
-
-/** What every Workers project of the suite shares (the fault campaign's too). */
 export const workersTest = {
   globalSetup: ["./test/setup/openai-server.ts", "./test/setup/mcp-server.ts", "./test/setup/a2a-agent.ts"],
+  setupFiles: ["./test/setup/imports-in-the-runner.ts"],
   testTimeout: 20_000,
 };
 
@@ -114,7 +101,7 @@ export default defineConfig({
   test: {
     projects: [
       {
-        plugins: [workersPool(), eagerParts()],
+        plugins: [workersPool()],
         test: {
           ...workersTest,
           name: "workers",
@@ -123,7 +110,7 @@ export default defineConfig({
         },
       },
       {
-        plugins: [workersPool(undefined, { vars: { MCP_FACE_DECISIONS: "true" } }), eagerParts()],
+        plugins: [workersPool(undefined, { vars: { MCP_FACE_DECISIONS: "true" } })],
         test: {
           ...workersTest,
           name: "mcp-face-decisions",
@@ -131,7 +118,7 @@ export default defineConfig({
         },
       },
       {
-        plugins: [workersPool(undefined, { traceExport: true }), eagerParts()],
+        plugins: [workersPool(undefined, { traceExport: true })],
         test: {
           ...workersTest,
           name: "trace-export",

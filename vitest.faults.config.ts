@@ -1,5 +1,5 @@
 import { defineConfig } from "vitest/config";
-import { eagerParts, workersPool, workersTest } from "./vitest.config.ts";
+import { workersPool, workersTest } from "./vitest.config.ts";
 
 /**
  * `npm run test:faults`: the seeded fault campaign (test/faults/) with the same Workers plugin
@@ -9,7 +9,7 @@ import { eagerParts, workersPool, workersTest } from "./vitest.config.ts";
  * environment; the reporter prints the summary line and writes test-results/faults.json.
  */
 export default defineConfig({
-  plugins: [workersPool("./test/faults/worker.ts"), eagerParts()],
+  plugins: [workersPool("./test/faults/worker.ts")],
   test: {
     ...workersTest,
     include: ["test/faults/**/*.test.ts"],

@@ -15,6 +15,13 @@
 //   * the runtime-agnostic folders of src/ (RUNTIME_AGNOSTIC below) import no `cloudflare:*` and
 //     name no Workers-only global type (WORKERS_TYPES below) in their code: they run on any
 //     JavaScript runtime (the other folders of src/ may name Workers types);
+//   * durable-objects/ outside its host adapters (HOST_ADAPTERS below) is written against the host
+//     port (durable-objects/host/port.ts): it imports no `cloudflare:*`, names no Workers-only
+//     global type in its code and never imports src/platform/stubs.ts (it reaches other objects
+//     through the port's directory), so the same objects run on any host;
+//   * the kernel names no feature: durable-objects/kernel/ (the object's machinery: dispatch, the
+//     drive loop, signals, the alarm, subscribers) imports nothing of durable-objects/ but itself,
+//     the host port (durable-objects/host/) and the stores (durable-objects/store/);
 //   * no SQL outside the stores: no `.exec(` in durable-objects/ outside durable-objects/store/
 //     (a RegExp's `.exec(` counts too there: use `String.prototype.match`);
 //   * the product never imports bench/.
@@ -36,6 +43,11 @@ const COMPOSITION = [
 /** The files of src/ that may import `cloudflare:*` (besides src/rpc/): the exported classes' shells. */
 const CLOUDFLARE_IMPORTERS = ["src/worker/object-shells.ts"];
 
+/** The host adapters: the folder of durable-objects/ that turns a Durable Object into the host port. */
+const HOST_ADAPTERS = "durable-objects/cloudflare/";
+/** How the Worker addresses objects through its namespaces: in durable-objects/, for the adapters only. */
+const STUBS = "src/platform/stubs.ts";
+
 /**
  * The folders of src/ that use nothing of the Workers runtime. Not among them: src/http/,
  * src/platform/, src/rpc/ and src/worker/ (the Worker, its bindings and its Durable Object
@@ -53,6 +65,7 @@ const RUNTIME_AGNOSTIC = [
 /** Global type names only the Workers runtime declares (worker-configuration.d.ts), matched as whole words in code (not after a `.`). */
 const WORKERS_TYPES = [
   "Ai",
+  "AlarmInvocationInfo",
   "Cloudflare",
   "D1Database",
   "DurableObject",
@@ -73,6 +86,7 @@ const WORKERS_TYPES = [
   "SqlStorageCursor",
   "SqlStorageValue",
   "WebSocketPair",
+  "WebSocketRequestResponsePair",
 ];
 
 const RULES = {
@@ -83,8 +97,13 @@ const RULES = {
   bench: "the product never imports bench/",
   cloudflare: "src/ imports cloudflare: only in src/rpc/ and src/worker/object-shells.ts",
   agnostic: "a runtime-agnostic folder uses no cloudflare: import and no Workers type",
+  host: "durable-objects/ uses no cloudflare: import, no Workers type and no stubs outside durable-objects/cloudflare/",
   sql: "SQL only in durable-objects/store/",
+  kernel: "durable-objects/kernel/ imports no feature (only kernel/, host/ and store/ of durable-objects/)",
 };
+
+/** What of durable-objects/ the kernel may import. */
+const KERNEL_MAY_IMPORT = ["durable-objects/kernel/", "durable-objects/host/", "durable-objects/store/"];
 
 const SPEC =
   /(?:^|[\s;}])(?:import|export)\s[^"'`;]*?from\s*["']([^"']+)["']|import\(\s*["']([^"']+)["']\s*\)/gm;
@@ -205,11 +224,13 @@ const violations = [];
 for (const file of files) {
   const text = readFileSync(join(ROOT, file), "utf8");
   const agnostic = RUNTIME_AGNOSTIC.some((folder) => file.startsWith(folder));
+  const hosted = onHostPort(file);
   const targets = new Set();
   for (const match of text.matchAll(SPEC)) {
     const spec = match[1] ?? match[2];
     if (spec.startsWith("cloudflare:")) {
       if (agnostic) violations.push(`${file}: imports ${spec} (${RULES.agnostic})`);
+      else if (hosted) violations.push(`${file}: imports ${spec} (${RULES.host})`);
       else if (
         file.startsWith("src/") &&
         !file.startsWith("src/rpc/") &&
@@ -234,11 +255,12 @@ for (const file of files) {
   );
   // checked for SQL: every file of durable-objects/ but the stores
   const sqlChecked = file.startsWith("durable-objects/") && !file.startsWith("durable-objects/store/");
-  if (!agnostic && !sqlChecked) continue;
+  if (!agnostic && !hosted && !sqlChecked) continue;
   const code = codeOf(text);
-  if (agnostic) {
+  if (agnostic || hosted) {
+    const rule = agnostic ? RULES.agnostic : RULES.host;
     for (const match of code.matchAll(WORKERS_TYPE))
-      violations.push(`${file}:${lineOf(code, match.index)}: names ${match[0]} (${RULES.agnostic})`);
+      violations.push(`${file}:${lineOf(code, match.index)}: names ${match[0]} (${rule})`);
   }
   if (sqlChecked) {
     for (const match of code.matchAll(SQL_CALL))
@@ -246,11 +268,23 @@ for (const file of files) {
   }
 }
 
+/** Whether `file` is written against the host port: durable-objects/ but its host adapters. */
+function onHostPort(file) {
+  return file.startsWith("durable-objects/") && !file.startsWith(HOST_ADAPTERS);
+}
+
 function layerRule(from, to) {
   if (from.startsWith("src/contract/") && !to.startsWith("src/contract/")) return RULES.contract;
   if (from.startsWith("src/core/") && !to.startsWith("src/core/") && !to.startsWith("src/contract/"))
     return RULES.core;
   if (from.startsWith("durable-objects/") && to.startsWith("src/http/")) return RULES.http;
+  if (onHostPort(from) && to === STUBS) return RULES.host;
+  if (
+    from.startsWith("durable-objects/kernel/") &&
+    to.startsWith("durable-objects/") &&
+    !KERNEL_MAY_IMPORT.some((folder) => to.startsWith(folder))
+  )
+    return RULES.kernel;
   if (from.startsWith("src/") && to.startsWith("durable-objects/") && !COMPOSITION.includes(from))
     return RULES.composition;
   if (!from.startsWith("bench/") && to.startsWith("bench/")) return RULES.bench;

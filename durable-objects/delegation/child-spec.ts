@@ -27,6 +27,7 @@ import { worstCase } from "../../src/agent/budget";
 import { CHARS_PER_TOKEN } from "../../src/agent/context-view";
 import { protocolMissing } from "../../src/protocols/protocol";
 import type { SessionContext } from "../session/session-context";
+import { treeSize } from "./tree-places";
 
 /**
  * What every child start checks in the parent, one-shot and continuable alike, before any child
@@ -219,21 +220,6 @@ export function childBudget(ctx: SessionContext, local = ctx.stores.children.cou
   return header ? treeBudget(ctx, header, local) : ok(undefined);
 }
 
-// ---- the tree quota (MAX_SESSIONS_PER_TREE) ----
-//
-// A tree is a top-level session and every session below it; its root keeps the one count. The
-// root's own children are its `children` rows (written before each child exists, deleted when a
-// start is refused), so a start from the root costs no extra write. Every deeper child takes a
-// slot from the root before anything of it is stored (its object asks in `init`, keyed by its id,
-// so a retried init counts once): the root keeps each such child's slot and their number
-// (store/tree-slots.ts). Such a slot is never given back, even when that child's creation then
-// fails. Runs outside this deployment (remote, ACP, A2A) are no sessions of the tree.
-
-/** The sessions the tree of this (top-level) session holds: itself, its children and deeper ones. */
-function treeSize(ctx: SessionContext, local = ctx.stores.children.count()): number {
-  return 1 + local + ctx.stores.treeSlots.count();
-}
-
 /**
  * Whether the root's tree has room for one more child of the root (a deeper parent's child asks
  * the root itself, in its `init`: see `takeTreeSlot`).
@@ -241,40 +227,6 @@ function treeSize(ctx: SessionContext, local = ctx.stores.children.count()): num
 function treeBudget(ctx: SessionContext, header: SessionHeader, local: number): Outcome<void> {
   if (header.lineage.length > 0) return ok(undefined);
   return treeRefusal(treeSize(ctx, local), ctx.limits.treeCap) ?? ok(undefined);
-}
-
-/**
- * At the root: a slot in its tree for a session below one of its descendants, unless that child
- * has one already (a retried init); else `422 QUOTA_EXCEEDED`.
- */
-export function reserveTreeSlot(ctx: SessionContext, childId: string): Outcome<void> {
-  const { treeSlots } = ctx.stores;
-  if (treeSlots.has(childId)) return ok(undefined);
-  const refused = treeRefusal(treeSize(ctx), ctx.limits.treeCap);
-  if (refused) return refused;
-  ctx.stores.transact(() => treeSlots.take(childId));
-  return ok(undefined);
-}
-
-/** The root's side of `takeTreeSlot`, as the child's object reaches it. */
-export interface TreeRoot {
-  reserveTreeSlot(childId: string): Promise<Outcome<void>>;
-}
-
-/**
- * In a new child's object, before anything of it is stored: a child whose parent is not the top
- * of its tree (its lineage holds more than the root) takes its slot from the root
- * (`lineage[0]`); a child of the root was counted by the root when it placed it, and a child
- * that exists already (a retried init) was counted when it was created.
- */
-export async function takeTreeSlot(
-  spec: Pick<ChildInit, "id" | "lineage">,
-  exists: boolean,
-  root: (id: string) => TreeRoot,
-): Promise<Outcome<void>> {
-  const top = spec.lineage[0];
-  if (exists || top === undefined || spec.lineage.length < 2) return ok(undefined);
-  return root(top).reserveTreeSlot(spec.id);
 }
 
 /** The identity fields every child init carries from its parent. */

@@ -1,5 +1,5 @@
 import type { Remote, SessionRpc } from "../../src/contract/session-api";
-import type { SessionPart } from "../session/part";
+import type { SessionPart } from "../kernel/part";
 import type { SessionStores } from "../store/session-stores";
 
 /** The first look at working children comes this long after the parent last looked (or woke). */

@@ -8,7 +8,7 @@ import {
   TIMESTAMP_HEADER,
 } from "../../src/providers/remote-protocol";
 import { outboundFetch } from "../../src/platform/outbound-fetch";
-import type { SessionPart } from "../session/part";
+import type { SessionPart } from "../kernel/part";
 import type { SessionContext } from "../session/session-context";
 
 /** A callback that gets no answer within this long is a failed attempt (the outbox retries). */

@@ -2,8 +2,8 @@ import { type CallbackEnvelope, ENVELOPE_VERSIONS, type Envelope } from "../../s
 import { fail, type Outcome, ok } from "../../src/contract/errors";
 import { faultPoint } from "../../src/core/faults";
 import { isOverloaded } from "../../src/core/overloaded";
-import type { SessionPart } from "../session/part";
-import type { SessionSignals } from "../session/signals";
+import type { SessionPart, StopCause } from "../kernel/part";
+import type { SessionSignals } from "../kernel/signals";
 import type { SessionContext } from "../session/session-context";
 
 /**
@@ -36,6 +36,24 @@ export class Delivery implements SessionPart {
   /** Every pass: the outbox is drained between steps too (a cancel must not wait for the turn). */
   step(): Promise<boolean> {
     return this.drainOutbox();
+  }
+
+  /**
+   * The session is deleted: nothing goes to its children (they are deleted too); a parent deleted
+   * too gets nothing, a parent that lives on only how the approvals it was told of ended (it
+   * forgets the child's runs itself, `childDeleted`).
+   */
+  onStop(cause: StopCause): undefined {
+    const { stores } = this.#ctx;
+    for (const child of stores.children.all()) stores.outbox.withdrawAllTo(child.childId);
+    const parent = this.#ctx.header()?.parentSession ?? null;
+    if (parent !== null) stores.outbox.withdrawAllTo(parent, cause === "parent" ? [] : ["approval"]);
+    return undefined;
+  }
+
+  /** While the session is deleted: what its outbox still owes goes out (a grace the deletion bounds). */
+  owesBeforeErase(): boolean {
+    return this.#ctx.stores.outbox.nextDue() !== undefined;
   }
 
   nextDue(): number | undefined {

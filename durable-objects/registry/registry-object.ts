@@ -7,6 +7,8 @@ import {
   type ProviderRecord,
 } from "../../src/providers/catalog";
 import type { DirectoryEntry, RegistryEvent } from "../../src/contract/session-api";
+import type { RegistryRpc } from "../../src/contract/registry-api";
+import type { ObjectHost } from "../host/port";
 import { faultPoint, faultsArmed, REGISTRY_FAULT_SCOPE } from "../../src/core/faults";
 import { RegistryStore } from "../store/registry-store";
 
@@ -15,14 +17,15 @@ import { RegistryStore } from "../store/registry-store";
  * names exist. Names keep registration order; `spawn` and `fork` are registered first. Adding
  * and removing append `subagent/provider-added` / `-removed` to the registry's own log.
  * Removal blocks new starts only: runs already returned are never revoked. Its tables and every
- * statement on them are the store's (store/registry-store.ts). The Durable Object class a Worker
- * exports forwards every call here (src/worker/object-shells.ts).
+ * statement on them are the store's (store/registry-store.ts). It needs of its host (host/port.ts)
+ * only storage; on Workers, the Durable Object class a Worker exports forwards every call here
+ * (src/worker/object-shells.ts).
  */
-export class RegistryObject {
+export class RegistryObject implements RegistryRpc {
   readonly #store: RegistryStore;
 
-  constructor(ctx: DurableObjectState) {
-    this.#store = new RegistryStore(ctx.storage, DEFAULT_PROVIDERS);
+  constructor(host: Pick<ObjectHost, "storage">) {
+    this.#store = new RegistryStore(host.storage, DEFAULT_PROVIDERS);
   }
 
   /** Every provider with its url and tenants: the Worker narrows it to what each caller may see. */

@@ -7,27 +7,28 @@ import type { Tool } from "../../src/agent/tools";
 import type { TurnControl } from "../../src/agent/turn-control";
 import type { SessionHeader } from "../../src/contract/session";
 import type { Remote, SessionRpc } from "../../src/contract/session-api";
+import type { RegistryRpc } from "../../src/contract/registry-api";
 import type { LocationHint } from "../../src/core/placement";
 import { logRefusal } from "../../src/core/quotas";
 import type { Deployment, Protocols } from "../../src/platform/deployment";
 import { protocolMissing } from "../../src/protocols/protocol";
 import { defaultModelOf, pricesOf } from "../../src/platform/models";
 import type { Prices } from "../../src/core/prices";
-import { TreeBudget } from "./tree-budget";
-import { type RegistryStub, registryStub, sessionStub } from "../../src/platform/stubs";
+import { TreeBudget } from "../budgets/tree-budget";
+import type { ObjectDirectory, ObjectHost } from "../host/port";
 import type { ProviderRecord } from "../../src/providers/catalog";
 import { mayUse, scopeOf } from "../../src/providers/provider-access";
 import type { ChildWatch } from "../delegation/child-watch";
 import { remoteSettings } from "../../src/providers/remote-protocol";
-import { DelegationToolSource } from "./delegation-tool-source";
+import { DelegationToolSource } from "../delegation/delegation-tool-source";
 import { MCP_FACE_TOOL_NAMES } from "../../src/agent/builtin-tool-names";
-import type { SessionSignals } from "./signals";
+import type { SessionSignals } from "../kernel/signals";
 import type { SessionStores } from "../store/session-stores";
 
 /**
- * What the parts of a session object share, and their only way to each other: its stores, its
- * turns, its way to other objects and to the registry, the deployment's tools, models and limits,
- * and `kick` (work is due: the drive loop runs).
+ * What the parts of a session object share: its stores, its turns, its way to other objects and
+ * to the registry, the deployment's tools, models and limits, and `kick` (work is due: the drive
+ * loop runs). A part that calls another is handed it by the composition (session-parts.ts).
  */
 export class SessionContext {
   readonly stores: SessionStores;
@@ -62,41 +63,40 @@ export class SessionContext {
   readonly traceContent: boolean;
   /** The budget of the session's tree, and what counts against it (tree-budget.ts). */
   readonly budget: TreeBudget;
-  readonly #env: Env;
+  readonly #objects: ObjectDirectory;
   readonly #signals: SessionSignals;
   readonly #watch: ChildWatch;
 
   constructor(
-    env: Env,
+    host: ObjectHost,
     deployment: Deployment,
     stores: SessionStores,
     turns: TurnControl,
     signals: SessionSignals,
     watch: ChildWatch,
   ) {
-    this.#env = env;
+    const { vars } = host;
+    this.#objects = host.objects;
     this.#signals = signals;
     this.#watch = watch;
     this.stores = stores;
     this.turns = turns;
-    this.tools = toolCatalog(env, deployment, stores);
-    this.models = deployment.models(env);
+    this.tools = toolCatalog(host, deployment, stores);
+    this.models = deployment.models(host.bindings);
     this.protocols = deployment.protocols;
-    this.defaultModel = defaultModelOf(env);
+    this.defaultModel = defaultModelOf(vars);
     this.limits = {
-      depthCap: env.MAX_DEPTH_CAP,
-      childCap: env.MAX_CHILDREN_PER_SESSION,
-      treeCap: env.MAX_SESSIONS_PER_TREE,
-      inboxCap: env.MAX_PENDING_MESSAGES,
-      logCap: env.MAX_LOG_BYTES,
-      contextWindowCap: env.MAX_CONTEXT_WINDOW,
+      depthCap: vars.MAX_DEPTH_CAP,
+      childCap: vars.MAX_CHILDREN_PER_SESSION,
+      treeCap: vars.MAX_SESSIONS_PER_TREE,
+      inboxCap: vars.MAX_PENDING_MESSAGES,
+      logCap: vars.MAX_LOG_BYTES,
+      contextWindowCap: vars.MAX_CONTEXT_WINDOW,
     };
-    this.remoteSettings = remoteSettings(env);
-    this.prices = pricesOf(env);
+    this.remoteSettings = remoteSettings(vars);
+    this.prices = pricesOf(vars);
     this.traceContent =
-      (
-        env as { OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT?: string }
-      ).OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT?.trim().toLowerCase() === "true";
+      vars.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT?.trim().toLowerCase() === "true";
     this.budget = new TreeBudget(this);
   }
 
@@ -111,7 +111,7 @@ export class SessionContext {
 
   /** A session's object; the location hint matters only to the call that creates it. */
   session(id: string, locationHint?: LocationHint): Remote<SessionRpc> {
-    return sessionStub(this.#env, id, locationHint);
+    return this.#objects.session(id, locationHint);
   }
 
   /**
@@ -119,14 +119,14 @@ export class SessionContext {
    * its `providers` option if it has one); undefined, exactly as for an unknown name, otherwise.
    */
   async provider(name: string): Promise<ProviderRecord | undefined> {
-    const record = await registryStub(this.#env).resolve(name);
+    const record = await this.#objects.registry().resolve(name);
     const header = this.header();
     return record && header && mayUse(record, scopeOf(header)) ? record : undefined;
   }
 
   /** The deployment's registry object (providers, the directory of top-level sessions). */
-  registry(): RegistryStub {
-    return registryStub(this.#env);
+  registry(): Remote<RegistryRpc> {
+    return this.#objects.registry();
   }
 
   /** Work is due: the drive loop runs without waiting (steps, outbox, repairs, settlement). */
@@ -141,19 +141,24 @@ export class SessionContext {
 }
 
 /** Where the model's tools come from, in the order it sees them. */
-function toolCatalog(env: Env, deployment: Deployment, stores: SessionStores): ToolCatalog<SessionHost> {
+function toolCatalog(
+  host: ObjectHost,
+  deployment: Deployment,
+  stores: SessionStores,
+): ToolCatalog<SessionHost> {
+  const { objects } = host;
   return new ToolCatalog<SessionHost>([
     builtinTools(),
-    ...deployment.toolSources(env),
+    ...deployment.toolSources(host.bindings),
     // a server that cannot be listed is in the log once per failure streak, while the log has room
     new McpToolSource({
       sdk: deployment.protocols.mcp?.client ?? (() => Promise.reject(new Error(protocolMissing("mcp")))),
       unavailable: (failure) => {
-        if (!logRefusal(stores.log.bytes(), env.MAX_LOG_BYTES))
+        if (!logRefusal(stores.log.bytes(), host.vars.MAX_LOG_BYTES))
           stores.transact(() => stores.log.append("mcp/server-unavailable", failure));
       },
     }),
-    new DelegationToolSource(() => registryStub(env).list(), registryStub(env).id.toString()),
+    new DelegationToolSource(() => objects.registry().list(), objects.registryKey),
     // the MCP face's own tools: offered to its client, never to the model, but a filter may name them
     { name: "mcp-face", knows: (tool) => MCP_FACE_TOOL_NAMES.has(tool), offer: () => [] },
   ]);

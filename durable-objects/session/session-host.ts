@@ -8,10 +8,10 @@ import { fail, ok } from "../../src/contract/errors";
 import { publicEntry } from "../../src/core/descendants";
 import type { ContinuableChild } from "../delegation/continuable/continuable-child";
 import type { ContinuableParent } from "../delegation/continuable/continuable-parent";
-import { childEntriesOf, descendantsOf } from "./discovery";
+import { childEntriesOf, descendantsOf } from "../delegation/discovery";
 import type { OneShotRuns } from "../delegation/one-shot/one-shot-runs";
 import type { SessionContext } from "./session-context";
-import type { SessionSchedules } from "./schedules";
+import type { SessionSchedules } from "../schedules/schedules";
 
 /** What tools may ask of a session; the object's internals stay off the RPC surface. */
 export function sessionHost(
@@ -35,7 +35,7 @@ export function sessionHost(
       const run = ctx.stores.runs.byTaskId(taskId);
       return run ? runs.dispose(run.runId, reason) : fail("NOT_FOUND", `unknown task ${quote(taskId)}`);
     },
-    startContinuable: (request, callKey, trace) => children.start(request, callKey, trace),
+    startContinuable: (request, callKey) => children.start(request, callKey),
     scheduleMessage: async (request, callKey) => {
       // one schedule per tool call, whatever re-runs it; the session's id keeps it apart from the
       // same call in another session of the tree (a call key is a turn and a model's call id)
@@ -60,10 +60,10 @@ export function sessionHost(
       });
       return deferred.ok ? ok({ id: deferred.value.messageId, next: at }) : deferred;
     },
-    followup: (childId, text, callKey, delivery, trace) =>
+    followup: (childId, { content, delivery, trace }, callKey) =>
       children.followup(
         childId,
-        text,
+        content,
         {
           kind: "coordinator",
           form: "relay",
@@ -77,7 +77,7 @@ export function sessionHost(
     interruptAgent: (targetId) => children.interrupt(targetId, { kind: "ancestor", ancestorId: id() }),
     listAgents: async (scope) =>
       ok(scope === "children" ? (await childEntriesOf(ctx)).map(publicEntry) : await descendantsOf(ctx)),
-    report: (text, callKey, trace) =>
-      self.report(text, ctx.header()?.options.reportDelivery ?? "next-step", callKey, trace),
+    report: (report, callKey) =>
+      self.report(report, ctx.header()?.options.reportDelivery ?? "next-step", callKey),
   };
 }

@@ -2,7 +2,7 @@ import type { SessionHost } from "../../src/agent/host";
 import { TurnDriver } from "../../src/agent/turn-driver";
 import { Turns } from "../../src/agent/turns";
 import type { Deployment } from "../../src/platform/deployment";
-import { sessionStub } from "../../src/platform/stubs";
+import type { ObjectHost } from "../host/port";
 import { AcpRuns } from "../transports/acp-runs";
 import { CallbackSender } from "../messaging/callback-sender";
 import { ContinuableChild } from "../delegation/continuable/continuable-child";
@@ -10,7 +10,7 @@ import { ContinuableParent } from "../delegation/continuable/continuable-parent"
 import { Drains } from "../delegation/continuable/drains";
 import { ChildWatch } from "../delegation/child-watch";
 import { Delivery } from "../messaging/delivery";
-import { Subscribers } from "./subscribers";
+import { Subscribers } from "../kernel/subscribers";
 import { OneShotChild } from "../delegation/one-shot/one-shot-child";
 import { OneShotRuns } from "../delegation/one-shot/one-shot-runs";
 import { RemoteRuns } from "../transports/remote-runs";
@@ -19,17 +19,28 @@ import { SessionContext } from "./session-context";
 import { sessionHost } from "./session-host";
 import { EventLog } from "../store/event-log";
 import { SessionStores } from "../store/session-stores";
-import { AlarmClock } from "./alarm-clock";
-import { DriveLoop } from "./drive-loop";
-import { SessionSignals } from "./signals";
-import { faceDecisionsOn, McpFace } from "./mcp-face";
-import { SessionApprovals } from "./approvals";
-import { SessionSchedules } from "./schedules";
-import { TurnDeadline } from "./turn-deadline";
-import { Deletion, type Eraser } from "./deletion";
-import { Retention } from "./retention";
-import { TraceExport } from "./trace-export";
+import { AlarmClock } from "../kernel/alarm-clock";
+import { DriveLoop } from "../kernel/drive-loop";
+import { SessionSignals } from "../kernel/signals";
+import { faceDecisionsOn, McpFace } from "../mcp-face/mcp-face";
+import { SessionApprovals } from "../approvals/approvals";
+import { SessionSchedules } from "../schedules/schedules";
+import { TurnDeadline } from "../deadlines/turn-deadline";
+import { Deletion, type Eraser } from "../deletion/deletion";
+import { Retention } from "../deletion/retention";
+import { TraceExport } from "../traces/trace-export";
 import { turnSettingsOf } from "./turn-settings";
+import { DRIVE_ORDER, STOP_ORDER, TURN_END_ORDER } from "./feature-order";
+import { ChildDepartures } from "../delegation/child-departures";
+import { inOrder } from "../kernel/in-order";
+import type { Outcome } from "../../src/contract/errors";
+import { DEFAULT_SERVICE_NAME } from "../../src/trace/otlp";
+import { TreePlaces } from "../delegation/tree-places";
+import { applyCallback, type CallbackInput } from "../messaging/remote-callbacks";
+import { ApprovalDecisions } from "../approvals/approval-decisions";
+import { Conversation } from "../conversation/conversation";
+import { Listings } from "../delegation/discovery";
+import { TraceReads } from "../traces/trace-reads";
 
 /** A session's parts, built once its schema exists: what the shell's RPC methods reach. */
 export interface Parts {
@@ -49,43 +60,52 @@ export interface Parts {
   schedules: SessionSchedules;
   deletion: Deletion;
   retention: Retention;
+  conversation: Conversation;
+  traces: TraceReads;
+  listings: Listings;
+  decisions: ApprovalDecisions;
+  places: TreePlaces;
+  departures: ChildDepartures;
+  /** A signed callback from another deployment with a remote run's result (remote-callbacks.ts). */
+  remoteCallback(runId: string, input: CallbackInput): Promise<Outcome<{ applied: true }>>;
 }
 
 /** Envelope kinds that reach an object through `deliver` (a callback leaves the deployment instead). */
 const DELIVERED_KINDS = ["run-result", "cancel-run", "report", "settled", "approval"] as const;
 
 /**
- * The composition of a session object over its (migrated) storage, in one direction: each thing
- * is built from what is built before it, and nothing is wired afterwards. The signals come first
- * (a turn ended, an envelope arrived, work is due: signals.ts), then the turns' durable state,
- * the context the parts share, the parts (each added to the signals with the envelope kinds and
- * turn-end hook it declares), the turn driver over them, and last the drive loop, which runs the
- * parts' work in the order listed. Nothing here decides anything: behaviour lives in the parts.
- * `eraser`: how its deletion erases the object (the shell's); `created`: the schema was created
- * just now (the stores know their tables are empty); `tables`: the object's tables as it opened.
+ * The composition of a session object over its (migrated) storage. The signals come first (a turn
+ * ended, an envelope arrived, work is due: kernel/signals.ts), then the turns' durable state, the
+ * context the parts share, the parts (each added to the signals with the envelope kinds it
+ * applies; their turn-end hooks then put in TURN_END_ORDER), the turn driver over them, and last
+ * the drive loop over the parts in DRIVE_ORDER (feature-order.ts), which then listens for work
+ * due. A part is handed the parts it calls, by their own interfaces. Nothing here decides
+ * anything: behaviour lives in the parts.
+ * `objectHost`: what the object runs on (host/port.ts); `eraser`: how its deletion erases the
+ * object (the shell's); `created`: the schema was created just now (the stores know their tables
+ * are empty); `tables`: the object's tables as it opened.
  */
 export function assembleParts(
-  state: DurableObjectState,
-  env: Env,
+  objectHost: ObjectHost,
   deployment: Deployment,
   eraser: Eraser,
   { created = false, tables = [] }: { created?: boolean; tables?: Iterable<string> } = {},
 ): Parts {
-  const log = new EventLog(state.storage.sql);
-  const subscribers = new Subscribers(state, log);
-  const stores = new SessionStores(state.storage, log, (events) => subscribers.publish(events), {
+  const log = new EventLog(objectHost.storage.sql);
+  const subscribers = new Subscribers(objectHost.sockets, log);
+  const stores = new SessionStores(objectHost.storage, log, (events) => subscribers.publish(events), {
     created,
     tables,
   });
   const signals = new SessionSignals();
-  const settings = turnSettingsOf(env, stores.header);
+  const settings = turnSettingsOf(objectHost.vars, stores.header);
   const turns = new Turns(stores, settings, signals);
-  const alarm = new AlarmClock(state.storage);
-  const watch = signals.add(new ChildWatch(stores, (id) => sessionStub(env, id), alarm));
-  const ctx = new SessionContext(env, deployment, stores, turns, signals, watch);
+  const alarm = new AlarmClock(objectHost.storage);
+  const watch = signals.add(new ChildWatch(stores, (id) => objectHost.objects.session(id), alarm));
+  const ctx = new SessionContext(objectHost, deployment, stores, turns, signals, watch);
 
-  // the parts, each added to the signals as it is built (the order of their turn-end hooks); an
-  // out-of-process transport reports its run's result through `deliver` (de-duplicated), the
+  // the parts, each added to the signals with the envelope kinds it applies; an out-of-process
+  // transport reports its run's result through `deliver` (de-duplicated), the
   // local one (spawn, fork), which the runs' one owner builds over itself, to that owner
   const callbacks = new CallbackSender(ctx);
   const delivery = signals.add(new Delivery(ctx, signals, callbacks));
@@ -107,16 +127,16 @@ export function assembleParts(
   const drains = new Drains(ctx);
   const children = signals.add(new ContinuableParent(ctx, drains));
   const self = signals.add(new ContinuableChild(ctx, drains, runs));
-  // a turn's end denies its pending approvals (before a callback or a result reads the turn)
   signals.add(approvals);
-  // last: a callback carries the turn's result after the runs and the one-shot child saw its end
   signals.add(callbacks);
   signals.requireHandlers(DELIVERED_KINDS);
+  signals.orderTurnEnds(TURN_END_ORDER);
 
   const deadline = new TurnDeadline(ctx);
-  const deletion = new Deletion(ctx, runs, schedules, eraser);
-  const retention = new Retention(ctx, deletion, env.RETENTION_DAYS);
-  const traceExport = new TraceExport(ctx, deletion, env);
+  const conversation = new Conversation(ctx, subscribers, schedules);
+  const deletion = new Deletion(ctx, inOrder([conversation, schedules, runs, delivery], STOP_ORDER), eraser);
+  const retention = new Retention(ctx, deletion, objectHost.vars.RETENTION_DAYS);
+  const traceExport = new TraceExport(ctx, deletion, objectHost.vars);
   const host = sessionHost(ctx, runs, children, self, schedules);
   const driver = new TurnDriver<SessionHost>({
     stores,
@@ -129,36 +149,35 @@ export function assembleParts(
     live: subscribers,
     budget: ctx.budget,
   });
-  // the order their hooks run: a deletion first (its erasure ends the pass), a cut-short drain
-  // before any model step, then approvals that timed
-  // out, scheduled messages that are due and a turn's deadline, then the step, then the outbox, then repairs and
-  // transports
   const loop = new DriveLoop(
     alarm,
-    [
-      deletion,
-      retention,
-      self,
-      approvals,
-      schedules,
-      deadline,
-      driver,
-      delivery,
-      runs,
-      local,
-      children,
-      oneShot,
-      remote,
-      acp,
-      a2a,
-      callbacks,
-      watch,
-      traceExport,
-    ],
+    inOrder(
+      [
+        deletion,
+        retention,
+        self,
+        approvals,
+        schedules,
+        deadline,
+        driver,
+        delivery,
+        runs,
+        local,
+        children,
+        oneShot,
+        remote,
+        acp,
+        a2a,
+        callbacks,
+        watch,
+        traceExport,
+      ],
+      DRIVE_ORDER,
+    ),
     signals,
     stores.header,
   );
-  const mcp = new McpFace(ctx, host, runs, approvals, faceDecisionsOn(env.MCP_FACE_DECISIONS));
+  const mcp = new McpFace(ctx, host, runs, approvals, faceDecisionsOn(objectHost.vars.MCP_FACE_DECISIONS));
   return {
     stores,
     ctx,
@@ -176,5 +195,12 @@ export function assembleParts(
     schedules,
     deletion,
     retention,
+    conversation,
+    departures: new ChildDepartures(ctx, runs),
+    traces: new TraceReads(ctx, objectHost.vars.OTEL_SERVICE_NAME || DEFAULT_SERVICE_NAME),
+    listings: new Listings(ctx),
+    decisions: new ApprovalDecisions(ctx, approvals),
+    places: new TreePlaces(ctx),
+    remoteCallback: (runId, input) => applyCallback(ctx, remote, runId, input),
   };
 }

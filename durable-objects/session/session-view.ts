@@ -1,9 +1,7 @@
 import type { ApprovalRow } from "../store/approvals";
-import type { ChildEntry } from "../../src/contract/listing";
 import type { PendingApproval } from "../../src/contract/session-api";
 import type { SessionHeader, SessionView } from "../../src/contract/session";
 import { placementOf } from "../../src/core/placement";
-import { entryOf } from "./discovery";
 import type { SessionContext } from "./session-context";
 
 /**
@@ -55,17 +53,6 @@ export function sessionView(ctx: SessionContext, header: SessionHeader): Session
   if (header.options.mcpServers?.length)
     view.mcpServers = header.options.mcpServers.map(({ name, url }) => ({ name, url }));
   return { ...view, ...placementOf(header) };
-}
-
-/**
- * This session as a row of its parent's listing (discovery.ts): live while a continuable child
- * has an epoch running, or while any other session is not idle.
- */
-export function listingEntry(ctx: SessionContext, expectedParent: string): ChildEntry | null {
-  const status = sessionStatus(ctx);
-  const live =
-    ctx.header()?.mode === "continuable" ? ctx.stores.activation.get() !== undefined : status !== "idle";
-  return entryOf(ctx, expectedParent, { status, live });
 }
 
 /** A pending approval as `GET …/approvals` lists it. */

@@ -7,6 +7,7 @@ import { positiveInt } from "../../src/core/positive-int";
 import { DEFAULT_MAX_LOG_BYTES } from "../../src/core/quotas";
 import type { SessionHeader } from "../../src/contract/session";
 import { defaultModelOf, pricesOf } from "../../src/platform/models";
+import type { DeploymentVars } from "../host/deployment-vars";
 
 /**
  * A session's turn settings: its header's model, persona, sampling parameters and context window,
@@ -15,17 +16,18 @@ import { defaultModelOf, pricesOf } from "../../src/platform/models";
  * MODEL_PRICES),
  * which are read once.
  */
-export function turnSettingsOf(env: Env, header: { get(): SessionHeader | undefined }): () => TurnSettings {
-  const maxSteps = positiveInt(env.MAX_STEPS_PER_TURN, MAX_STEPS_PER_TURN);
-  const policy = modelPolicyOf(env);
-  const maxLogBytes = positiveInt(env.MAX_LOG_BYTES, DEFAULT_MAX_LOG_BYTES);
-  const defaultModel = defaultModelOf(env);
-  // optional: an embedding Worker's wrangler.toml need not set them
-  const vars = env as Partial<Pick<Env, "DEFAULT_CONTEXT_WINDOW" | "COMPACTION_MODEL" | "REQUIRE_APPROVAL">>;
+export function turnSettingsOf(
+  vars: DeploymentVars,
+  header: { get(): SessionHeader | undefined },
+): () => TurnSettings {
+  const maxSteps = positiveInt(vars.MAX_STEPS_PER_TURN, MAX_STEPS_PER_TURN);
+  const policy = modelPolicyOf(vars);
+  const maxLogBytes = positiveInt(vars.MAX_LOG_BYTES, DEFAULT_MAX_LOG_BYTES);
+  const defaultModel = defaultModelOf(vars);
   const defaultContextWindow = positiveInt(vars.DEFAULT_CONTEXT_WINDOW, DEFAULT_CONTEXT_WINDOW);
   const compactionRoute = vars.COMPACTION_MODEL?.trim() || undefined;
   const deployment = deploymentRequirements(vars.REQUIRE_APPROVAL);
-  const prices = pricesOf(env);
+  const prices = pricesOf(vars);
   if (deployment.invalid)
     console.error(
       'REQUIRE_APPROVAL is not a JSON list of tool names or prefixes ending in "*": every call needs approval',
@@ -57,9 +59,7 @@ export function turnSettingsOf(env: Env, header: { get(): SessionHeader | undefi
 }
 
 /** Model call timeout and attempts per step from the Worker's vars (MODEL_TIMEOUT_SECONDS, MODEL_ATTEMPTS_PER_STEP). */
-function modelPolicyOf(env: Env): ModelCallPolicy {
-  // optional: an embedding Worker's wrangler.toml need not set them
-  const vars = env as Partial<Pick<Env, "MODEL_TIMEOUT_SECONDS" | "MODEL_ATTEMPTS_PER_STEP">>;
+function modelPolicyOf(vars: DeploymentVars): ModelCallPolicy {
   return {
     ...DEFAULT_MODEL_CALL_POLICY,
     timeoutMs: positiveInt(vars.MODEL_TIMEOUT_SECONDS, DEFAULT_MODEL_CALL_POLICY.timeoutMs / 1000) * 1000,

@@ -1,3 +1,4 @@
+import type { SqlValue } from "../host/port";
 import type { ApprovalDecision, ApprovalScope, EventData } from "../../src/contract/events";
 import type { JsonValue } from "../../src/contract/json";
 import type { SessionHeader } from "../../src/contract/session";
@@ -37,7 +38,7 @@ export interface ApprovalRow {
  */
 export type DecisionOutcome = "decided" | "same" | "conflict" | "unknown" | "unoffered";
 
-interface Row extends Record<string, SqlStorageValue> {
+interface Row extends Record<string, SqlValue> {
   approval_id: string;
   session_id: string;
   tool_call_id: string;

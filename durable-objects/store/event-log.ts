@@ -1,34 +1,19 @@
+import type { HostSql } from "../host/port";
 import type { EventData, EventType, SessionEvent, ToolCall } from "../../src/contract/events";
 import { ContextView, VIEW_EVENTS } from "../../src/agent/context-view";
 import { fitEvent } from "../../src/core/event-budget";
 import { utf8Length } from "../../src/core/quotas";
 import type { EventTextRead } from "../../src/contract/session-api";
+import { fitting, parsed, type StoredEvent } from "./event-rows";
+import { scanPages } from "./event-scan";
+import { textPageAfter } from "./event-text-page";
+
+export type { StoredEvent } from "./event-rows";
 
 /** How many of the newest events the log keeps in memory for the reads that follow them. */
 const TAIL_MAX = 512;
 /** ...and how much of their data: a few large events must not hold an object's memory (128 MB). */
 const TAIL_MAX_CHARS = 8 * 1024 * 1024;
-/** How much event data one read of `scan` holds at a time (past its first event). */
-const SCAN_PAGE_BYTES = 256 * 1024;
-/** How many rows one read of `scan` looks at, at most. */
-const SCAN_PAGE_ROWS = 256;
-/** Whether a row's `content` is a message's text (what `EventTextRead` is about), as SQL. */
-const MESSAGE_TEXT =
-  "type IN ('user/message', 'assistant/message') AND json_type(data, '$.content') = 'array'";
-/**
- * A content block's text length in SQL, at most its UTF-16 length and 0 only for no text: SQLite's
- * characters (code points, counted up to a NUL) or a third of its UTF-8 bytes, whichever is more.
- */
-const TEXT_CHARS =
-  "max(length(json_extract(b.value, '$.text')), (octet_length(json_extract(b.value, '$.text')) + 2) / 3)";
-
-export interface StoredEvent {
-  seq: number;
-  type: EventType;
-  at: number;
-  /** The row's `data`, exactly as stored. */
-  json: string;
-}
 
 /**
  * The append-only event log: `seq` is contiguous from 0, rows are never updated or deleted.
@@ -48,7 +33,7 @@ export interface StoredEvent {
  * date by every append; a rollback forgets it.
  */
 export class EventLog {
-  readonly #sql: SqlStorage;
+  readonly #sql: HostSql;
   #nextSeq: number | undefined;
   #uncommitted: SessionEvent[] = [];
   #tail: StoredEvent[] = [];
@@ -63,7 +48,7 @@ export class EventLog {
   /** When the newest event was appended, once known (null: the log is empty). */
   #lastAt: number | null | undefined;
 
-  constructor(sql: SqlStorage) {
+  constructor(sql: HostSql) {
     this.#sql = sql;
   }
 
@@ -213,48 +198,7 @@ export class EventLog {
     maxBytes: number,
     text: EventTextRead,
   ): { events: SessionEvent[]; next: number | null; textChars?: Record<number, number> } {
-    const leave = "leave" in text;
-    const data = leave
-      ? `CASE WHEN ${MESSAGE_TEXT} THEN json_remove(data, '$.content') ELSE data END`
-      : "data";
-    const chars = leave
-      ? `CASE WHEN ${MESSAGE_TEXT} THEN (SELECT coalesce(sum(${TEXT_CHARS}), 0) FROM json_each(data, '$.content') AS b) END`
-      : "NULL";
-    const only = leave ? "" : "AND seq IN (SELECT value FROM json_each(?))";
-    const seqs = leave ? [] : [JSON.stringify(text.only)];
-    const sizes = this.#sql
-      .exec<{ bytes: number }>(
-        `SELECT octet_length(${data}) AS bytes FROM events WHERE seq > ? ${only} ORDER BY seq LIMIT ?`,
-        after,
-        ...seqs,
-        limit,
-      )
-      .toArray();
-    const count = fitting(
-      sizes.map((r) => r.bytes),
-      maxBytes,
-    );
-    const rows =
-      count === 0
-        ? []
-        : this.#sql
-            .exec<{ seq: number; type: string; at: number; data: string; chars: number | null }>(
-              `SELECT seq, type, at, ${data} AS data, ${chars} AS chars FROM events WHERE seq > ? ${only} ORDER BY seq LIMIT ?`,
-              after,
-              ...seqs,
-              count,
-            )
-            .toArray();
-    const events = rows.map(
-      (r) => ({ seq: r.seq, type: r.type, at: r.at, data: JSON.parse(r.data) }) as SessionEvent,
-    );
-    const last = events[events.length - 1];
-    const end = leave ? this.nextSeq() - 1 : Math.max(-1, ...text.only);
-    const next = last !== undefined && last.seq < end ? last.seq : null;
-    if (!leave) return { events, next };
-    const textChars: Record<number, number> = {};
-    for (const r of rows) if (r.chars !== null) textChars[r.seq] = r.chars;
-    return { events, next, textChars };
+    return textPageAfter(this.#sql, after, limit, maxBytes, text, () => this.nextSeq() - 1);
   }
 
   /**
@@ -341,49 +285,7 @@ export class EventLog {
     beforeSeq = Number.POSITIVE_INFINITY,
     leaving: readonly string[] = [],
   ): Generator<SessionEvent<T>[]> {
-    const tail = this.#tailFromSeq(fromSeq);
-    if (tail) {
-      const rows = tail.filter((e) => e.seq < beforeSeq && (types as readonly EventType[]).includes(e.type));
-      const sizes = rows.map((e) => e.json.length);
-      for (let at = 0; at < rows.length; ) {
-        const count = fitting(sizes.slice(at), SCAN_PAGE_BYTES);
-        yield rows.slice(at, at + count).map((e) => without(parsed<T>(e), leaving));
-        at += count;
-      }
-      return;
-    }
-    const marks = types.map(() => "?").join(", ");
-    const before = Number.isFinite(beforeSeq) ? beforeSeq : Number.MAX_SAFE_INTEGER;
-    const data = leaving.length === 0 ? "data" : `json_remove(data${", ?".repeat(leaving.length)})`;
-    const paths = leaving.map((field) => `$.${field}`);
-    for (let from = fromSeq; ; ) {
-      const sizes = this.#sql
-        .exec<{ seq: number; bytes: number }>(
-          `SELECT seq, octet_length(data) AS bytes FROM events WHERE seq >= ? AND seq < ? AND type IN (${marks}) ORDER BY seq LIMIT ?`,
-          from,
-          before,
-          ...types,
-          SCAN_PAGE_ROWS,
-        )
-        .toArray();
-      if (sizes.length === 0) return;
-      const count = fitting(
-        sizes.map((r) => r.bytes),
-        SCAN_PAGE_BYTES,
-      );
-      const through = sizes[count - 1]!.seq;
-      yield this.#sql
-        .exec<{ seq: number; type: string; at: number; data: string }>(
-          `SELECT seq, type, at, ${data} AS data FROM events WHERE seq >= ? AND seq <= ? AND type IN (${marks}) ORDER BY seq`,
-          ...paths,
-          from,
-          through,
-          ...types,
-        )
-        .toArray()
-        .map((r) => ({ seq: r.seq, type: r.type as T, at: r.at, data: JSON.parse(r.data) }));
-      from = through + 1;
-    }
+    yield* scanPages(this.#sql, this.#tailFromSeq(fromSeq), types, fromSeq, beforeSeq, leaving);
   }
 
   /** The newest event of a type at or after `fromSeq`. */
@@ -420,24 +322,4 @@ export class EventLog {
     const answered = new Set(this.ofTypes(["tool/result"], assistant!.seq + 1).map((e) => e.data.toolCallId));
     return calls.filter((c) => !answered.has(c.id));
   }
-}
-
-function parsed<T extends EventType = EventType>(e: StoredEvent): SessionEvent<T> {
-  return { seq: e.seq, type: e.type as T, at: e.at, data: JSON.parse(e.json) };
-}
-
-/** `event`, freshly parsed, with the top-level `fields` of its data left out. */
-function without<T extends EventType>(event: SessionEvent<T>, fields: readonly string[]): SessionEvent<T> {
-  for (const field of fields) delete (event.data as Record<string, unknown>)[field];
-  return event;
-}
-
-/** How many of the leading sizes fit in `budget` (at least one, when there is one). */
-function fitting(sizes: readonly number[], budget: number): number {
-  let total = 0;
-  for (let i = 0; i < sizes.length; i++) {
-    total += sizes[i]!;
-    if (i > 0 && total > budget) return i;
-  }
-  return sizes.length;
 }

@@ -1,3 +1,4 @@
+import type { HostSql, SqlValue } from "../host/port";
 import { FIRST_USE_DDL, TABLES_ON_FIRST_USE, type TableOnFirstUse } from "./schema";
 
 /**
@@ -6,7 +7,7 @@ import { FIRST_USE_DDL, TABLES_ON_FIRST_USE, type TableOnFirstUse } from "./sche
  * would find it empty can answer so without creating it.
  */
 export interface TableSql {
-  exec: SqlStorage["exec"];
+  exec: HostSql["exec"];
   exists(): boolean;
 }
 
@@ -21,7 +22,7 @@ export interface TableSql {
  * memo instead, so the tables a session never uses are never created.
  */
 export class FirstUseTables {
-  readonly #sql: SqlStorage;
+  readonly #sql: HostSql;
   /** The first-use tables the object is known to have. */
   readonly #present: Set<string>;
   /**
@@ -32,7 +33,7 @@ export class FirstUseTables {
   readonly #createdIn: Set<string>[] = [];
 
   /** `present`: the object's table names as it opened (none for a brand-new object). */
-  constructor(sql: SqlStorage, present: Iterable<string>) {
+  constructor(sql: HostSql, present: Iterable<string>) {
     this.#sql = sql;
     const onFirstUse = new Set<string>(TABLES_ON_FIRST_USE);
     this.#present = new Set([...present].filter((name) => onFirstUse.has(name)));
@@ -41,7 +42,7 @@ export class FirstUseTables {
   /** The SQL of `table`'s store: the same statements, with the table made before the first. */
   sql(table: TableOnFirstUse): TableSql {
     return {
-      exec: <T extends Record<string, SqlStorageValue>>(query: string, ...bindings: unknown[]) => {
+      exec: <T extends Record<string, SqlValue>>(query: string, ...bindings: unknown[]) => {
         this.#ensure(table);
         return this.#sql.exec<T>(query, ...bindings);
       },

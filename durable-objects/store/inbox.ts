@@ -1,3 +1,4 @@
+import type { HostSql } from "../host/port";
 import { ReadMemo } from "./read-memo";
 import type { ContentBlock } from "../../src/contract/content";
 import type { InboxLane, MessageSource } from "../../src/contract/events";
@@ -58,7 +59,7 @@ export class Inbox {
 
   /** `header`: the session's, which a message from below an MCP face marks (`admit`). */
   constructor(
-    readonly sql: SqlStorage,
+    readonly sql: HostSql,
     readonly log: EventLog,
     readonly header?: SingleRow<SessionHeader>,
   ) {}

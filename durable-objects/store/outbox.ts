@@ -1,3 +1,4 @@
+import type { HostSql } from "../host/port";
 import { ReadMemo } from "./read-memo";
 import type { Envelope } from "../../src/contract/envelope";
 import type { OutboxEntry } from "../../src/contract/session-api";
@@ -70,7 +71,7 @@ export class Outbox {
   readonly memo = new ReadMemo();
 
   constructor(
-    readonly sql: SqlStorage,
+    readonly sql: HostSql,
     readonly log: EventLog,
   ) {}
 

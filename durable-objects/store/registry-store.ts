@@ -1,3 +1,4 @@
+import type { HostSql, HostStorage } from "../host/port";
 import type { DirectoryEntry, RegistryEvent } from "../../src/contract/session-api";
 import type { Jurisdiction, LocationHint } from "../../src/core/placement";
 import { adminProviderInfo, type ProviderRecord, providerTenants } from "../../src/providers/catalog";
@@ -38,13 +39,13 @@ const REGISTRY_MIGRATIONS: readonly string[] = [
  * top-level sessions, per tenant).
  */
 export class RegistryStore {
-  readonly #storage: DurableObjectStorage;
-  readonly #sql: SqlStorage;
+  readonly #storage: HostStorage;
+  readonly #sql: HostSql;
   /** Reads of the providers table, until its next write (read-memo.ts). */
   readonly #providers = new ReadMemo();
 
   /** Migrates the schema; a registry whose log is empty (a new one) starts with `defaults`, in one transaction. */
-  constructor(storage: DurableObjectStorage, defaults: readonly ProviderRecord[]) {
+  constructor(storage: HostStorage, defaults: readonly ProviderRecord[]) {
     this.#storage = storage;
     this.#sql = storage.sql;
     migrate(storage, REGISTRY_MIGRATIONS);

@@ -1,3 +1,4 @@
+import type { SqlValue } from "../host/port";
 import type { MessageDelivery } from "../../src/contract/control";
 import type { WireContent } from "../../src/contract/content";
 import type { MessageSource } from "../../src/contract/events";
@@ -28,7 +29,7 @@ export interface ScheduleRow {
   lastMessageId?: string;
 }
 
-interface Row extends Record<string, SqlStorageValue> {
+interface Row extends Record<string, SqlValue> {
   schedule_id: string;
   cron: string | null;
   timezone: string | null;

@@ -1,3 +1,4 @@
+import type { HostSql, HostStorage } from "../host/port";
 import type { DriverStores } from "../../src/agent/driver-stores";
 import type { SessionEvent } from "../../src/contract/events";
 import type { SessionHeader } from "../../src/contract/session";
@@ -34,7 +35,7 @@ import { SingleRow } from "./single-row";
  * committed.
  */
 export class SessionStores implements DriverStores {
-  readonly sql: SqlStorage;
+  readonly sql: HostSql;
   readonly log: EventLog;
   readonly inbox: Inbox;
   readonly header: SingleRow<SessionHeader>;
@@ -79,7 +80,7 @@ export class SessionStores implements DriverStores {
    * `tables`: the names of the object's tables as it opened (which first-use tables it has).
    */
   constructor(
-    readonly storage: DurableObjectStorage,
+    readonly storage: HostStorage,
     log: EventLog,
     onCommit: (events: readonly SessionEvent[]) => void,
     { created = false, tables = [] }: { created?: boolean; tables?: Iterable<string> } = {},

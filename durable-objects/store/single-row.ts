@@ -1,3 +1,4 @@
+import type { HostSql } from "../host/port";
 /**
  * A JSON document kept in a single-row table (`id = 1` by CHECK): the session header (written
  * once) and the turn loop state (rewritten by every step inside the step's transaction). The
@@ -8,7 +9,7 @@ export class SingleRow<T> {
   #cached: { value: T | undefined } | undefined;
 
   constructor(
-    readonly sql: SqlStorage,
+    readonly sql: HostSql,
     readonly table: "header" | "loop",
   ) {}
 

@@ -37,7 +37,7 @@ export class A2aRuns extends FarSideRuns implements ChildTransport {
   }
 
   /** Publishes an A2A run (no I/O); its first message goes out with the next drive. Resolves the run id. */
-  async start({ request, origin, trace, provider, descriptor }: TransportStart): Promise<Outcome<string>> {
+  async start({ request, origin, provider, descriptor }: TransportStart): Promise<Outcome<string>> {
     const ctx = this.ctx;
     if (!ctx.protocols.a2a) return fail("UNSUPPORTED_CAPABILITY", protocolMissing("a2a"));
     const prepared = prepareOutOfProcess(ctx, request, provider, "a2a");
@@ -48,7 +48,7 @@ export class A2aRuns extends FarSideRuns implements ChildTransport {
       publishOutOfProcess(
         ctx,
         prepared.value,
-        { provider, descriptor, request, origin, trace, defaultModel: "a2a-agent" },
+        { provider, descriptor, request, origin, defaultModel: "a2a-agent" },
         now,
       );
       ctx.stores.remoteRuns.insert(

@@ -9,10 +9,10 @@ import type { ProviderKind } from "../../src/contract/provider";
 import { prepareOutOfProcess, publishOutOfProcess, traceparentOfRun } from "./out-of-process";
 import type { ResultSink } from "./far-side-runs";
 import type { RunRow } from "../store/runs";
-import type { SessionPart } from "../session/part";
+import type { SessionPart } from "../kernel/part";
 import type { ChildTransport, TransportStart } from "./transport";
 import type { SessionContext } from "../session/session-context";
-import type { HeldDecision, HeldRequest } from "../session/approvals";
+import type { HeldDecision, HeldRequest } from "../approvals/approvals";
 
 /** What holds the approvals of a run's permission requests. */
 function holderOf(runId: string): string {
@@ -96,7 +96,7 @@ export class AcpRuns implements ChildTransport, SessionPart {
   }
 
   /** Publishes an ACP run and opens its connection. Resolves the run id. */
-  async start({ request, origin, trace, provider, descriptor }: TransportStart): Promise<Outcome<string>> {
+  async start({ request, origin, provider, descriptor }: TransportStart): Promise<Outcome<string>> {
     const ctx = this.#ctx;
     if (!ctx.protocols.acp) return fail("UNSUPPORTED_CAPABILITY", protocolMissing("acp"));
     const prepared = prepareOutOfProcess(ctx, request, provider, "acp");
@@ -109,7 +109,6 @@ export class AcpRuns implements ChildTransport, SessionPart {
         descriptor,
         request,
         origin,
-        trace,
         defaultModel: "acp-agent",
       });
       ctx.stores.acpRuns.insert({ runId, url: provider.url!, token: provider.token ?? null });

@@ -2,7 +2,7 @@ import type { RunResultEnvelope } from "../../src/contract/envelope";
 import type { Outcome } from "../../src/contract/errors";
 import type { SubagentResult } from "../../src/contract/run";
 import { retryDelayMs, scrub, transportResult } from "../../src/providers/remote-protocol";
-import type { SessionPart } from "../session/part";
+import type { SessionPart } from "../kernel/part";
 import type { SessionContext } from "../session/session-context";
 import type { FarSideProtocol, RemoteRow } from "../store/remote-store";
 import type { RunRow } from "../store/runs";

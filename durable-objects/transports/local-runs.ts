@@ -10,7 +10,7 @@ import { requestKey } from "../../src/core/request-key";
 import { abortedBeforeStart } from "../../src/core/run-result";
 import { initChild, StartsInFlight } from "../delegation/child-start";
 import { childBudget, childInit, forkSeed, placeChild, reservedChildId } from "../delegation/child-spec";
-import type { SessionPart } from "../session/part";
+import type { SessionPart } from "../kernel/part";
 import type { SessionContext } from "../session/session-context";
 import type { RunRow } from "../store/runs";
 import type { ChildTransport, RunSettlement, TransportStart } from "./transport";
@@ -74,7 +74,7 @@ export class LocalRuns implements ChildTransport, SessionPart {
       mode: "one-shot",
       descriptor: start.descriptor,
       prompt: toBlocks(request.prompt),
-      ...compact({ trace: start.trace }),
+      ...compact({ trace: request.trace }),
       ...(info.kind === "fork" ? seedOf(forkSeed(ctx)) : {}),
       ...compact({ outputSchema: start.outputSchema }),
     };

@@ -2,13 +2,12 @@ import { deadlineOf } from "../../src/contract/control";
 import { compact } from "../../src/core/compact";
 import { traceparentOf } from "../../src/trace/traceparent";
 import type { RunRow } from "../store/runs";
-import type { TraceContext } from "../../src/contract/trace";
 import type { RunOrigin } from "../../src/agent/host";
 import type { ChildInit } from "../../src/contract/child-init";
 import { type ContentBlock, toBlocks } from "../../src/contract/content";
 import { fail, type Outcome, ok } from "../../src/contract/errors";
 import { newRunId } from "../../src/contract/ids";
-import type { StartRequest } from "../../src/contract/run";
+import type { RunStart, StartRequest } from "../../src/contract/run";
 import { childDepth, deploymentDepthCap } from "../../src/core/depth";
 import type { Descriptor } from "../../src/core/descriptor";
 import type { Placement } from "../../src/core/placement";
@@ -55,10 +54,9 @@ export function publishOutOfProcess(
   run: {
     provider: ProviderRecord;
     descriptor: Descriptor;
-    request: StartRequest;
+    /** Its `trace`: the span that asked for it, whose trace the far side's work joins (`traceparent`). */
+    request: RunStart;
     origin: RunOrigin | undefined;
-    /** The span that asked for it: the far side's work joins its trace (`traceparent`). */
-    trace: TraceContext | undefined;
     /** The model named in the record when the request names none (the far side picks its own). */
     defaultModel: string;
     placement?: Placement;
@@ -81,7 +79,7 @@ export function publishOutOfProcess(
     mode: "one-shot",
     descriptor: run.descriptor,
     prompt: start.prompt,
-    ...compact({ trace: run.trace }),
+    ...compact({ trace: request.trace }),
   };
   runs.insert({
     runId: start.runId,

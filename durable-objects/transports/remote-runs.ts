@@ -45,7 +45,7 @@ export class RemoteRuns extends FarSideRuns implements ChildTransport {
   }
 
   /** Publishes a remote run (no I/O); the transport starts with the next drive. Resolves the run id. */
-  async start({ request, origin, trace, provider, descriptor }: TransportStart): Promise<Outcome<string>> {
+  async start({ request, origin, provider, descriptor }: TransportStart): Promise<Outcome<string>> {
     const ctx = this.ctx;
     const header = ctx.header()!;
     const prepared = prepareOutOfProcess(ctx, request, provider, "remote");
@@ -69,7 +69,7 @@ export class RemoteRuns extends FarSideRuns implements ChildTransport {
       publishOutOfProcess(
         ctx,
         prepared.value,
-        { provider, descriptor, request, origin, trace, defaultModel: "remote-default", placement },
+        { provider, descriptor, request, origin, defaultModel: "remote-default", placement },
         now,
       );
       ctx.stores.remoteRuns.insert(

@@ -1,18 +1,19 @@
 import type { RunOrigin } from "../../src/agent/host";
 import type { Outcome } from "../../src/contract/errors";
 import type { ProviderKind } from "../../src/contract/provider";
-import type { StartRequest, SubagentResult } from "../../src/contract/run";
+import type { RunStart, SubagentResult } from "../../src/contract/run";
 import type { CheckedStart } from "../../src/providers/start-checks";
 import type { RunRow } from "../store/runs";
-import type { TraceContext } from "../../src/contract/trace";
 
 /** A one-shot start that passed the provider checks (start-checks.ts), ready for its transport. */
 export interface TransportStart extends CheckedStart {
-  request: StartRequest;
+  /**
+   * Its `trace`: the span that asked for it (the tool call's, a caller's `traceparent`), which the
+   * child's first turn joins.
+   */
+  request: RunStart;
   /** The tool call that asked for it (absent: an API or RPC caller). */
   origin: RunOrigin | undefined;
-  /** The span that asked for it (the tool call's, a caller's `traceparent`): the child's first turn joins its trace. */
-  trace: TraceContext | undefined;
 }
 
 /**

@@ -21,59 +21,15 @@ import {
   UnsupportedOperationError,
 } from "@a2a-js/sdk/errors";
 import type { A2ARequestHandler } from "@a2a-js/sdk/server";
-import { type ContentBlock, MAX_CONTENT_BLOCKS } from "../contract/content";
-import type { Outcome } from "../contract/errors";
-import type { SessionEvent } from "../contract/events";
-import { type EventPage, type EventTextRead, MAX_TEXT_READ_SEQS } from "../contract/session-api";
+import { MAX_CONTENT_BLOCKS } from "../contract/content";
 import { sha256Hex } from "../core/hash";
-import {
-  emptyFold,
-  type FoldWindow,
-  fillText,
-  foldTask,
-  isTerminal,
-  latestQueued,
-  messageDone,
-  needsInput,
-  type TaskFold,
-  textLeftOut,
-  textsLeftOut,
-} from "./task-fold";
-import {
-  artifactOf,
-  contentOf,
-  decisionOf,
-  MAX_ARTIFACTS,
-  MAX_HISTORY_LENGTH,
-  MAX_TASK_BYTES,
-  statusOf,
-  taskOf,
-} from "./wire";
+import { isTerminal, latestQueued, messageDone, needsInput, type TaskFold } from "./task-fold";
+import { followTask, readTask, windowFor } from "./task-reads";
+import type { TaskSessions } from "./task-sessions";
+import { streamTask } from "./task-stream";
+import { contentOf, decisionOf, MAX_TASK_BYTES, taskOf } from "./wire";
 
-/**
- * What the A2A face needs of the runtime, for one authenticated caller (an admin of one tenant):
- * sessions it may see, created and driven exactly as the HTTP API does.
- */
-export interface TaskSessions {
-  /** A new top-level session with the default model; the same `key` again is the same session. */
-  create(key: string): Promise<Outcome<{ id: string }>>;
-  /** Sends a user message; the same `key` again is the same message (never a second one). */
-  send(id: string, content: ContentBlock[], key: string): Promise<Outcome<{ messageId: string }>>;
-  /**
-   * A page of the session's log after `after`; an empty page waits up to `waitMs` for an event.
-   * `text`: what of the messages' text the page carries (absent: all of it).
-   */
-  events(id: string, after: number, waitMs: number, text?: EventTextRead): Promise<Outcome<EventPage>>;
-  interrupt(id: string): Promise<Outcome<unknown>>;
-  /** Decides an approval of the session's tree (README "Approvals"). */
-  decide(
-    id: string,
-    approvalId: string,
-    decision: { decision: "approve" | "deny"; reason?: string },
-  ): Promise<Outcome<unknown>>;
-  /** The caller's top-level sessions, newest first, a page at a time. */
-  list(limit: number, cursor: string | undefined): Promise<Outcome<{ ids: string[]; next: string | null }>>;
-}
+export type { TaskSessions } from "./task-sessions";
 
 export interface TaskLimits {
   /** How long a blocking `SendMessage` waits for the turn to end before it answers the working task. */
@@ -96,29 +52,6 @@ const MAX_LIST_PAGE = 50;
 const MAX_LIST_BYTES = MAX_TASK_BYTES;
 /** How many tasks of a ListTasks page are read at once (each read folds a log a page at a time). */
 const LIST_READS_AT_ONCE = 4;
-
-/** What a fold keeps for an answer showing `historyLength` messages within `maxBytes`. */
-function windowFor(historyLength: number | undefined, maxBytes: number, artifacts = true): FoldWindow {
-  return {
-    messages: Math.max(0, Math.min(historyLength ?? MAX_HISTORY_LENGTH, MAX_HISTORY_LENGTH)),
-    results: artifacts ? MAX_ARTIFACTS : 1,
-    chars: maxBytes,
-  };
-}
-
-/** The page's events, each whose text was left out holding `textLeftOut` in its place. */
-function withTextLeftOut(page: EventPage): SessionEvent[] {
-  const chars = page.textChars ?? {};
-  return page.events.map((event) => {
-    const left = chars[event.seq];
-    return left === undefined
-      ? event
-      : ({ ...event, data: { ...event.data, content: textLeftOut(event.seq, left) } } as SessionEvent);
-  });
-}
-
-/** One long-poll read waits at most this long (the object's own cap is 60 s). */
-const POLL_MS = 25_000;
 
 /**
  * The A2A face's request handler (the SDK's `A2ARequestHandler`, served by its JSON-RPC
@@ -152,7 +85,8 @@ export class SessionTaskHandler implements A2ARequestHandler {
     if (params.configuration?.returnImmediately) return taskOf(id, fold, params.configuration.historyLength);
     const deadline = Date.now() + this.#limits.blockingWaitMs;
     // a blocking send answers once its message is done, or waits on a person's decision
-    const settled = await this.#follow(
+    const settled = await followTask(
+      this.#sessions,
       id,
       fold,
       deadline,
@@ -163,16 +97,23 @@ export class SessionTaskHandler implements A2ARequestHandler {
 
   async *sendMessageStream(params: SendMessageRequest): AsyncGenerator<StreamResponse, void, undefined> {
     const { id, messageId, fold } = await this.#accept(params);
-    yield* this.#stream(id, fold, messageId, params.configuration?.historyLength);
+    yield* streamTask(
+      this.#sessions,
+      this.#limits.streamMs,
+      id,
+      fold,
+      messageId,
+      params.configuration?.historyLength,
+    );
   }
 
   async getTask(params: GetTaskRequest): Promise<Task> {
     const window = windowFor(params.historyLength, MAX_TASK_BYTES);
-    return taskOf(params.id, await this.#read(params.id, window), params.historyLength);
+    return taskOf(params.id, await readTask(this.#sessions, params.id, window), params.historyLength);
   }
 
   async cancelTask(params: CancelTaskRequest): Promise<Task> {
-    const fold = await this.#read(params.id);
+    const fold = await readTask(this.#sessions, params.id);
     if (isTerminal(fold.phase))
       throw new TaskNotCancelableError(`task ${params.id} is already ${fold.phase}`);
     // an interrupt ends the running turn; a message still in the inbox is not that turn's
@@ -183,12 +124,22 @@ export class SessionTaskHandler implements A2ARequestHandler {
     const interrupted = await this.#sessions.interrupt(params.id);
     if (!interrupted.ok) throw new TaskNotFoundError(`task ${params.id} not found`);
     const deadline = Date.now() + this.#limits.cancelWaitMs;
-    return taskOf(params.id, await this.#follow(params.id, fold, deadline, (f) => isTerminal(f.phase)));
+    return taskOf(
+      params.id,
+      await followTask(this.#sessions, params.id, fold, deadline, (f) => isTerminal(f.phase)),
+    );
   }
 
   async *resubscribe(params: { id: string }): AsyncGenerator<StreamResponse, void, undefined> {
-    const fold = await this.#read(params.id);
-    yield* this.#stream(params.id, fold, fold.latest?.messageId, undefined);
+    const fold = await readTask(this.#sessions, params.id);
+    yield* streamTask(
+      this.#sessions,
+      this.#limits.streamMs,
+      params.id,
+      fold,
+      fold.latest?.messageId,
+      undefined,
+    );
   }
 
   async listTasks(params: ListTasksRequest): Promise<ListTasksResponse> {
@@ -203,7 +154,7 @@ export class SessionTaskHandler implements A2ARequestHandler {
     const share = Math.floor(MAX_LIST_BYTES / pageSize);
     const window = windowFor(history, share, artifacts);
     const tasks = await inTurns(listed.value.ids, LIST_READS_AT_ONCE, async (id) =>
-      taskOf(id, await this.#read(id, window), history, share, { artifacts }),
+      taskOf(id, await readTask(this.#sessions, id, window), history, share, { artifacts }),
     );
     const wanted = tasks.filter(
       (t) =>
@@ -266,7 +217,7 @@ export class SessionTaskHandler implements A2ARequestHandler {
       if (sent.code === "NOT_FOUND") throw new TaskNotFoundError(`task ${id} not found`);
       throw new RequestMalformedError(sent.message);
     }
-    return { id, messageId: sent.value.messageId, fold: await this.#read(id) };
+    return { id, messageId: sent.value.messageId, fold: await readTask(this.#sessions, id) };
   }
 
   async #decide(
@@ -279,121 +230,12 @@ export class SessionTaskHandler implements A2ARequestHandler {
         throw new TaskNotFoundError(`task ${id} not found`);
       throw new RequestMalformedError(`${decided.code}: ${decided.message}`);
     }
-    const fold = await this.#read(id);
+    const fold = await readTask(this.#sessions, id);
     // a descendant's decision reaches this log through the outbox: it is not pending any more
     delete fold.approvals[approvalId];
     const messageId = fold.latest?.messageId;
     if (messageId === undefined) throw new RequestMalformedError(`task ${id} has no message to continue`);
     return { id, messageId, fold };
-  }
-
-  /**
-   * The task as it is now: the whole log folded (a page at a time, no waiting), keeping what
-   * `window` says (by default what a task's answer can show). The log's text stays where it is
-   * but for what the fold keeps: the first read leaves every message's text out (the fold keeps
-   * at least what it would keep of the texts), the second reads the kept ones, every one of them
-   * at or before where the first read ended (the log only grows), and the fold takes them in.
-   */
-  async #read(id: string, window = windowFor(undefined, MAX_TASK_BYTES)): Promise<TaskFold> {
-    let fold = emptyFold(window);
-    for (;;) {
-      const page = await this.#sessions.events(id, fold.cursor, 0, { leave: true });
-      if (!page.ok) throw new TaskNotFoundError(`task ${id} not found`);
-      fold = foldTask(fold, withTextLeftOut(page.value));
-      if (page.value.next === null) break;
-    }
-    const wanted = textsLeftOut(fold);
-    const texts = new Map<number, ContentBlock[]>();
-    for (let at = 0; at < wanted.length; at += MAX_TEXT_READ_SEQS) {
-      const only = wanted.slice(at, at + MAX_TEXT_READ_SEQS);
-      for (let after: number | null = -1; after !== null; ) {
-        const page = await this.#sessions.events(id, after, 0, { only });
-        if (!page.ok) throw new TaskNotFoundError(`task ${id} not found`);
-        for (const event of page.value.events)
-          texts.set(event.seq, (event.data as { content: ContentBlock[] }).content);
-        after = page.value.next;
-      }
-    }
-    return wanted.length === 0 ? fold : fillText(fold, texts);
-  }
-
-  /** Folds new events as they come (long polls) until `until` holds or the deadline passes. */
-  async #follow(
-    id: string,
-    start: TaskFold,
-    deadline: number,
-    until: (fold: TaskFold) => boolean,
-  ): Promise<TaskFold> {
-    let fold = start;
-    while (!until(fold)) {
-      const left = deadline - Date.now();
-      if (left <= 0) break;
-      const page = await this.#sessions.events(id, fold.cursor, Math.min(left, POLL_MS));
-      if (!page.ok) throw new TaskNotFoundError(`task ${id} not found`);
-      if (page.value.events.length === 0) continue;
-      fold = foldTask(fold, page.value.events);
-    }
-    return fold;
-  }
-
-  /**
-   * The task, then a status update at each change of state, the result as an artifact, and the
-   * final status. A stream ends at its first terminal state: a task that is over when its stream
-   * starts (a message answered before the stream's first read, or a subscriber to an ended task)
-   * is its stream's one event, its result in its artifacts and status message. A message answered
-   * already while a later one holds the task gets its artifact and its own final status. A stream
-   * also ends after `streamMs` (the client subscribes again).
-   */
-  async *#stream(
-    id: string,
-    start: TaskFold,
-    messageId: string | undefined,
-    historyLength: number | undefined,
-  ): AsyncGenerator<StreamResponse, void, undefined> {
-    yield { payload: { $case: "task", value: taskOf(id, start, historyLength) } };
-    if (messageId === undefined || isTerminal(start.phase)) return;
-    if (messageDone(start, messageId)) {
-      yield* this.#updates(id, start, messageId);
-      return;
-    }
-    const deadline = Date.now() + this.#limits.streamMs;
-    const phaseOf = (fold: TaskFold) =>
-      needsInput(fold, messageId) ? "input-required" : fold.messages[messageId]?.phase;
-    let fold = start;
-    let announced = phaseOf(start);
-    while (!messageDone(fold, messageId) && Date.now() < deadline) {
-      fold = await this.#follow(id, fold, deadline, (f) => phaseOf(f) !== announced);
-      if (phaseOf(fold) === announced) continue;
-      announced = phaseOf(fold);
-      yield* this.#updates(id, fold, messageId);
-    }
-  }
-
-  /** The message's status, after its result as an artifact once the message is done. */
-  *#updates(id: string, fold: TaskFold, messageId: string): Generator<StreamResponse, void, undefined> {
-    const turn = fold.messages[messageId]?.turn;
-    const result = turn === undefined ? undefined : fold.results.find((r) => r.turn === turn);
-    if (messageDone(fold, messageId) && result !== undefined) {
-      yield {
-        payload: {
-          $case: "artifactUpdate",
-          value: {
-            taskId: id,
-            contextId: id,
-            artifact: artifactOf(result.turn, result.content),
-            append: false,
-            lastChunk: true,
-            metadata: undefined,
-          },
-        },
-      };
-    }
-    yield {
-      payload: {
-        $case: "statusUpdate",
-        value: { taskId: id, contextId: id, status: statusOf(id, fold, messageId), metadata: undefined },
-      },
-    };
   }
 }
 

@@ -29,7 +29,11 @@ export const sendMessageTool: Tool<
   ),
   async run(args, ctx, host) {
     const delivery = args.delivery ?? "next-turn";
-    const sent = await host.followup(args.subagent_id, args.message, ctx.callKey, delivery, ctx.trace);
+    const sent = await host.followup(
+      args.subagent_id,
+      { content: args.message, delivery, trace: ctx.trace },
+      ctx.callKey,
+    );
     return sent.ok ? text(DELIVERED[delivery](args.subagent_id)) : text(`Error: ${sent.message}`, true);
   },
 };
@@ -87,7 +91,7 @@ export const reportTool: Tool<{ output: string }, SessionHost> = {
     "Deliver a self-contained result to the agent that started you, before you finish. Reporting never ends your turn.",
   schema: lazySchema(() => z.strictObject({ output: z.string().min(1).max(200_000) })),
   async run(args, ctx, host) {
-    const sent = await host.report(args.output, ctx.callKey, ctx.trace);
+    const sent = await host.report({ text: args.output, trace: ctx.trace }, ctx.callKey);
     return sent.ok
       ? text(`report accepted by the agent that started you as message ${sent.value.messageId}`)
       : text(`Error: ${sent.message}`, true);

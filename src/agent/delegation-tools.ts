@@ -65,9 +65,9 @@ export function subagentTool(
             label: args.description,
             ...(provider.capabilities.depthLimit ? { maxDepth: DEFAULT_TOOL_MAX_DEPTH } : {}),
             ...(args.deadline_seconds === undefined ? {} : { deadlineSeconds: args.deadline_seconds }),
+            trace: ctx.trace,
           },
           ctx.callKey,
-          ctx.trace,
         );
         return started.ok
           ? text(`started subagent ${started.value.childId}`)
@@ -80,8 +80,9 @@ export function subagentTool(
           label: args.description,
           ...(provider.capabilities.depthLimit ? { maxDepth: DEFAULT_TOOL_MAX_DEPTH } : {}),
           ...(args.deadline_seconds === undefined ? {} : { deadlineSeconds: args.deadline_seconds }),
+          trace: ctx.trace,
         },
-        { callKey: ctx.callKey, toolName, background, trace: ctx.trace },
+        { callKey: ctx.callKey, toolName, background },
       );
       if (!started.ok) return text(`Error: ${started.message}`, true);
       const run = started.value;

@@ -1,7 +1,7 @@
-import type { MessageDelivery } from "../contract/control";
 import type { Outcome } from "../contract/errors";
-import type { RunView, StartRequest } from "../contract/run";
-import type { TraceContext } from "../contract/trace";
+import type { ChildFollowup, ChildReport } from "../contract/continuable";
+import type { RunStart, RunView } from "../contract/run";
+import type { Traced } from "../contract/trace";
 import type { ChildEntry, DescendantEntry } from "../contract/listing";
 
 /**
@@ -11,10 +11,11 @@ import type { ChildEntry, DescendantEntry } from "../contract/listing";
 export interface SessionHost extends ContinuationHost {
   readonly sessionId: string;
   /**
-   * Starts a one-shot child for a tool call. Idempotent by `callKey`: a re-run of the same call
-   * (after a crash) re-attaches to the run it already started.
+   * Starts a one-shot child for a tool call (`trace`: the call's span, which the child's first turn
+   * joins, README "Traces"). Idempotent by `callKey`: a re-run of the same call (after a crash)
+   * re-attaches to the run it already started.
    */
-  startRun(request: StartRequest, origin: RunOrigin): Promise<Outcome<RunView>>;
+  startRun(request: RunStart, origin: RunOrigin): Promise<Outcome<RunView>>;
   task(taskId: string): RunView | undefined;
   killTask(taskId: string, reason: string): Outcome<{ accepted: true }>;
   /**
@@ -31,25 +32,29 @@ export interface RunOrigin {
   callKey: string;
   toolName: string;
   background: boolean;
-  /** The call's span: the child's first turn joins its trace under it (README "Traces"). */
-  trace?: TraceContext;
 }
 
 /** The continuable-child operations the control tools use. */
 export interface ContinuationHost {
-  /** `callKey` makes a start from a tool call idempotent across re-runs of that call. */
+  /**
+   * `callKey` makes a start from a tool call idempotent across re-runs of that call; `trace`: the
+   * call's span, which the child's first turn joins.
+   */
   startContinuable(
-    request: { provider: string; prompt: string; label: string; maxDepth?: number; deadlineSeconds?: number },
+    request: {
+      provider: string;
+      prompt: string;
+      label: string;
+      maxDepth?: number;
+      deadlineSeconds?: number;
+    } & Traced,
     callKey?: string,
-    trace?: TraceContext,
   ): Promise<Outcome<{ childId: string; messageId: string }>>;
   /** `callKey` makes a follow-up from a tool call land once across re-runs of that call. */
   followup(
     childId: string,
-    text: string,
+    message: ChildFollowup,
     callKey?: string,
-    delivery?: MessageDelivery,
-    trace?: TraceContext,
   ): Promise<Outcome<{ messageId: string }>>;
   interruptAgent(targetId: string): Promise<Outcome<{ accepted: true }>>;
   listAgents(scope: "children" | "descendants"): Promise<Outcome<(ChildEntry | DescendantEntry)[]>>;
@@ -57,5 +62,5 @@ export interface ContinuationHost {
    * The `report` tool: one report to the parent for the tool call `callKey`; the same call run
    * again after a restart is the same report (the parent applies it once).
    */
-  report(text: string, callKey: string, trace?: TraceContext): Promise<Outcome<{ messageId: string }>>;
+  report(report: ChildReport, callKey: string): Promise<Outcome<{ messageId: string }>>;
 }

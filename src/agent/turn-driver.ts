@@ -1,12 +1,11 @@
 import { compact } from "../core/compact";
-import type { MessageSource, ToolCall } from "../contract/events";
-import { callTrace } from "../trace/spans";
+import type { MessageSource } from "../contract/events";
 import { addUsage } from "../core/usage";
 import { priced } from "../core/prices";
 import { faultPoint } from "../core/faults";
 import type { Plan } from "../core/turn-plan";
 import { overThreshold } from "./compaction";
-import { BudgetRefusal, reservationHoldMs, stepBudgetKey, worstCase } from "./budget";
+import { BudgetRefusal, stepBudgetKey } from "./budget";
 import { Compactor, type CompactorPorts, ContextOverflow, isOverflow, overflowFailure } from "./compactor";
 import type { ModelReply, ModelRequest } from "./model";
 import { callKey } from "./call-keys";
@@ -19,9 +18,10 @@ import {
   stepRefusal,
   withoutAttempts,
 } from "./step-limits";
-import { executeTool, type Tool, type ToolOutcome, toolSpecs } from "./tools";
+import { OwnerUnreachable, StepBudget } from "./step-budget";
+import { ToolRunner, type ToolRunnerPorts } from "./tool-runner";
+import { toolSpecs } from "./tools";
 import type { Fence } from "./turns";
-import type { ApprovalGate } from "./approval-gate";
 
 /**
  * The turn driver: one step per call of `step()`: claim -> model call -> append -> tools.
@@ -29,20 +29,15 @@ import type { ApprovalGate } from "./approval-gate";
  * -> a synchronous transaction that re-checks the fence and appends. A result that arrives after
  * an interrupt or a newer step is dropped, so a zombie or duplicate step never appends twice.
  * Completed steps are never redone; a crash mid-step re-runs that step. The turns' durable
- * state (plan, fence, ending a turn, answers) is `Turns` (turns.ts); the driver runs the steps.
+ * state (plan, fence, ending a turn, answers) is `Turns` (turns.ts); the driver runs the steps:
+ * the model half here, the tool half in tool-runner.ts, its budget hooks in step-budget.ts.
  */
 
 /**
  * What the turn driver runs with: the session's stores, turns and settings (read at each step),
  * the model routes, and its ports.
  */
-export interface TurnDriverPorts<Host> extends CompactorPorts {
-  /** The tools the session's model sees now. */
-  tools: { visibleTools(): Promise<Tool<unknown, Host>[]> };
-  /** What the session's tools may ask of it. */
-  host: Host;
-  /** Which calls wait for a person's decision before they run (none: every call runs). */
-  approvals?: ApprovalGate;
+export interface TurnDriverPorts<Host> extends CompactorPorts, ToolRunnerPorts<Host> {
   /** Live text of a step while its model call streams it (not durable; attempt numbers restart a step's text). */
   live?: { delta(delta: { turn: number; step: number; attempt: number; text: string }): void };
 }
@@ -54,37 +49,41 @@ export class TurnDriver<Host> {
   readonly name = "turn driver";
   readonly #ports: TurnDriverPorts<Host>;
   readonly #compactor: Compactor;
+  readonly #budget: StepBudget;
+  readonly #tools: ToolRunner<Host>;
 
   constructor(ports: TurnDriverPorts<Host>) {
     this.#ports = ports;
     this.#compactor = new Compactor(ports);
+    this.#budget = new StepBudget(ports);
+    this.#tools = new ToolRunner(ports);
   }
 
   /** Runs one step. Resolves true when it made progress (more work may be owed). */
   async step(): Promise<boolean> {
     const { stores, turns } = this.#ports;
     if (turns.external()) return stores.transact(() => recordInbox(stores));
-    const { budget } = this.#ports;
+    const budget = this.#budget;
     // a budget reservation held for a call that is over (a crash cut its settle short) is
     // settled before anything else runs: a reservation never outlives its call
-    if (budget?.owesSettle(this.#stepKey())) {
+    if (budget.owesSettle()) {
       await budget.settle();
       return true;
     }
     const started = stores.transact(() => this.#begin());
     if (started === undefined) {
       const compacted = await this.#compactIdle();
-      await budget?.settle();
+      await budget.settle();
       return compacted;
     }
     if (started.plan.kind === "tools") {
-      await this.#runTools(started.plan.calls, started.fence);
+      await this.#tools.run(started.plan.calls, started.fence);
       return true;
     }
     await this.#modelStep(started.fence);
     // what the step spent is reported and its reservation released at once (before its tools
     // run), so the tree's other sessions may use what it did not
-    await budget?.settle();
+    await budget.settle();
     return true;
   }
 
@@ -93,40 +92,10 @@ export class TurnDriver<Host> {
    * reservation to settle (the drive loop's alarm).
    */
   nextDue(): number | undefined {
-    const { turns, budget } = this.#ports;
-    return turns.owesStep() || this.#compactor.idleOwed() || budget?.owesSettle(this.#stepKey())
+    const { turns } = this.#ports;
+    return turns.owesStep() || this.#compactor.idleOwed() || this.#budget.owesSettle()
       ? Date.now()
       : undefined;
-  }
-
-  /** The budget key of the model step the open turn would make next (undefined while none is open). */
-  #stepKey(): string | undefined {
-    const loop = this.#ports.stores.loop.get();
-    return loop.openTurn === null ? undefined : stepBudgetKey(loop.openTurn, loop.step);
-  }
-
-  /**
-   * Reserves a model call's worst case (`inputTokens` plus the session's output limit) from the
-   * session's budget; throws `BudgetRefusal` when it does not fit. An owner out of reach is
-   * thrown as `OwnerUnreachable`: the step fails as a crash would, and runs again.
-   */
-  async #reserve(key: string, inputTokens: number): Promise<void> {
-    const { budget } = this.#ports;
-    if (!budget) return;
-    const settings = this.#ports.settings();
-    const worst = worstCase(
-      inputTokens,
-      settings.params?.maxOutputTokens,
-      settings.modelRoute,
-      settings.prices,
-    );
-    let refused: string | undefined;
-    try {
-      refused = await budget.reserve(key, worst, reservationHoldMs(settings.policy));
-    } catch (error) {
-      throw new OwnerUnreachable(error);
-    }
-    if (refused) throw new BudgetRefusal(refused);
   }
 
   /** A caller's compaction while no turn is open: done at once, without starting a turn. */
@@ -282,7 +251,7 @@ export class TurnDriver<Host> {
       const call = async () => {
         // the step's worst case is reserved from the budget before its first call (a re-run
         // after a crash reuses the reservation; one after a compaction reserves anew)
-        await this.#reserve(
+        await this.#budget.reserve(
           stepBudgetKey(fence.turn, fence.step),
           stores.log.view().estimate(window, fixedChars),
         );
@@ -373,99 +342,6 @@ export class TurnDriver<Host> {
       return reply.toolCalls;
     });
     await faultPoint(sessionId, "after-append");
-    if (toolCalls.length > 0) await this.#runTools(toolCalls, { ...fence, step: fence.step + 1 });
-  }
-
-  async #runTools(made: readonly ToolCall[], fence: Fence): Promise<void> {
-    const { stores, turns, host, approvals } = this.#ports;
-    const { sessionId } = this.#ports.settings();
-    const tools = await this.#ports.tools.visibleTools();
-    // calls that need a person's decision wait for it (asked for here) unless it approved them
-    const gated = approvals
-      ? made.filter((c) =>
-          approvals.needs(
-            c,
-            tools.find((t) => t.name === c.name),
-          ),
-        )
-      : [];
-    const waiting =
-      gated.length === 0
-        ? new Set<ToolCall>()
-        : stores.transact(() =>
-            turns.current(fence)
-              ? new Set(gated.filter((c) => approvals!.admit(fence.turn, c) === "wait"))
-              : new Set(made),
-          );
-    const calls = made.filter((c) => !waiting.has(c));
-    const run = async (call: ToolCall): Promise<ToolOutcome> => {
-      const controller = new AbortController();
-      const release = turns.track(controller);
-      try {
-        return await executeTool(
-          tools,
-          call.name,
-          call.args,
-          {
-            sessionId,
-            callKey: callKey(fence.turn, call.id),
-            toolCallId: call.id,
-            signal: controller.signal,
-            trace: callTrace(sessionId, fence.turn, call.id, stores.loop.get().trace),
-          },
-          host,
-        );
-      } finally {
-        release();
-      }
-    };
-    const concurrent = (call: ToolCall): boolean =>
-      tools.find((t) => t.name === call.name)?.concurrent === true;
-    // consecutive calls of concurrent tools run side by side; every result is recorded in call order
-    const started = new Map<number, Promise<ToolOutcome>>();
-    for (const [index, call] of calls.entries()) {
-      if (!started.has(index) && concurrent(call)) {
-        for (let next = index; next < calls.length && concurrent(calls[next]!); next++)
-          started.set(next, run(calls[next]!));
-      }
-      const outcome = await (started.get(index) ?? run(call));
-      if ("deferred" in outcome) continue;
-      const appended = stores.transact(() => {
-        if (!turns.current(fence)) return false;
-        const done = turns.answerDeferred(
-          fence.turn,
-          call.id,
-          call.name,
-          outcome.content,
-          outcome.isError === true,
-          outcome.structured,
-        );
-        if (done && outcome.concludesTurn) this.#conclude(made.slice(made.indexOf(call) + 1), fence);
-        return done && !outcome.concludesTurn;
-      });
-      if (!appended) return; // the turn moved on (interrupt or a concluding tool): later calls do not run
-    }
-  }
-
-  /** A concluding tool (a structured-output capture) ends the turn; later calls are denied. */
-  #conclude(later: readonly ToolCall[], fence: Fence): void {
-    const { stores, turns } = this.#ports;
-    for (const call of later) {
-      turns.answerDeferred(
-        fence.turn,
-        call.id,
-        call.name,
-        [{ type: "text", text: "Error: denied: the turn already concluded" }],
-        true,
-      );
-    }
-    turns.end(stores.loop.get(), "completed");
-  }
-}
-
-/** The budget's owner could not be reached to reserve a call: the step fails as a crash would. */
-class OwnerUnreachable extends Error {
-  constructor(cause: unknown) {
-    super(cause instanceof Error ? cause.message : String(cause), { cause });
+    if (toolCalls.length > 0) await this.#tools.run(toolCalls, { ...fence, step: fence.step + 1 });
   }
 }

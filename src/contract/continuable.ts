@@ -6,6 +6,7 @@ import { WireContent } from "./content-schema";
 import { DeadlineSeconds, MessageDelivery } from "./control";
 import type { MessageSource } from "./events";
 import { JurisdictionSchema, LocationHintSchema } from "./placement";
+import type { Traced } from "./trace";
 import { ApprovalFields, McpServersField, ModelParamsFields, ModelRoute, ToolFilterSchema } from "./wire";
 
 /** A continuable start (HTTP body with mode "continuable", RPC argument, tool call). */
@@ -30,9 +31,20 @@ export const ContinuableStartSchema = lazySchema(() =>
 );
 export type ContinuableStart = z.infer<typeof ContinuableStartSchema>;
 
+/** A continuable start as the session takes it: the caller's request and the span it came under. */
+export type ChildStart = ContinuableStart & Traced;
+
 export const FollowupBody = lazySchema(() =>
   z.strictObject({ content: WireContent, delivery: MessageDelivery.optional() }),
 );
+
+/** A follow-up to a continuable child as its parent takes it: the message and the span it came under. */
+export type ChildFollowup = z.infer<typeof FollowupBody> & Traced;
+
+/** A continuable child's `report` to its parent: its text and the span of the tool call that made it. */
+export interface ChildReport extends Traced {
+  text: string;
+}
 export const DrainBody = lazySchema(() =>
   z.strictObject({
     childIds: z.array(z.string().min(1).max(128)).max(256).optional(),

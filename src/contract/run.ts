@@ -3,6 +3,7 @@ import * as z from "zod";
 import { lazySchema } from "./lazy";
 import type { ContentBlock } from "./content";
 import type { Usage } from "./events";
+import type { Traced } from "./trace";
 import { WireContent } from "./content-schema";
 import { JurisdictionSchema, LocationHintSchema } from "./placement";
 import { DeadlineSeconds } from "./control";
@@ -71,6 +72,9 @@ export const StartRequestSchema = lazySchema(() =>
   }),
 );
 export type StartRequest = z.infer<typeof StartRequestSchema>;
+
+/** A one-shot start as the session takes it: the caller's request and the span it came under. */
+export type RunStart = StartRequest & Traced;
 
 export const StartSubagentBody = lazySchema(() =>
   StartRequestSchema.extend({

@@ -4,90 +4,17 @@ import type { Envelope } from "./envelope";
 import type { Outcome } from "./errors";
 import type { ApprovalDecision, ApprovalScope, SessionEvent } from "./events";
 import type { JsonValue } from "./json";
-import type { RunView, StartRequest, StartedRun } from "./run";
-import type { AgentOptions, Caller, SessionView } from "./session";
-import type { ProviderInfo, ProviderScope } from "./provider";
-import type { ChildEntry, DescendantListing } from "./listing";
+import type { AgentOptions, Caller } from "./session";
+import type { ProviderInfo } from "./provider";
+import type { ChildEntry } from "./listing";
 import type { Jurisdiction, LocationHint } from "./placement";
-import type { ContinuableInit, ContinuableStart, FollowupInput, InterruptAuthority } from "./continuable";
-import type { CreateSchedule, MessageDelivery, Schedule } from "./control";
-import type { TraceContext, TraceCursor, TracePage, TreeSpanPage } from "./trace";
+import type { ContinuableInit, FollowupInput, InterruptAuthority } from "./continuable";
+import type { MessageDelivery } from "./control";
+import type { TraceContext, TraceCursor, TreeSpanPage } from "./trace";
 import type { Spend } from "./events";
 
 /** A method's answer now or later: an object answers some calls synchronously. */
 type Answer<T> = T | Promise<T>;
-
-/**
- * What the registry Worker may ask of a session's object (its RPC surface), as the object
- * implements it; callers reach it through a stub, as `Remote<SessionApi>`.
- */
-export interface SessionApi {
-  create(input: CreateSession): Answer<Outcome<{ view: SessionView; replayed: boolean }>>;
-  describe(caller: Caller): Answer<Outcome<SessionView>>;
-  /** The providers this session may use: its tenant and its `providers` option. */
-  providerScope(caller: Caller): Answer<Outcome<ProviderScope>>;
-  send(caller: Caller, input: SendInput): Answer<Outcome<{ messageId: string }>>;
-  /**
-   * A page after `query.after`; with `waitMs` (at most 60 s) an empty page waits for the next event.
-   * `maxBytes` makes the page's byte bound smaller than `GET …/events`' 4 MiB (a reader that folds
-   * the log and keeps little of it: the A2A face), and `text` what of the messages' text it carries
-   * (`EventTextRead`; absent: all of it).
-   */
-  events(
-    caller: Caller,
-    query: { after: number; limit: number; maxBytes?: number; text?: EventTextRead },
-    waitMs?: number,
-  ): Answer<Outcome<EventPage>>;
-  interrupt(caller: Caller): Answer<Outcome<{ accepted: true }>>;
-  /**
-   * The spans of the session and its local descendants, as OTLP/HTTP JSON (`GET /v1/sessions/:id/trace`;
-   * not named `trace`: a Worker's `trace` handler is the platform's).
-   */
-  otlpTrace(caller: Caller, cursor?: TraceCursor): Answer<Outcome<TracePage>>;
-  /** Deletes the session and its whole tree (`DELETE /v1/sessions/:id`). */
-  deleteTree(caller: Caller): Answer<Outcome<{ accepted: true }>>;
-  /** Compacts the session's model view before its next model step (at once when no turn is open). */
-  compact(caller: Caller): Answer<Outcome<{ accepted: true }>>;
-  /** The pending approvals of this session and its descendants, oldest first. */
-  approvals(caller: Caller): Answer<Outcome<{ approvals: PendingApproval[] }>>;
-  /** Decides an approval of this session's subtree (routed to the session that asked). */
-  decideApproval(
-    caller: Caller,
-    approvalId: string,
-    decision: { decision: ApprovalDecision; reason?: string; scope?: ApprovalScope },
-  ): Answer<Outcome<{ approvalId: string; decision: ApprovalDecision }>>;
-  /** The session's recurring schedules, oldest first. */
-  schedules(caller: Caller): Answer<Outcome<{ schedules: Schedule[] }>>;
-  createSchedule(caller: Caller, body: CreateSchedule): Answer<Outcome<{ scheduleId: string; next: number }>>;
-  deleteSchedule(caller: Caller, scheduleId: string): Answer<Outcome<void>>;
-  /** `trace`: the caller's span (its `traceparent`); the child's first turn joins its trace. */
-  startRun(caller: Caller, request: StartRequest, trace?: TraceContext): Answer<Outcome<StartedRun>>;
-  runStatus(caller: Caller, runId: string, waitMs: number): Answer<Outcome<RunView>>;
-  disposeRun(caller: Caller, runId: string): Answer<Outcome<{ accepted: true }>>;
-  startContinuable(
-    caller: Caller,
-    spec: ContinuableStart,
-    trace?: TraceContext,
-  ): Answer<Outcome<{ childId: string; messageId: string }>>;
-  followupChild(
-    caller: Caller,
-    childId: string,
-    content: WireContent,
-    delivery?: MessageDelivery,
-    trace?: TraceContext,
-  ): Answer<Outcome<{ messageId: string }>>;
-  interruptChild(caller: Caller, childId: string): Answer<Outcome<{ accepted: true }>>;
-  drainChildren(caller: Caller, childIds?: string[]): Answer<Outcome<{ drained: string[] }>>;
-  listChildren(caller: Caller): Answer<Outcome<{ entries: ChildEntry[] }>>;
-  listDescendants(caller: Caller): Answer<Outcome<DescendantListing>>;
-  outbox(caller: Caller): Answer<Outcome<{ entries: OutboxEntry[] }>>;
-  /** A signed callback with a remote run's result; the object checks the signature itself. */
-  remoteCallback(
-    runId: string,
-    input: { timestamp: string | null; signature: string | null; body: string },
-  ): Answer<Outcome<{ applied: true }>>;
-  fetch(request: Request): Promise<Response>;
-}
 
 /** A pending approval as `GET /v1/sessions/:id/approvals` lists it. */
 export interface PendingApproval {
@@ -113,11 +40,19 @@ export interface OutboxEntry {
 }
 
 /**
- * What session objects ask of each other (never reachable over HTTP), with the registry Worker's
- * surface: what the session object implements (the compiler checks it); another object reaches it
- * through a stub, as `Remote<SessionRpc>`.
+ * What session objects ask of each other (never reachable over HTTP): the protocol between the
+ * objects of a deployment, which two versions of the code speak during a deploy, so it is written
+ * out here and the session object is held to it by the compiler. Another object reaches it
+ * through a stub, as `Remote<SessionRpc>`. (The registry Worker's calls are the object's declared
+ * methods: durable-objects/session/session-methods.ts.)
  */
-export interface SessionRpc extends SessionApi {
+export interface SessionRpc {
+  /** A caller's decision, as `POST …/approvals/:approvalId` makes it (a session's MCP face calls its own object). */
+  decideApproval(
+    caller: Caller,
+    approvalId: string,
+    decision: { decision: ApprovalDecision; reason?: string; scope?: ApprovalScope },
+  ): Answer<Outcome<{ approvalId: string; decision: ApprovalDecision }>>;
   init(spec: ChildInit): Answer<Outcome<{ id: string }>>;
   initContinuable(spec: ContinuableInit): Answer<Outcome<{ id: string; messageId: string }>>;
   deliver(envelope: Envelope): Answer<Outcome<{ applied: boolean }>>;

@@ -29,6 +29,15 @@ export interface TraceContext {
   parentSpanId?: string;
 }
 
+/**
+ * The span a record of a call came under (a caller's `traceparent`, a tool call's span): the work
+ * it starts joins that trace. The runtime sets it on the record (a start, a follow-up, a report);
+ * no wire schema has it, so a request body cannot carry one.
+ */
+export interface Traced {
+  trace?: TraceContext;
+}
+
 export type OtlpValue =
   | { stringValue: string }
   | { intValue: string }

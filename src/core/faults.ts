@@ -12,6 +12,8 @@ import type { Spend } from "./usage";
  * (a child's creation), `mid-drain` (between the children of a drain), `in-transaction` (as a
  * storage transaction is about to commit: a throw there is a storage failure, rolled back),
  * `in-registry` (as the provider registry object takes a call; its scope is `REGISTRY_FAULT_SCOPE`),
+ * `in-load` (as an object's implementation loads, its `import()` in flight: src/worker/lazy-parts.ts;
+ * a throw there resets the object; scoped like the object's other points),
  * `mid-delete` (a deleted session left its parent or the directory, its rows not yet erased),
  * and around a tree's budget (durable-objects/session/tree-budget.ts): `before-reserve` /
  * `after-reserve` around a model call's reservation (`after-reserve` once its answer is kept),
@@ -36,6 +38,7 @@ export type FaultPointName =
   | "mid-drain"
   | "in-transaction"
   | "in-registry"
+  | "in-load"
   | "mid-delete"
   | "before-reserve"
   | "after-reserve"

@@ -13,7 +13,7 @@ import { registryStub, sessionStub } from "../platform/stubs";
 import { depthExceeds, MAX_JSON_DEPTH, readText } from "./body";
 import { parseDirectoryCursor } from "./directory-cursor";
 import { parseTraceparent } from "../trace/traceparent";
-import type { TraceContext } from "../contract/trace";
+import type { Traced } from "../contract/trace";
 import { createTopLevelSession } from "./session-create";
 
 /**
@@ -43,9 +43,9 @@ export async function a2aRpc(
   const body = await readText(request);
   if (!body.ok) return failure(body);
   const card = agentCard(apiRootOf(request, env, base), version);
-  // a caller's `traceparent`: the turn its message starts joins its trace (README "Traces")
-  const trace = parseTraceparent(request.headers.get("traceparent"));
-  const handler = new SessionTaskHandler(card, sessionsFor(env, deployment, caller, trace));
+  // a caller's `traceparent`: the turns its messages start join its trace (README "Traces")
+  const sent = compact({ trace: parseTraceparent(request.headers.get("traceparent")) });
+  const handler = new SessionTaskHandler(card, sessionsFor(env, deployment, caller, sent));
   const requested = request.headers.get(A2A_VERSION_HEADER) ?? "";
   const legacy = requested === "" || requested === "0.3";
   const context = new ServerCallContext({ ...(requested ? { requestedVersion: requested } : {}) });
@@ -93,12 +93,15 @@ function apiRootOf(request: Request, env: Env, base: string): string {
   return configured.success ? configured.data.replace(/\/+$/, "") : `${new URL(request.url).origin}${base}`;
 }
 
-/** The runtime as the caller may use it: their tenant's sessions, through the sessions' own checks. */
+/**
+ * The runtime as the caller may use it: their tenant's sessions, through the sessions' own checks.
+ * `sent`: what each message the request sends carries besides its content (the caller's span).
+ */
 function sessionsFor(
   env: Env,
   deployment: Deployment,
   caller: Caller & { kind: "admin" },
-  trace: TraceContext | undefined,
+  sent: Traced,
 ): TaskSessions {
   const tenant = tenantOf(caller);
   return {
@@ -106,8 +109,7 @@ function sessionsFor(
       const created = await createTopLevelSession(env, deployment, { idempotencyKey: key }, tenant);
       return created.ok ? ok({ id: created.value.id }) : created;
     },
-    send: (id, content, key) =>
-      sessionStub(env, id).send(caller, { content, idempotencyKey: key, ...compact({ trace }) }),
+    send: (id, content, key) => sessionStub(env, id).send(caller, { content, idempotencyKey: key, ...sent }),
     // small pages: a task's read folds the log and keeps little of it (session-tasks.ts)
     events: (id, after, waitMs, text) =>
       sessionStub(env, id).events(

@@ -8,14 +8,14 @@ import type { Protocol } from "../protocols/protocol";
 /**
  * What one deployment adds to the runtime (`createSubagents` options, src/worker/): the tools,
  * the model routes and the protocols of the Worker that embeds it. Every session object, the HTTP
- * layer and the RPC entrypoint of that Worker read the same one; `env` is the Worker's env (a user
- * tool and a user model factory are called with it).
+ * layer and the RPC entrypoint of that Worker read the same one; `bindings` is the Worker's env,
+ * passed through unread by the objects (a user tool and a user model factory are called with it).
  */
 export interface Deployment {
   /** The embedding Worker's tool sources, offered after the built-in tools. */
-  toolSources(env: Env): readonly ToolSource<SessionHost>[];
+  toolSources(bindings: unknown): readonly ToolSource<SessionHost>[];
   /** Every model route the deployment serves: the built-in ones and the embedding Worker's. */
-  models(env: Env): ModelRoutes;
+  models(bindings: unknown): ModelRoutes;
   /** Names in a tool filter that no tool of the deployment has (a session naming one is refused). */
   unknownTools(filter: ToolFilter): string[];
   /** The protocols the deployment speaks (absent: its routes answer 404, its uses are refused). */

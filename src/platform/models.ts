@@ -12,8 +12,8 @@ export function builtinModelsOf(env: Env, protocols: Protocols): ModelProvider[]
 }
 
 /** The model of a session that names none: DEFAULT_MODEL, else `scripted` (deterministic, offline). */
-export function defaultModelOf(env: Env): string {
-  return (env as Partial<Env>).DEFAULT_MODEL || "scripted";
+export function defaultModelOf(vars: { DEFAULT_MODEL?: string }): string {
+  return vars.DEFAULT_MODEL || "scripted";
 }
 
 /**
@@ -36,8 +36,8 @@ function modelSettingsOf(env: Env): BuiltinModelSettings {
  * not a valid price list prices nothing (usage then has no `costUsd`) and says so in the log, and
  * a session that asks for a budget in dollars is refused (its model has no price).
  */
-export function pricesOf(env: Env): Prices {
-  const parsed = parsePrices((env as { MODEL_PRICES?: string }).MODEL_PRICES);
+export function pricesOf(vars: { MODEL_PRICES?: string }): Prices {
+  const parsed = parsePrices(vars.MODEL_PRICES);
   if (parsed.problem) console.error(`${parsed.problem}: no model has a price`);
   return parsed.prices;
 }

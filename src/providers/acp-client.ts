@@ -1,7 +1,4 @@
-import type { AnyMessage, ClientContext, Stream } from "@agentclientprotocol/sdk";
-
-/** The official ACP SDK, loaded by the first run (its schemas cost a Worker's start that never speaks ACP). */
-type AcpSdk = typeof import("@agentclientprotocol/sdk");
+import type { ClientContext } from "@agentclientprotocol/sdk";
 import type { ContentBlock } from "../contract/content";
 import type { SubagentResult } from "../contract/run";
 import { checkOutboundUrl } from "../contract/outbound-url";
@@ -18,7 +15,17 @@ import {
   promptResult,
   upgradeUrl,
 } from "./acp-protocol";
+import {
+  ACP_TIMEOUTS,
+  type AcpRunOptions,
+  type AcpSdk,
+  type AcpTarget,
+  type AcpTimeouts,
+} from "./acp-run-options";
+import { socketStream } from "./acp-socket-stream";
 import { scrub } from "./remote-protocol";
+
+export { ACP_TIMEOUTS, type AcpRunOptions, type AcpTarget, type AcpTimeouts } from "./acp-run-options";
 
 /**
  * One ACP run over one WebSocket: upgrade (Workers open client WebSockets with `fetch` and an
@@ -36,44 +43,6 @@ import { scrub } from "./remote-protocol";
  * `error` with a bounded diagnostic free of the token; after `cancel` (a `session/cancel`
  * notification, then a bounded grace for the agent's answer) the result is `aborted`.
  */
-
-export interface AcpTarget {
-  url: string;
-  token: string | null;
-  /** Everything that must never appear in a diagnostic (the token). */
-  secrets: readonly string[];
-}
-
-export interface AcpTimeouts {
-  /** The upgrade, `initialize` and `session/new` each get this long. */
-  setupMs: number;
-  /** The prompt may run this long before the run ends as `error`. */
-  promptMs: number;
-  /** After `session/cancel`, the agent's answer is awaited this long. */
-  cancelGraceMs: number;
-}
-
-export const ACP_TIMEOUTS: AcpTimeouts = { setupMs: 15_000, promptMs: 30 * 60_000, cancelGraceMs: 5_000 };
-
-export interface AcpRunOptions {
-  timeouts?: AcpTimeouts;
-  /**
-   * Hears the agent's session id once `session/new` answered, before the prompt goes out, and
-   * whether the agent offers `session/load` (so the run can be resumed there).
-   */
-  onSession?: (sessionId: string, canLoad: boolean) => void;
-  /** Resume this session of the agent (`session/load`) instead of starting a new one. */
-  resume?: string;
-  /**
-   * The agent asks permission for a tool call: resolves the option to answer with, or undefined
-   * to answer `cancelled`.
-   */
-  onPermission?: (request: PermissionRequest) => Promise<string | undefined>;
-  /** The span that started the run (W3C `traceparent`), sent in the prompt's `_meta`. */
-  traceparent?: string;
-  /** Loads the ACP SDK (the deployment's `acp` protocol); a failure fails the run as unreachable. */
-  sdk: () => Promise<AcpSdk>;
-}
 
 const CANCELLED = "the run was cancelled by its parent";
 
@@ -204,31 +173,35 @@ export class AcpConnection {
           ? { outcome: { outcome: "cancelled" as const } }
           : { outcome: { outcome: "selected" as const, optionId } };
       });
-    await app.connectWith(this.#stream(socket), async (context) => {
-      this.#context = context;
-      const init = await this.#call(
-        context,
-        acp.methods.agent.initialize,
-        initializeParams(),
-        this.#timeouts.setupMs,
-      );
-      if (init === undefined) return;
-      const canLoad = offersLoadSession(init);
-      const sessionId =
-        this.#resume === undefined
-          ? await this.#newSession(context, canLoad)
-          : await this.#load(context, canLoad);
-      if (sessionId === undefined) return;
-      if (this.#cancelled) return this.#finish(failedResult(CANCELLED, "", this.#target.secrets, "aborted"));
-      const answer = await this.#call(
-        context,
-        acp.methods.agent.session.prompt,
-        promptParams(sessionId, prompt, this.#traceparent),
-        this.#timeouts.promptMs,
-      );
-      if (answer === undefined) return;
-      this.#finish(promptResult(answer, this.#output, this.#target.secrets));
-    });
+    await app.connectWith(
+      socketStream(socket, (reason) => this.#fail(reason), this.#ended.signal),
+      async (context) => {
+        this.#context = context;
+        const init = await this.#call(
+          context,
+          acp.methods.agent.initialize,
+          initializeParams(),
+          this.#timeouts.setupMs,
+        );
+        if (init === undefined) return;
+        const canLoad = offersLoadSession(init);
+        const sessionId =
+          this.#resume === undefined
+            ? await this.#newSession(context, canLoad)
+            : await this.#load(context, canLoad);
+        if (sessionId === undefined) return;
+        if (this.#cancelled)
+          return this.#finish(failedResult(CANCELLED, "", this.#target.secrets, "aborted"));
+        const answer = await this.#call(
+          context,
+          acp.methods.agent.session.prompt,
+          promptParams(sessionId, prompt, this.#traceparent),
+          this.#timeouts.promptMs,
+        );
+        if (answer === undefined) return;
+        this.#finish(promptResult(answer, this.#output, this.#target.secrets));
+      },
+    );
   }
 
   /**
@@ -293,46 +266,6 @@ export class AcpConnection {
     // an agent that outlived the old connection may still run the old prompt: stop it first
     await context.notify(this.#acp!.methods.agent.session.cancel, { sessionId }).catch(() => {});
     return sessionId;
-  }
-
-  /** The socket as the SDK's message stream: one JSON-RPC message per text frame. */
-  #stream(socket: WebSocket): Stream {
-    const readable = new ReadableStream<AnyMessage>({
-      start: (controller) => {
-        socket.addEventListener("message", (event) => {
-          let message: unknown;
-          try {
-            message = typeof event.data === "string" ? JSON.parse(event.data) : undefined;
-          } catch {
-            message = undefined;
-          }
-          if (message === null || typeof message !== "object") {
-            this.#fail("the agent sent a frame that is not JSON-RPC 2.0");
-            return;
-          }
-          controller.enqueue(message as AnyMessage);
-        });
-        const end = (): void => {
-          try {
-            controller.close();
-          } catch {
-            // already closed
-          }
-        };
-        socket.addEventListener("close", end);
-        this.#ended.signal.addEventListener("abort", end);
-      },
-    });
-    const writable = new WritableStream<AnyMessage>({
-      write: (message) => {
-        try {
-          socket.send(JSON.stringify(message));
-        } catch (error) {
-          this.#fail(`could not send (${error instanceof Error ? error.message : String(error)})`);
-        }
-      },
-    });
-    return { readable, writable };
   }
 
   /** One request with its deadline; `undefined` when it failed (the run is then finished already). */

@@ -197,8 +197,9 @@ export class SubagentsEntrypoint {
   async followup(parentId: string, childId: string, message: unknown): Promise<{ messageId: string }> {
     const id = arg(parentId, SessionIdArg);
     const child = arg(childId, SessionIdArg);
-    const { content, delivery } = arg(message, FollowupBody);
-    return unwrap(await sessionStub(this.env, id).followupChild(ADMIN, child, content, delivery));
+    return unwrap(
+      await sessionStub(this.env, id).followupChild(ADMIN, child, compact(arg(message, FollowupBody))),
+    );
   }
 
   /** Interrupts a child's current turn, with the parent's authority. */

@@ -2,7 +2,7 @@ import type { SessionEvent } from "../contract/events";
 import type { Span } from "../contract/trace";
 import { utf8Length } from "../core/quotas";
 import { otlpTraces } from "./otlp";
-import { mcpCallSpan, turnSpanId } from "./spans";
+import { mcpCallSpan, turnSpanId } from "./span-ids";
 
 /**
  * Which of a session's spans its exporter sends next (README "Traces", export), as a pure

@@ -11,15 +11,16 @@ import {
   ATTR_GEN_AI_TOOL_CALL_ID,
   ATTR_GEN_AI_TOOL_CALL_RESULT,
   ATTR_GEN_AI_TOOL_NAME,
-  ATTR_GEN_AI_USAGE_INPUT_TOKENS,
-  ATTR_GEN_AI_USAGE_OUTPUT_TOKENS,
 } from "@opentelemetry/semantic-conventions/incubating";
-import type { ContentBlock } from "../contract/content";
-import type { SessionEvent, Usage } from "../contract/events";
+import type { SessionEvent } from "../contract/events";
 import { fingerprint } from "../core/hash";
-import type { Span, TraceContext } from "../contract/trace";
+import type { Span } from "../contract/trace";
+import { answered, cut, messagesJson, providerModel, textOf, usageAttributes } from "./span-attributes";
+import { mcpCallSpan, newTraceId, toolSpanId, turnSpanId } from "./span-ids";
 
 export type { AttributeValue, Span, TraceContext } from "../contract/trace";
+export { MAX_CONTENT_CHARS } from "./span-attributes";
+export { callTrace, mcpCallSpan, newTraceId, toolSpanId, turnSpanId } from "./span-ids";
 
 /**
  * A session's spans as a projection of its log (README "Traces"): one `invoke_agent` span per
@@ -29,7 +30,8 @@ export type { AttributeValue, Span, TraceContext } from "../contract/trace";
  * trace rebuilt after a restart, or exported twice, is the same trace. Attributes follow the
  * OpenTelemetry GenAI semantic conventions, plus this runtime's own under `subagents.`; no text
  * of a prompt, an answer or a tool call is an attribute unless the deployment opts in
- * (`content`: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT).
+ * (`content`: OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT). The ids are span-ids.ts, the
+ * attributes' forms span-attributes.ts.
  */
 
 export interface SessionFacts {
@@ -46,101 +48,6 @@ export interface SessionFacts {
    * conventions' JSON forms, each value cut to MAX_CONTENT_CHARS.
    */
   content?: boolean;
-}
-
-/** The longest text one content attribute carries (a longer one is cut, marked). */
-export const MAX_CONTENT_CHARS = 16_384;
-
-function cut(text: string): string {
-  return text.length <= MAX_CONTENT_CHARS ? text : `${text.slice(0, MAX_CONTENT_CHARS)}…[cut]`;
-}
-
-function textOf(content: readonly ContentBlock[]): string {
-  return content.map((b) => (b.type === "text" ? b.text : `[${b.type}]`)).join("\n");
-}
-
-/** `gen_ai.*.messages`: one message of `role` whose parts are its text and its tool calls. */
-function messagesJson(
-  role: "user" | "assistant",
-  texts: readonly string[],
-  calls: readonly { id: string; name: string; args: unknown }[] = [],
-  finish?: string,
-): string {
-  const parts = [
-    ...texts.filter((t) => t.length > 0).map((content) => ({ type: "text", content })),
-    ...calls.map((c) => ({ type: "tool_call", id: c.id, name: c.name, arguments: c.args })),
-  ];
-  return cut(JSON.stringify([{ role, parts, ...(finish ? { finish_reason: finish } : {}) }]));
-}
-
-/** The span id of turn `turn` of a session. */
-export function turnSpanId(sessionId: string, turn: number): string {
-  return fingerprint(`${sessionId}/turn/${turn}`);
-}
-
-/** The span id of the tool call `toolCallId` of turn `turn` of a session. */
-export function toolSpanId(sessionId: string, turn: number, toolCallId: string): string {
-  return fingerprint(`${sessionId}/turn/${turn}/tool/${toolCallId}`);
-}
-
-/** The trace a turn starts when nothing caused it from elsewhere. */
-export function newTraceId(sessionId: string, turn: number): string {
-  return fingerprint(`${sessionId}/trace/${turn}`) + fingerprint(`trace/${turn}/${sessionId}`);
-}
-
-/**
- * The span of tool call `toolCallId` of turn `turn`, as the parent of what the call causes:
- * `turnTrace` is the trace the turn continues (none: the turn's own).
- */
-export function callTrace(
-  sessionId: string,
-  turn: number,
-  toolCallId: string,
-  turnTrace: TraceContext | undefined,
-): TraceContext {
-  return {
-    traceId: turnTrace?.traceId ?? newTraceId(sessionId, turn),
-    parentSpanId: toolSpanId(sessionId, turn, toolCallId),
-  };
-}
-
-/** The span of the call `callId` an MCP client made on a session's face (`client`: the trace it sent). */
-export function mcpCallSpan(
-  sessionId: string,
-  callId: string,
-  client: TraceContext | undefined,
-): { traceId: string; spanId: string; parentSpanId?: string } {
-  return {
-    traceId:
-      client?.traceId ?? fingerprint(`${sessionId}/mcp/${callId}/trace`) + fingerprint(`trace/${callId}`),
-    spanId: fingerprint(`${sessionId}/mcp/${callId}`),
-    ...(client?.parentSpanId ? { parentSpanId: client.parentSpanId } : {}),
-  };
-}
-
-/** The provider's model name of a route (`openai:gpt-4o-mini` → `gpt-4o-mini`). */
-function providerModel(route: string): string {
-  const colon = route.indexOf(":");
-  return colon < 0 ? route : route.slice(colon + 1);
-}
-
-/** Tokens and, where the model had a price, what they cost (`subagents.cost_usd`). */
-function usageAttributes(usage: Usage | undefined): Record<string, number> {
-  return usage
-    ? {
-        [ATTR_GEN_AI_USAGE_INPUT_TOKENS]: usage.inputTokens,
-        [ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]: usage.outputTokens,
-        ...(usage.costUsd === undefined ? {} : { "subagents.cost_usd": usage.costUsd }),
-      }
-    : {};
-}
-
-/** A tool call's span ends with its result; an error result is the span's error. */
-function answered(tool: Span, at: number, isError: boolean): void {
-  tool.end = at;
-  if (!isError) return;
-  tool.error = "the tool's result is an error";
-  tool.attributes["error.type"] = "tool_error";
 }
 
 /**

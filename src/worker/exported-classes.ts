@@ -1,8 +1,12 @@
 import type { RegistryObject as Registry } from "../../durable-objects/registry/registry-object";
+import {
+  SESSION_METHODS as SESSION_METHOD_TABLE,
+  type SessionMethods,
+} from "../../durable-objects/session/session-methods";
 import type { SessionObject as Session } from "../../durable-objects/session/session-object";
 import type { Deployment } from "../platform/deployment";
 import type { SubagentsEntrypoint as Entrypoint } from "../rpc/entrypoint";
-import { lazyParts } from "./lazy-parts";
+import { lazyParts, loaded } from "./lazy-parts";
 import { durableObjectShell, type EveryMethod, entrypointShell } from "./object-shells";
 
 /**
@@ -12,57 +16,17 @@ import { durableObjectShell, type EveryMethod, entrypointShell } from "./object-
  * against the implementations.
  */
 
-const SESSION_METHODS = [
-  // the registry Worker's calls, each with its authenticated caller
-  "create",
-  "describe",
-  "providerScope",
-  "send",
-  "schedules",
-  "createSchedule",
-  "deleteSchedule",
-  "events",
-  "interrupt",
-  "otlpTrace",
-  "deleteTree",
-  "compact",
-  "approvals",
-  "decideApproval",
-  "decideAsked",
-  "startRun",
-  "runStatus",
-  "disposeRun",
-  "startContinuable",
-  "followupChild",
-  "interruptChild",
-  "drainChildren",
-  "listChildren",
-  "listDescendants",
-  "outbox",
-  "remoteCallback",
-  // parents', children's and the tree's calls between sessions
-  "init",
-  "initContinuable",
-  "reserveTreeSlot",
-  "deliver",
-  "followup",
-  "interruptBy",
-  "drainFrom",
-  "wake",
-  "knowsEpoch",
-  "entry",
-  "childEntries",
-  "deleteFrom",
-  "traceSpanPage",
-  "drawBudget",
-  "treeActivity",
-  "childDeleted",
-  // the platform's
+/** The session object's own handlers; its RPC methods are the features' declarations (session-methods.ts). */
+const SESSION_HANDLERS = [
   "fetch",
   "alarm",
   "webSocketMessage",
   "webSocketClose",
 ] as const satisfies readonly (keyof Session)[];
+const SESSION_METHODS = [
+  ...SESSION_HANDLERS,
+  ...(Object.keys(SESSION_METHOD_TABLE) as (keyof SessionMethods)[]),
+];
 
 const REGISTRY_METHODS = [
   "list",
@@ -99,7 +63,7 @@ const ENTRYPOINT_METHODS = [
 ] as const satisfies readonly (keyof Entrypoint)[];
 
 // a method added to an implementation and not to its list would be unreachable: a compile error
-const sessionListed: EveryMethod<Session, (typeof SESSION_METHODS)[number]> = true;
+const sessionListed: EveryMethod<Session, (typeof SESSION_HANDLERS)[number] | keyof SessionMethods> = true;
 const registryListed: EveryMethod<Registry, (typeof REGISTRY_METHODS)[number]> = true;
 const entrypointListed: EveryMethod<Entrypoint, (typeof ENTRYPOINT_METHODS)[number]> = true;
 void [sessionListed, registryListed, entrypointListed];
@@ -116,19 +80,22 @@ export function exportedClasses<E>(
   const SessionObject = durableObjectShell(
     "SessionObject",
     async (ctx, env: E) => {
-      const [{ SessionObject: Implementation }, made] = await Promise.all([
-        lazyParts.session(),
-        deployment(),
-      ]);
-      return Implementation.open(ctx, withBindings(env), made);
+      const [{ SessionObject: Implementation }, { cloudflareHost }, made] = await loaded(
+        ctx.id.name ?? "",
+        Promise.all([lazyParts.session(), lazyParts.cloudflareHost(), deployment()]),
+      );
+      return Implementation.open(cloudflareHost(ctx, withBindings(env)), made);
     },
     SESSION_METHODS,
   );
   const RegistryObject = durableObjectShell(
     "RegistryObject",
-    async (ctx, _env: E) => {
-      const { RegistryObject: Implementation } = await lazyParts.registry();
-      return new Implementation(ctx);
+    async (ctx, env: E) => {
+      const [{ RegistryObject: Implementation }, { cloudflareHost }] = await loaded(
+        ctx.id.name ?? "",
+        Promise.all([lazyParts.registry(), lazyParts.cloudflareHost()]),
+      );
+      return new Implementation(cloudflareHost(ctx, withBindings(env)));
     },
     REGISTRY_METHODS,
   );

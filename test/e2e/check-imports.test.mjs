@@ -55,7 +55,7 @@ describe("the import checker", () => {
 
   it("passes what the rules allow: SQL in a store, Workers words in prose and strings of a runtime-agnostic folder", () => {
     const result = check({
-      "durable-objects/store/planted.ts": 'export const one = (sql: SqlStorage) => sql.exec("SELECT 1");\n',
+      "durable-objects/store/planted.ts": 'export const one = (sql: HostSql) => sql.exec("SELECT 1");\n',
       "src/core/planted.ts": [
         "// Env and DurableObjectState are named in this comment only, and `sql.exec(` too",
         "/** ExecutionContext */",
@@ -112,6 +112,23 @@ describe("the import checker", () => {
     );
   });
 
+  it("refuses the kernel importing a feature, and lets it import the host port and the stores", () => {
+    const refused = check({
+      "durable-objects/schedules/planted.ts": "export const x = 1;\n",
+      "durable-objects/kernel/planted.ts": 'import { x } from "../schedules/planted";\nexport const y = x;\n',
+    });
+    assertRefused(
+      refused,
+      "durable-objects/kernel/planted.ts",
+      "(durable-objects/kernel/ imports no feature",
+    );
+    const allowed = check({
+      "durable-objects/kernel/planted.ts":
+        'import type { HostSql } from "../host/port";\nimport type { EventLog } from "../store/event-log";\nexport type Both = [HostSql, EventLog];\n',
+    });
+    assert.equal(allowed.status, 0, allowed.stderr);
+  });
+
   it("refuses the product importing bench/", () => {
     const result = check({
       "bench/worker/planted.ts": "export const x = 1;\n",
@@ -150,8 +167,49 @@ describe("the import checker", () => {
   it("refuses SQL (an .exec( call) in durable-objects/session/", () => {
     const result = check({
       "durable-objects/session/planted.ts":
-        '// not `.exec(` in a comment\nexport const one = (sql: SqlStorage) => sql.exec("SELECT 1");\n',
+        '// not `.exec(` in a comment\nexport const one = (sql: HostSql) => sql.exec("SELECT 1");\n',
     });
     assertRefused(result, "durable-objects/session/planted.ts:2", "(SQL only in durable-objects/store/)");
+  });
+
+  it("refuses durable-objects/ outside durable-objects/cloudflare/ using the Workers runtime, and lets the adapter", () => {
+    const rule =
+      "(durable-objects/ uses no cloudflare: import, no Workers type and no stubs outside durable-objects/cloudflare/)";
+    assertRefused(
+      check({
+        "durable-objects/session/planted.ts":
+          'import { env } from "cloudflare:workers";\nexport const x = env;\n',
+      }),
+      "durable-objects/session/planted.ts",
+      "cloudflare:workers",
+      rule,
+    );
+    assertRefused(
+      check({
+        "durable-objects/store/planted.ts":
+          "// a comment may say SqlStorage\nexport const one = (info: AlarmInvocationInfo) => info.retryCount;\n",
+      }),
+      "durable-objects/store/planted.ts:2",
+      "AlarmInvocationInfo",
+      rule,
+    );
+    assertRefused(
+      check({
+        "durable-objects/session/planted.ts":
+          'import { sessionStub } from "../../src/platform/stubs";\nexport const x = sessionStub;\n',
+      }),
+      "durable-objects/session/planted.ts",
+      "src/platform/stubs.ts",
+      rule,
+    );
+    const adapter = check({
+      "durable-objects/cloudflare/planted.ts": [
+        'import { env } from "cloudflare:workers";',
+        'import { sessionStub } from "../../src/platform/stubs";',
+        "export const pair = (state: DurableObjectState) => [env, sessionStub, state, new WebSocketPair()];",
+        "",
+      ].join("\n"),
+    });
+    assert.equal(adapter.status, 0, adapter.stderr);
   });
 });

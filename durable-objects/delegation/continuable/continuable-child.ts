@@ -5,9 +5,14 @@ import {
   placement,
   replaceRunningTurn,
   steersFull as steersFullRefusal,
-} from "../../session/admission";
+} from "../../conversation/admission";
 import { toBlocks } from "../../../src/contract/content";
-import type { ContinuableInit, FollowupInput, InterruptAuthority } from "../../../src/contract/continuable";
+import type {
+  ChildReport,
+  ContinuableInit,
+  FollowupInput,
+  InterruptAuthority,
+} from "../../../src/contract/continuable";
 import type { ReportDelivery, ReportEnvelope } from "../../../src/contract/envelope";
 import { faultPoint } from "../../../src/core/faults";
 import { fail, type Outcome, ok } from "../../../src/contract/errors";
@@ -27,9 +32,8 @@ import { sumUsage } from "../../../src/core/usage";
 import { childHeader, writeSeed } from "../child-spec";
 import type { ActivationRow } from "../../store/activation";
 import type { RunRow } from "../../store/runs";
-import type { SessionPart } from "../../session/part";
+import type { SessionPart } from "../../kernel/part";
 import type { Drains } from "./drains";
-import type { TraceContext } from "../../../src/contract/trace";
 import type { SessionContext } from "../../session/session-context";
 
 /** What it needs of this session's own one-shot runs: cancelling them when it is drained. */
@@ -295,13 +299,12 @@ export class ContinuableChild implements SessionPart {
   /**
    * The child's `report` tool: exactly one edge up, to the durable parent. Its envelope and
    * message ids come from the tool call (`callKey`), so a call run again after a restart sends
-   * the same report, which the parent applies once.
+   * the same report, which the parent applies once; a parent turn it starts joins its `trace`.
    */
   async report(
-    text: string,
+    { text, trace }: ChildReport,
     delivery: ReportDelivery,
     callKey: string,
-    trace?: TraceContext,
   ): Promise<Outcome<{ messageId: string }>> {
     const header = this.#ctx.header();
     if (header?.mode !== "continuable" || !this.#activation()) {

@@ -1,15 +1,15 @@
 import { compact } from "../../../src/core/compact";
 import type { MessageDelivery } from "../../../src/contract/control";
-import { isEmptyContent, toBlocks } from "../../../src/contract/content";
+import { toBlocks } from "../../../src/contract/content";
 import type {
+  ChildStart,
   ContinuableInit,
   ContinuableStart,
   FollowupInput,
   InterruptAuthority,
 } from "../../../src/contract/continuable";
-import type { ReportEnvelope, SettledEnvelope } from "../../../src/contract/envelope";
 import { fail, type Outcome, ok } from "../../../src/contract/errors";
-import type { InboxLane, MessageSource } from "../../../src/contract/events";
+import type { MessageSource } from "../../../src/contract/events";
 import { newRunId } from "../../../src/contract/ids";
 import { logRefusal } from "../../../src/core/quotas";
 import { requestKey } from "../../../src/core/request-key";
@@ -17,9 +17,9 @@ import { DESCRIPTOR_VERSION } from "../../../src/core/descriptor";
 import { checkContinuableStart } from "../../../src/providers/start-checks";
 import { initChild, StartsInFlight } from "../child-start";
 import { childInit, forkSeed, type PlacedChild, placeChild, reservedChildId } from "../child-spec";
-import type { EnvelopeHandlers, SessionPart } from "../../session/part";
+import type { EnvelopeHandlers, SessionPart } from "../../kernel/part";
+import { ContinuableEpochs } from "./continuable-epochs";
 import type { Drains } from "./drains";
-import type { TraceContext } from "../../../src/contract/trace";
 import type { SessionContext } from "../../session/session-context";
 
 export interface ContinuableStarted {
@@ -40,18 +40,18 @@ interface Reserved {
 /**
  * Continuable children, parent side (semantics.md §6): start (answers at the child's inbox
  * acceptance), follow-up (direct parent only; cold-resumes a settled child as a new epoch),
- * interrupt, and applying what children send: reports and one settlement
- * notice per epoch. Ownership is acquired before a child can run and released by its notice.
+ * interrupt, and applying what children send: reports and one settlement notice per epoch
+ * (continuable-epochs.ts). Ownership is acquired before a child can run and released by its notice.
  */
 export class ContinuableParent implements SessionPart {
   readonly name = "continuable children";
   readonly envelopes: EnvelopeHandlers = {
     report: (envelope) => {
-      this.#applyReport(envelope);
+      this.#epochs.applyReport(envelope);
       return false;
     },
     settled: (envelope) => {
-      this.#applySettled(envelope);
+      this.#epochs.applySettled(envelope);
       return false;
     },
   };
@@ -62,10 +62,13 @@ export class ContinuableParent implements SessionPart {
   readonly #resumes = new StartsInFlight<Outcome<{ messageId: string; resumed: boolean }>>();
   /** This session's drains: starts and follow-ups are refused while one runs. */
   readonly #drains: Drains;
+  /** Its children's epochs: published, settled, and what they send. */
+  readonly #epochs: ContinuableEpochs;
 
   constructor(ctx: SessionContext, drains: Drains) {
     this.#ctx = ctx;
     this.#drains = drains;
+    this.#epochs = new ContinuableEpochs(ctx, drains);
   }
 
   /**
@@ -74,12 +77,9 @@ export class ContinuableParent implements SessionPart {
    * policy -> publish `subagent/start`, or forget the reservation. `callKey` (a tool call's turn
    * and id) makes a start from the model idempotent; a caller-reserved `childId` makes the same
    * request a retry of the start it names (§10.5). Both are kept in store/continuable-starts.ts.
+   * The child's first turn joins the start's `trace`.
    */
-  async start(
-    spec: ContinuableStart,
-    callKey?: string,
-    trace?: TraceContext,
-  ): Promise<Outcome<ContinuableStarted>> {
+  async start(spec: ChildStart, callKey?: string): Promise<Outcome<ContinuableStarted>> {
     const ctx = this.#ctx;
     const { stores } = ctx;
     const header = ctx.header()!;
@@ -100,7 +100,7 @@ export class ContinuableParent implements SessionPart {
     );
     if (!placed.ok) return placed;
     const runId = prior?.runId ?? newRunId();
-    const init = this.#initOf(spec, record.name, runId, placed.value, info.kind === "fork", trace, callKey);
+    const init = this.#initOf(spec, record.name, runId, placed.value, info.kind === "fork", callKey);
     const start: Reserved = { init, provider: record.name, label: spec.label, callKey, key };
     // the first attempt is still creating the child: its outcome is this retry's too
     const creating = this.#starts.get(runId);
@@ -138,12 +138,11 @@ export class ContinuableParent implements SessionPart {
   }
 
   #initOf(
-    spec: ContinuableStart,
+    spec: ChildStart,
     provider: string,
     runId: string,
     placed: PlacedChild,
     fork: boolean,
-    trace: TraceContext | undefined,
     callKey: string | undefined,
   ): ContinuableInit {
     const seed = fork ? forkSeed(this.#ctx) : [];
@@ -161,7 +160,7 @@ export class ContinuableParent implements SessionPart {
         ...compact({ toolFilter: spec.toolFilter }),
       },
       prompt: toBlocks(spec.prompt),
-      ...compact({ trace }),
+      ...compact({ trace: spec.trace }),
       ...(seed.length === 0 ? {} : { seed }),
     };
   }
@@ -211,7 +210,7 @@ export class ContinuableParent implements SessionPart {
     }
     const { messageId } = answer.value;
     stores.transact(() => {
-      this.#publishEpoch(runId, childId, provider);
+      this.#epochs.publish(runId, childId, provider);
       if (callKey !== undefined) continuableStarts.publishCall(callKey, messageId);
     });
     return ok({ childId, messageId });
@@ -262,7 +261,7 @@ export class ContinuableParent implements SessionPart {
       ctx.stores.transact(() => {
         if (answer.ok && answer.value.resumed) {
           children.ownEpoch(childId, resumeRunId);
-          this.#publishEpoch(resumeRunId, childId, row?.provider ?? "spawn");
+          this.#epochs.publish(resumeRunId, childId, row?.provider ?? "spawn");
           return;
         }
         ctx.stores.epochs.forget(resumeRunId);
@@ -306,7 +305,7 @@ export class ContinuableParent implements SessionPart {
         if (known) {
           // the child runs this epoch: it is the child's current one (the call that started it died)
           children.ownEpoch(childId, runId);
-          this.#publishEpoch(runId, childId, children.get(childId)?.provider ?? "spawn");
+          this.#epochs.publish(runId, childId, children.get(childId)?.provider ?? "spawn");
         } else epochs.forget(runId);
       });
       repaired = true;
@@ -322,81 +321,5 @@ export class ContinuableParent implements SessionPart {
   /** Whether this instance is starting or resuming the epoch `runId` right now (repair must not race it). */
   #inFlight(runId: string): boolean {
     return this.#starts.has(runId) || this.#resumes.has(runId);
-  }
-
-  // ---- inside the delivery transaction ----
-
-  #applyReport(envelope: ReportEnvelope): void {
-    if (!this.#ctx.stores.children.has(envelope.from)) return;
-    const lane: InboxLane = envelope.delivery === "wakeup" ? "next-turn" : "next-step";
-    const source: MessageSource = {
-      kind: "subagent-report",
-      form: "relay",
-      senderSessionId: envelope.from,
-      ...compact({ trace: envelope.trace }),
-      ...(envelope.belowMcpFace ? { mcpFace: true as const } : {}),
-    };
-    this.#admit(envelope.messageId, lane, envelope.delivery !== "quiet", source, envelope.text);
-  }
-
-  /** A notice that outruns its epoch's `subagent/start` waits for it, so start precedes end. */
-  #applySettled(envelope: SettledEnvelope): void {
-    const state = this.#ctx.stores.epochs.state(envelope.runId);
-    if (state === undefined || state === "starting") this.#ctx.stores.epochs.holdEarly(envelope);
-    else if (state === "published") this.#applyNotice(envelope);
-  }
-
-  /** Records `subagent/start` for an epoch (once) and applies a notice that arrived before it. */
-  #publishEpoch(runId: string, childId: string, provider: string): void {
-    const { published, early } = this.#ctx.stores.epochs.publish(runId);
-    if (!published) return;
-    this.#ctx.stores.log.append("subagent/start", { runId, provider, id: childId, local: true });
-    if (early) this.#applyNotice(early);
-    else this.#ctx.childStarted();
-  }
-
-  #applyNotice(notice: SettledEnvelope): void {
-    const { stores } = this.#ctx;
-    if (!stores.epochs.end(notice.runId)) return;
-    stores.log.append("subagent/end", {
-      runId: notice.runId,
-      provider: stores.children.get(notice.from)?.provider ?? "spawn",
-      id: notice.from,
-      local: true,
-      stopReason: notice.stopReason,
-      ...(isEmptyContent(notice.output) ? {} : { lastAssistantMessage: notice.output }),
-      ...compact({ usage: notice.usage }),
-    });
-    stores.children.releaseEpoch(notice.from, notice.runId);
-    if (notice.subtreeUsage) stores.usage.addBelow(notice.subtreeUsage);
-    // A drained child's notice that reaches a drained (settled) continuable session is recorded
-    // but not queued: it does not survive that session's own drain.
-    const header = this.#ctx.header();
-    const settledSelf = header?.mode === "continuable" && stores.activation.get() === undefined;
-    if (notice.drained && settledSelf) return;
-    // Idle parent: one ordinary turn; busy parent: batched into its next step; draining: no wake.
-    const quiet = notice.drained || this.#drains.draining();
-    const busy = stores.loop.get().openTurn !== null;
-    const source: MessageSource = {
-      kind: "subagent-settled",
-      form: "notice",
-      summary: notice.summary,
-      senderSessionId: notice.from,
-      ...(notice.belowMcpFace ? { mcpFace: true as const } : {}),
-    };
-    this.#admit(`msg_${notice.id}`, quiet || busy ? "next-step" : "next-turn", !quiet, source, notice.text);
-  }
-
-  #admit(messageId: string, lane: InboxLane, waking: boolean, source: MessageSource, text: string): void {
-    const { stores } = this.#ctx;
-    stores.inbox.admit({
-      messageId,
-      lane,
-      waking,
-      source,
-      content: [{ type: "text", text }],
-      contentHash: messageId,
-    });
-    if (waking) stores.loop.set({ ...stores.loop.get(), parked: false });
   }
 }

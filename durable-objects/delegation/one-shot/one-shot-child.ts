@@ -8,9 +8,9 @@ import { faultPoint } from "../../../src/core/faults";
 import { abortedBeforeStart } from "../../../src/core/run-result";
 import { turnResult } from "../../store/turn-result";
 import { childHeader, writeSeed } from "../child-spec";
-import type { EnvelopeHandlers, SessionPart } from "../../session/part";
+import type { EnvelopeHandlers, SessionPart } from "../../kernel/part";
 import type { SessionContext } from "../../session/session-context";
-import type { SessionSchedules } from "../../session/schedules";
+import type { SessionSchedules } from "../../schedules/schedules";
 
 /**
  * One-shot runs, child side: `init` writes header, seed, descriptor and prompt in one

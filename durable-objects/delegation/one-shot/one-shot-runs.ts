@@ -1,18 +1,17 @@
 import { quote } from "../../../src/core/quote";
 import { turnCallOf } from "../../../src/agent/call-keys";
 import type { RunOrigin } from "../../../src/agent/host";
-import type { TraceContext } from "../../../src/contract/trace";
 import { isEmptyContent } from "../../../src/contract/content";
 import { deadlineDiagnostic, isDeadline } from "../../../src/contract/control";
 import type { RunResultEnvelope } from "../../../src/contract/envelope";
 import { fail, type Outcome, ok } from "../../../src/contract/errors";
-import type { RunCounterpart, RunView, StartRequest, SubagentResult } from "../../../src/contract/run";
+import type { RunCounterpart, RunStart, RunView, SubagentResult } from "../../../src/contract/run";
 import { isMcpFaceCall } from "../../../src/core/approvals";
 import { renderForeground } from "../../../src/core/run-rendering";
 import { loadPatternEngine } from "../../../src/core/json-schema-subset";
 import { checkStart } from "../../../src/providers/start-checks";
-import { DueTimer } from "../../session/due-timer";
-import type { EnvelopeHandlers, SessionPart } from "../../session/part";
+import { DueTimer } from "../../kernel/due-timer";
+import type { EnvelopeHandlers, SessionPart, StopCause } from "../../kernel/part";
 import type { SessionContext } from "../../session/session-context";
 import { markBelowMcpFace } from "../../store/approvals";
 import type { RunRow } from "../../store/runs";
@@ -56,12 +55,11 @@ export class OneShotRuns implements SessionPart, RunSettlement {
     this.#transports = [this.local, ...others];
   }
 
-  /** `trace`: the span that asked for the start (a tool call's is its origin's). */
-  async start(
-    request: StartRequest,
-    origin?: RunOrigin,
-    trace: TraceContext | undefined = origin?.trace,
-  ): Promise<Outcome<RunView>> {
+  /**
+   * `origin`: the tool call that asks (absent: an API or RPC caller). The child's first turn joins
+   * `request.trace`.
+   */
+  async start(request: RunStart, origin?: RunOrigin): Promise<Outcome<RunView>> {
     const { runs } = this.#ctx.stores;
     const existing = origin && runs.byCallKey(origin.callKey);
     if (existing) return ok(this.view(existing)); // a re-run tool call re-attaches
@@ -74,7 +72,7 @@ export class OneShotRuns implements SessionPart, RunSettlement {
     const { provider } = checked.value;
     const transport = this.#transports.find((t) => t.runs(provider.kind));
     if (!transport) return fail("NO_PROVIDER", `no transport runs providers of kind ${provider.kind}`);
-    const started = await transport.start({ request, origin, trace, ...checked.value });
+    const started = await transport.start({ request, origin, ...checked.value });
     if (!started.ok) return started;
     if (request.deadlineSeconds !== undefined) this.#ctx.kick(); // its deadline gets the alarm and a timer
     return ok(this.view(runs.get(started.value)!));
@@ -135,6 +133,18 @@ export class OneShotRuns implements SessionPart, RunSettlement {
   }
 
   /** The earliest deadline of a run still working (README "Deadlines"). */
+  /** The session is deleted: every run not settled is cancelled (remote, A2A and ACP runs are cancelled, never deleted). */
+  onStop(_cause: StopCause, reason: string): undefined {
+    for (const run of this.#ctx.stores.runs.unsettled())
+      if (!run.cancelRequested) this.requestCancel(run, reason);
+    return undefined;
+  }
+
+  /** While the session is deleted: the cancels of its runs on other deployments and agents still go out. */
+  owesBeforeErase(): boolean {
+    return this.#ctx.stores.runs.unsettledRemote().length > 0;
+  }
+
   nextDue(): number | undefined {
     return this.#ctx.stores.runs.nextDeadline();
   }

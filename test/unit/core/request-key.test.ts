@@ -20,4 +20,13 @@ describe("a start request's key", () => {
     expect(requestKey({ ...base, label: "l" })).not.toBe(key);
     expect(requestKey({ ...base, toolFilter: { allow: ["b", "a"] } })).not.toBe(key);
   });
+
+  it("leaves out the span the start came under: a retry may come under another span, or none", () => {
+    const base = { provider: "spawn", prompt: "x", childId: "c" };
+    const key = requestKey(base);
+    expect(requestKey({ ...base, trace: { traceId: "a".repeat(32), parentSpanId: "b".repeat(16) } })).toBe(
+      key,
+    );
+    expect(requestKey({ ...base, trace: { traceId: "c".repeat(32) } })).toBe(key);
+  });
 });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { AlarmClock } from "../../../durable-objects/session/alarm-clock";
-import { DriveLoop } from "../../../durable-objects/session/drive-loop";
-import type { SessionPart } from "../../../durable-objects/session/part";
-import { SessionSignals } from "../../../durable-objects/session/signals";
+import { AlarmClock } from "../../../durable-objects/kernel/alarm-clock";
+import { DriveLoop } from "../../../durable-objects/kernel/drive-loop";
+import type { SessionPart } from "../../../durable-objects/kernel/part";
+import { SessionSignals } from "../../../durable-objects/kernel/signals";
 
 /** The alarm calls of a Durable Object's storage, recorded (the drive loop uses nothing else). */
 function alarmStorage(initial: number | null = null) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { SessionPart } from "../../../durable-objects/session/part";
-import { SessionSignals } from "../../../durable-objects/session/signals";
+import type { SessionPart } from "../../../durable-objects/kernel/part";
+import { SessionSignals } from "../../../durable-objects/kernel/signals";
 import type { Envelope } from "../../../src/contract/envelope";
 
 const report: Envelope = {

@@ -1,5 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import type { ObjectHost } from "../../../durable-objects/host/port";
 import { SessionObject } from "../../../durable-objects/session/session-object";
 import { api, createSession, expectError, startChild, startOneShot } from "../../support/api";
 import { hold } from "../../support/faults";
@@ -65,8 +66,8 @@ function countListingCalls() {
   const calls: { method: (typeof methods)[number]; object: string }[] = [];
   for (const method of methods) {
     const original = originals.get(method)!;
-    proto[method] = function (this: { ctx: DurableObjectState }, ...args: unknown[]) {
-      calls.push({ method, object: this.ctx.id.toString() });
+    proto[method] = function (this: { host: ObjectHost }, ...args: unknown[]) {
+      calls.push({ method, object: this.host.id });
       return original.apply(this, args);
     };
   }

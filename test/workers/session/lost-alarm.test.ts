@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CHILD_WATCH_MS } from "../../../durable-objects/delegation/child-watch";
-import { LOST_ALARM_MS } from "../../../durable-objects/session/drive-loop";
+import { LOST_ALARM_MS } from "../../../durable-objects/kernel/drive-loop";
 import { api, createSession, startChild } from "../../support/api";
 import {
   clock,

@@ -5,7 +5,7 @@ import {
   SubagentsClient,
   type WebSocketFactory,
 } from "../../../src/client";
-import { REPLAY_CONTINUES } from "../../../durable-objects/session/subscribers";
+import { REPLAY_CONTINUES } from "../../../durable-objects/kernel/subscribers";
 import { ADMIN, createSession, openStream, sendMessage, workerFetch } from "../../support/api";
 import { allEvents, sleep, waitForTurnEnds, type WireEvent } from "../../support/logs";
 

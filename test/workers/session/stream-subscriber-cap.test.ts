@@ -1,6 +1,6 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_MAX_SUBSCRIBERS, subscriberCap } from "../../../durable-objects/session/subscribers";
+import { DEFAULT_MAX_SUBSCRIBERS, subscriberCap } from "../../../durable-objects/kernel/subscribers";
 import { ADMIN, createSession, openStream, sendMessage, workerFetch } from "../../support/api";
 import { sleep, subscribe, type Subscriber, waitForTurnEnds } from "../../support/logs";
 import { evict } from "../../support/objects";
