@@ -13,6 +13,7 @@ import { reservedId } from "../../support/ids";
 import { allEvents, toolResults } from "../../support/logs";
 import { dumpTables, hashOf } from "../../support/objects";
 import { script } from "../../support/scripts";
+import { loadPatternEngine } from "../../../src/core/linear-pattern";
 
 /**
  * An `outputSchema`'s `pattern` is caller-supplied code run in the child's object
@@ -39,6 +40,11 @@ describe("outputSchema patterns (security: what a caller can make the runtime co
     const created = await api("POST", "/v1/sessions", { token: TENANT_ADMIN, body: {} });
     expect(created.status).toBe(201);
     const neighbour: string = created.body.id;
+
+    // The engine loaded first, as a deployed Worker has it (its `import()` is served from the
+    // upload, with no I/O): the test pool serves an `import()` over a socket, which the loop of
+    // requests below would starve.
+    await loadPatternEngine();
 
     // The child, from its start to its settled result. All objects share this thread (workerd),
     // so while a match runs, no other request can be answered.
